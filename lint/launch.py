@@ -1,0 +1,35 @@
+"""A launch command as parallint understands it (torchrun, deepspeed, accelerate, srun, python, a
+Kubernetes replica...). Produced by the shell and Kubernetes readers, consumed by the linker and the
+LCH/ENV/PG rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parallint.diagnostics import Span
+from parallint.facts import FactMap, Value
+
+
+@dataclass
+class Launch:
+    #: torchrun | torch.distributed.run | torch.distributed.launch | deepspeed | accelerate |
+    #: python | srun | mpirun | pytorchjob | trainjob | mpijob | volcano
+    launcher: str
+    span: Span  # the whole command (first line of it)
+    #: normalized facts the command and its scheduler context state (parallel.nodes from
+    #: `#SBATCH --nodes` AND from `torchrun --nnodes`, each with its own source/span; Megatron args...)
+    facts: FactMap = field(default_factory=FactMap)
+    script: Value | None = None  # the script path (or module name when is_module) as written
+    is_module: bool = False
+    args: list[Value] = field(default_factory=list)  # the script's arguments, one Value per word
+    #: the launcher's own options, normalized names: nnodes, nproc_per_node, node_rank,
+    #: master_addr, master_port, rdzv_endpoint, rdzv_backend, num_gpus, num_nodes, hostfile,
+    #: config_file, num_processes, num_machines, ntasks_per_node ...
+    options: dict[str, Value] = field(default_factory=dict)
+    env: dict[str, Value] = field(default_factory=dict)  # environment in force at the command
+    #: files the command names (script, --deepspeed_config, --config_file, --job.config_file ...)
+    links: list[Value] = field(default_factory=list)
+    #: scheduler directives in force (#SBATCH nodes, ntasks_per_node, gpus_per_node, gres, constraint)
+    scheduler: dict[str, Value] = field(default_factory=dict)
+    wrapper: "Launch | None" = None  # e.g. the srun that starts this torchrun

@@ -1,0 +1,4 @@
+"""Readers: one module per format, each turning a file into :class:`parallint.facts.FileFacts`.
+
+The runner imports a reader only when a file of its kind is found (see ``parallint.classify``).
+"""

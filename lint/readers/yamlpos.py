@@ -1,0 +1,153 @@
+"""YAML with positions: ``yaml.compose`` (safe, C-accelerated when available) into :class:`PNode` trees.
+
+Every mapping, sequence and scalar keeps its line and column, mappings remember duplicate keys,
+and limits stop alias bombs and runaway nesting. Scalars are constructed with PyYAML's *safe*
+constructor, so YAML 1.1 quirks apply exactly as the frameworks see them (``1e-5`` is a string,
+``NO`` is false).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import yaml
+
+from parallint.diagnostics import Span
+
+try:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+MAX_NODES = 200_000
+MAX_DEPTH = 200
+
+
+class YamlLimitError(ValueError):
+    pass
+
+
+@dataclass
+class PNode:
+    """A positioned YAML/JSON value. ``value`` is a scalar, a ``dict[str, PNode]`` or a ``list[PNode]``."""
+
+    value: Any
+    span: Span
+    #: for mappings: key -> span of the key text
+    key_spans: dict[str, Span] = field(default_factory=dict)
+    #: for mappings: (key, first key span, repeated key span)
+    duplicates: list[tuple[str, Span, Span]] = field(default_factory=list)
+
+    @property
+    def is_map(self) -> bool:
+        return isinstance(self.value, dict)
+
+    @property
+    def is_seq(self) -> bool:
+        return isinstance(self.value, list)
+
+    def get(self, key: str) -> "PNode | None":
+        if isinstance(self.value, dict):
+            return self.value.get(key)
+        return None
+
+    def path(self, dotted: str) -> "PNode | None":
+        """``node.path("model.tensor_model_parallel_size")``; None when any step is missing."""
+        node: PNode | None = self
+        for part in dotted.split("."):
+            if node is None:
+                return None
+            node = node.get(part)
+        return node
+
+    def items(self) -> Iterator[tuple[str, "PNode"]]:
+        if isinstance(self.value, dict):
+            yield from self.value.items()
+
+    def plain(self) -> Any:
+        """The value without positions (plain dicts, lists and scalars)."""
+        if isinstance(self.value, dict):
+            return {k: v.plain() for k, v in self.value.items()}
+        if isinstance(self.value, list):
+            return [v.plain() for v in self.value]
+        return self.value
+
+    def walk(self, prefix: str = "") -> Iterator[tuple[str, "PNode"]]:
+        """Every (dotted path, node) below this one, mappings only descend by key."""
+        for k, v in self.items():
+            p = f"{prefix}.{k}" if prefix else k
+            yield p, v
+            yield from v.walk(p)
+
+
+def _span(path: str, node: yaml.Node) -> Span:
+    s, e = node.start_mark, node.end_mark
+    return Span(path, s.line + 1, s.column + 1, e.line + 1, e.column + 1)
+
+
+class _Converter:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.count = 0
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def convert(self, node: yaml.Node, depth: int = 0) -> PNode:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise YamlLimitError(f"more than {MAX_NODES} YAML nodes (alias expansion?)")
+        if depth > MAX_DEPTH:
+            raise YamlLimitError(f"YAML nested deeper than {MAX_DEPTH} levels")
+        span = _span(self.path, node)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, PNode] = {}
+            key_spans: dict[str, Span] = {}
+            dups: list[tuple[str, Span, Span]] = []
+            for knode, vnode in node.value:
+                if knode.tag == "tag:yaml.org,2002:merge":  # `<<: *base`
+                    merged = self.convert(vnode, depth + 1)
+                    sources = merged.value if isinstance(merged.value, list) else [merged]
+                    for src in sources:
+                        for mk, mv in src.items():
+                            out.setdefault(mk, mv)
+                            key_spans.setdefault(mk, src.key_spans.get(mk, mv.span))
+                    continue
+                key = self._scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
+                key = str(key) if key is not None else yaml.serialize(knode).strip()
+                kspan = _span(self.path, knode)
+                if key in key_spans and key in out and not self._from_merge(key, out, key_spans):
+                    dups.append((key, key_spans[key], kspan))
+                out[key] = self.convert(vnode, depth + 1)
+                key_spans[key] = kspan
+            return PNode(out, span, key_spans, dups)
+        if isinstance(node, yaml.SequenceNode):
+            return PNode([self.convert(n, depth + 1) for n in node.value], span)
+        return PNode(self._scalar(node), span)
+
+    @staticmethod
+    def _from_merge(key: str, out: dict, key_spans: dict) -> bool:
+        return False
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            return node.value
+
+
+def load_all(text: str, path: str) -> list[PNode]:
+    """Every document of ``text``. Raises ``yaml.YAMLError`` or :class:`YamlLimitError`."""
+    conv = _Converter(path)
+    docs = []
+    for node in yaml.compose_all(text, Loader=_Loader):
+        if node is not None:
+            docs.append(conv.convert(node))
+    return docs
+
+
+def error_position(exc: Exception) -> tuple[int, int]:
+    """1-based (line, column) of a YAML error, (1, 1) when it has none."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return 1, 1
+    return mark.line + 1, mark.column + 1

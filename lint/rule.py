@@ -1,0 +1,90 @@
+"""The rule base class. A rule is one small class: code, name, severity, doc, examples, and a check.
+
+Copy an existing rule in ``rules/`` to write the next one. A rule implements ``check_file`` (sees one
+file's facts; ``kinds`` says which file kinds) and/or ``check_job`` (sees one linked job). It yields
+diagnostics made with :meth:`Rule.report`. A rule that needs a fact that is unknown stays silent.
+
+Documentation: ``doc`` is Markdown with exactly these sections, in order::
+
+    ## What it does
+    ## Why it matters
+    ## Example
+    ## How to fix
+
+Examples: ``valid`` and ``invalid`` are lists of :class:`Example`. The test suite runs every one:
+an INVALID example must produce exactly ``count`` findings of this rule (on ``line`` when given), a
+VALID one none. An example is one file (``code`` + ``filename``) or several (``files``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
+
+from parallint.diagnostics import Diagnostic, Related, Severity, Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parallint.facts import FileFacts
+    from parallint.job import Job
+    from parallint.runner import Context
+
+DOC_SECTIONS = ("What it does", "Why it matters", "Example", "How to fix")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A VALID or INVALID example. ``code`` goes into ``filename``; ``files`` adds more files."""
+
+    code: str = ""
+    filename: str = "train.py"
+    files: dict[str, str] = field(default_factory=dict)
+    count: int = 1  # INVALID: how many findings of this rule
+    line: int | None = None  # INVALID: the line of the (first) finding, when given
+    #: the file the check is run on (default: every file of the example); e.g. only the launch file
+    paths: Sequence[str] = ()
+    #: configuration for the run, as in [tool.parallint] (e.g. {"gpu": "A100-80GB"})
+    config: dict = field(default_factory=dict)
+
+    def all_files(self) -> dict[str, str]:
+        out = {}
+        if self.code:
+            out[self.filename] = textwrap.dedent(self.code).lstrip("\n")
+        for name, text in self.files.items():
+            out[name] = textwrap.dedent(text).lstrip("\n")
+        return out
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    summary: ClassVar[str] = ""  # one line, shown by `parallint rules`
+    doc: ClassVar[str] = ""
+    #: file kinds check_file is called for (see parallint.classify.KINDS); empty = none
+    kinds: ClassVar[frozenset[str]] = frozenset()
+    valid: ClassVar[Sequence[Example]] = ()
+    invalid: ClassVar[Sequence[Example]] = ()
+
+    def check_file(self, f: "FileFacts", ctx: "Context") -> Iterable[Diagnostic]:
+        return ()
+
+    def check_job(self, job: "Job", ctx: "Context") -> Iterable[Diagnostic]:
+        return ()
+
+    # helpers -------------------------------------------------------------------------------
+    def report(
+        self,
+        span: Span,
+        message: str,
+        related: Iterable[Related] = (),
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        return Diagnostic(
+            self.code, self.name, severity or self.severity, message, span, tuple(related)
+        )
+
+    @classmethod
+    def documentation(cls) -> str:
+        head = f"# {cls.code} {cls.name} ({cls.severity})\n\n{cls.summary}\n\n"
+        return head + textwrap.dedent(cls.doc).strip() + "\n"
