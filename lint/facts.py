@@ -22,10 +22,11 @@ FACT_KEYS = frozenset(
     parallel.world_size parallel.nodes parallel.gpus_per_node parallel.procs_per_node parallel.dp
     parallel.dp_replicate parallel.dp_shard parallel.tp parallel.pp parallel.vpp parallel.cp parallel.ep
     parallel.etp parallel.zero_stage parallel.sequence_parallel parallel.distributed_optimizer
-    parallel.fsdp parallel.pp_layout
+    parallel.fsdp parallel.pp_layout parallel.sp
     training.micro_batch training.global_batch training.grad_accum training.recompute
     training.precision training.optimizer training.grad_dtype training.train_batch_size
     hardware.gpu hardware.gpu_memory_bytes hardware.gpus_per_node_requested
+    ddp.find_unused_parameters
     framework
     """.split()
 )

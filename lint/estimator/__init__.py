@@ -1,0 +1,1 @@
+"""Memory estimator (see DESIGN.md, "The estimator")."""
