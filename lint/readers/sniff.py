@@ -1,0 +1,154 @@
+"""Which framework a structured file (``.json``, ``.yaml``/``.yml``, ``.toml``) belongs to.
+
+Cheap text checks on the keys the formats are known by; no parser runs unless the text needs it.
+Returns one of the config kinds, or None when the file is not ours (it is then not read at all).
+"""
+
+from __future__ import annotations
+
+import re
+
+STRUCTURED_KINDS = (
+    "deepspeed", "nemo", "megatron_yaml", "torchtitan", "accelerate", "neox", "foundry",
+    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec",
+)
+
+MAX_SNIFF = 2_000_000  # bytes of text looked at
+
+
+def _top_keys(text: str) -> set[str]:
+    """Top-level keys of a YAML mapping (column 0 ``key:``)."""
+    return set(re.findall(r"^([A-Za-z_][\w.\-]*)\s*:", text, re.M))
+
+
+def _has(text: str, *words: str) -> bool:
+    return any(w in text for w in words)
+
+
+def _json_keys(text: str) -> set[str]:
+    return set(re.findall(r'"([A-Za-z_][\w.\-]*)"\s*:', text))
+
+
+def _yaml_keys(text: str) -> set[str]:
+    return set(re.findall(r"^\s*-?\s*[\"']?([A-Za-z_][\w.\-]*)[\"']?\s*:", text, re.M))
+
+
+_DS_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization",
+            "gradient_accumulation_steps", "zero_allow_untested_optimizer", "fp16", "bf16",
+            "steps_per_print", "wall_clock_breakdown"}
+_DS_STRONG = {"train_micro_batch_size_per_gpu", "zero_optimization", "train_batch_size",
+              "zero_allow_untested_optimizer", "steps_per_print"}
+_NEOX_KEYS = {"pipe_parallel_size", "pipe-parallel-size", "model_parallel_size", "model-parallel-size",
+              "num_layers", "num-layers"}
+_HFTA_KEYS = {"per_device_train_batch_size", "per_device_eval_batch_size", "ddp_find_unused_parameters",
+              "output_dir", "evaluation_strategy", "eval_strategy", "save_strategy", "logging_steps"}
+_HFM_KEYS = {"num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model",
+             "num_attention_heads", "n_head", "vocab_size"}
+_FOUNDRY_KEYS = {"global_train_batch_size", "device_train_microbatch_size", "device_train_batch_size",
+                 "max_seq_len"}
+_ACC_KEYS = {"compute_environment", "distributed_type", "num_processes", "num_machines",
+             "mixed_precision", "machine_rank", "main_training_function", "use_cpu"}
+_MEG_MARK = re.compile(r"^\s*--[a-z][a-z0-9-]*\s*:", re.M)
+
+
+def sniff_structured(path: str, text: str) -> str | None:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if name == "pyproject.toml":
+        return None
+    text = text[:MAX_SNIFF]
+    low = name
+    if low.endswith(".toml"):
+        return _sniff_toml(text)
+    if low.endswith(".json"):
+        return _sniff_json(text)
+    if low.endswith((".yaml", ".yml")):
+        return _sniff_yaml(text)
+    return None
+
+
+def _sniff_toml(text: str) -> str | None:
+    if re.search(r"^\s*\[(parallelism|experimental)\]", text, re.M) and re.search(r"^\s*\[(training|job|model)\]", text, re.M):
+        return "torchtitan"
+    if re.search(r"^\s*\[training\]", text, re.M) and re.search(
+        r"^\s*(data_parallel_(shard_|replicate_)?degree|tensor_parallel_degree|pipeline_parallel_degree)\s*=", text, re.M
+    ):
+        return "torchtitan"
+    if re.search(r"^\s*\[job\]", text, re.M) and re.search(r"^\s*\[model\]", text, re.M) and "flavor" in text:
+        return "torchtitan"
+    return None
+
+
+def _sniff_json(text: str) -> str | None:
+    keys = _json_keys(text)
+    if keys & _NEOX_KEYS and any("-" in k for k in keys) and not keys & {"architectures", "model_type"}:
+        return "neox"
+    if keys & {"pipe_parallel_size", "pipe-parallel-size"}:
+        return "neox"
+    if keys & {"per_device_train_batch_size", "ddp_find_unused_parameters"} or (
+        "output_dir" in keys and keys & _HFTA_KEYS - {"output_dir"}
+    ):
+        return "hftrainargs"
+    if keys & _DS_STRONG or len(keys & _DS_KEYS) >= 2:
+        if not keys & {"architectures", "model_type"} or not _json_top_keys(text) & {
+            "architectures", "model_type"}:
+            return "deepspeed"
+    if keys & _HFM_KEYS and len(text) < 1_000_000:
+        top = _json_top_keys(text)
+        if top & {"architectures", "model_type"} and top & _HFM_KEYS or {
+            "num_hidden_layers", "num_attention_heads", "hidden_size"} <= top:
+            return "hf_model"
+    return None
+
+
+def _json_top_keys(text: str) -> set[str]:
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return set()
+    return set(data) if isinstance(data, dict) else set()
+
+
+def _sniff_yaml(text: str) -> str | None:
+    top = _top_keys(text)
+    if re.search(r"^apiVersion\s*:", text, re.M) and re.search(r"^kind\s*:", text, re.M):
+        return "kube"
+    if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^\s+(trainer|model)\.[\w.]+\s*:", text, re.M)):
+        return "megatron_yaml"
+    if top & {"compute_environment", "distributed_type"} and (
+        len(top & _ACC_KEYS) >= 2 or top & {"fsdp_config", "deepspeed_config", "parallelism_config"}
+    ):
+        return "accelerate"
+    if "model" in top and top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"}:
+        return "jobspec"
+    if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^\s+(dp|tp|pp)\s*:", text, re.M):
+        return "nanotron"
+    keys = _yaml_keys(text)
+    if keys & {"pipe_parallel_size", "pipe-parallel-size"} or (
+        keys & {"model_parallel_size", "model-parallel-size"} and keys & {"num_layers", "num-layers"}
+        and "trainer" not in top
+    ):
+        return "neox"
+    if "trainer" in top and ("model" in top or "exp_manager" in top) and keys & {
+        "tensor_model_parallel_size", "devices", "num_nodes", "micro_batch_size", "global_batch_size"
+    }:
+        return "nemo"
+    if keys & _FOUNDRY_KEYS and top & {"train_loader", "fsdp_config", "variables"}:
+        return "foundry"
+    if keys & {"per_device_train_batch_size", "ddp_find_unused_parameters"}:
+        return "hftrainargs"
+    return None
+
+
+def sniff_python(path: str, text: str) -> str | None:
+    """``torchtitan_py`` for a torchtitan config registry (dataclass configs built in Python)."""
+    head = text[:MAX_SNIFF]
+    if "torchtitan" not in head:
+        return None
+    if re.search(r"\bParallelismConfig\s*\(|\bTrainer\.Config\s*\(|\bJobConfig\s*\(", head) and (
+        path.replace("\\", "/").endswith("config_registry.py")
+        or re.search(r"->\s*(Trainer\.Config|JobConfig)\b", head)
+    ):
+        return "torchtitan_py"
+    return None
