@@ -1,0 +1,242 @@
+"""The command line: ``parallint check|rules|rule|show|estimate|plan``.
+
+Start-up matters (pre-commit runs this on every commit): only typer is imported up front; the
+engine, readers, LibCST and jsonschema load when a command needs them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Static linter and pre-launch checker for distributed PyTorch training.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> "typer.Exit":
+    typer.echo(f"parallint: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from parallint import __version__
+
+        typer.echo(f"parallint {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Static linter and pre-launch checker for distributed PyTorch training."""
+
+
+def _split(values: Optional[List[str]]) -> Optional[List[str]]:
+    if values is None:
+        return None
+    out: List[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _load_config(config_path: Optional[str]):
+    from parallint.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+
+
+@app.command()
+def check(
+    paths: List[str] = typer.Argument(None, help="Files or folders (default: .); '-' reads standard input."),
+    output_format: str = typer.Option("text", "--format", help="text, json, sarif or github."),
+    config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file (pyproject.toml or parallint.toml)."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Rules to run (codes, prefixes, names); replaces the configured selection."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rules to skip (added to the configured ones)."),
+    fail_level: Optional[str] = typer.Option(None, "--fail-level", help="Lowest severity that makes the exit code 1: info, warning (default) or error."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name standing for standard input with '-'."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type when the files do not say (e.g. A100-80GB)."),
+) -> None:
+    """Check files and folders for distributed-training mistakes."""
+    from parallint.diagnostics import Severity
+    from parallint.registry import RegistryError, UnknownSelector, get_registry
+    from parallint.report import FORMATS, render
+    from parallint.runner import check_paths
+
+    if output_format not in FORMATS:
+        raise _fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
+    config = _load_config(config_path)
+    settings = config.settings
+    try:
+        reg = get_registry()
+    except RegistryError as exc:
+        raise _fail(str(exc))
+    sel = _split(select) if select else settings.get("select")
+    ext = list(settings.get("extend-select", [])) + (_split(extend_select) or [])
+    ign = list(settings.get("ignore", [])) + (_split(ignore) or [])
+    try:
+        for group in (sel or [], ext, ign):
+            reg.validate_selectors(group)
+        for sels in settings.get("per-file-ignores", {}).values():
+            reg.validate_selectors(sels)
+        level = Severity.parse(fail_level) if fail_level else config.fail_level
+    except UnknownSelector as exc:
+        raise _fail(f"unknown rule selector '{exc.args[0]}' (see 'parallint rules')")
+    except ValueError as exc:
+        raise _fail(str(exc))
+    if gpu:
+        settings["gpu"] = gpu
+    rules = reg.enabled(sel, ext, ign)
+
+    stdin = None
+    paths = list(paths or [])
+    if paths == ["-"]:
+        if not stdin_filename:
+            raise _fail("reading standard input ('-') needs --stdin-filename NAME")
+        stdin = (stdin_filename, sys.stdin.read())
+        paths = []
+    elif "-" in paths:
+        raise _fail("'-' (standard input) cannot be combined with other paths")
+    elif not paths:
+        paths = ["."]
+
+    try:
+        result = check_paths(paths, config, rules=rules, stdin=stdin)
+    except Exception as exc:  # pragma: no cover - last line of defence
+        import os
+
+        if os.environ.get("PARALLINT_DEBUG"):
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc}")
+    sys.stdout.write(render(output_format, result.diagnostics, result.files_checked, rules))
+    for err in result.errors:
+        typer.echo(f"parallint: error: {err}", err=True)
+    if result.errors:
+        raise typer.Exit(EXIT_ERROR)
+    if not exit_zero and any(d.severity >= level for d in result.diagnostics):
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command("rules")
+def list_rules(
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """List every rule: code, name, severity and what it checks."""
+    from parallint.registry import RegistryError, get_registry
+
+    try:
+        reg = get_registry()
+    except RegistryError as exc:
+        raise _fail(str(exc))
+    if output_format == "json":
+        import json
+
+        typer.echo(json.dumps([
+            {"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary}
+            for r in reg.rules
+        ], indent=2))
+        return
+    if output_format != "text":
+        raise _fail(f"unknown format '{output_format}' (expected text or json)")
+    wc = max((len(r.name) for r in reg.rules), default=4)
+    for r in reg.rules:
+        typer.echo(f"{r.code}  {r.name:<{wc}}  {str(r.severity):<7}  {r.summary}")
+
+
+@app.command("rule")
+def show_rule(code: str = typer.Argument(..., help="A rule code or name, e.g. DDP001 or find-unused-parameters.")) -> None:
+    """Print a rule's documentation."""
+    from parallint.registry import RegistryError, get_registry
+
+    try:
+        reg = get_registry()
+    except RegistryError as exc:
+        raise _fail(str(exc))
+    rule = reg.lookup(code)
+    if rule is None:
+        raise _fail(f"unknown rule '{code}' (see 'parallint rules')")
+    typer.echo(rule.documentation(), nl=False)
+
+
+@app.command()
+def show(
+    paths: List[str] = typer.Argument(..., help="Files or folders."),
+    config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
+) -> None:
+    """Print each job parallint assembled (its facts and where each came from) as YAML."""
+    from parallint.runner import build_jobs
+    from parallint.show import render_jobs
+
+    config = _load_config(config_path)
+    jobs = build_jobs(paths, config)
+    sys.stdout.write(render_jobs(jobs))
+
+
+@app.command()
+def estimate(
+    paths: List[str] = typer.Argument(..., help="A job-spec file, or any files parallint reads."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type, e.g. H100-80GB."),
+    tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel degree."),
+    pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
+    dp: Optional[int] = typer.Option(None, "--dp", help="Data-parallel degree."),
+    zero_stage: Optional[int] = typer.Option(None, "--zero-stage", help="ZeRO stage (0-3; FSDP full shard = 3)."),
+    micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="Micro-batch size per GPU."),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="none, selective or full."),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+    config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
+) -> None:
+    """Estimate per-GPU training memory for every job."""
+    try:
+        from parallint.estimate_cmd import estimate_main
+    except ImportError:
+        raise _fail("the estimator is not available in this installation")
+    config = _load_config(config_path)
+    overrides = {k: v for k, v in dict(gpu=gpu, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage,
+                                         micro_batch=micro_batch, recompute=recompute).items() if v is not None}
+    raise typer.Exit(estimate_main(list(paths), overrides, output_format, config.settings))
+
+
+@app.command()
+def plan(
+    paths: List[str] = typer.Argument(..., help="A job-spec file, or any files parallint reads."),
+    gpus: int = typer.Option(..., "--gpus", help="How many GPUs the job gets."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type, e.g. A100-80GB."),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+    config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
+) -> None:
+    """List the layouts that satisfy every layout rule and fit in memory, best first."""
+    try:
+        from parallint.estimate_cmd import plan_main
+    except ImportError:
+        raise _fail("the estimator is not available in this installation")
+    config = _load_config(config_path)
+    raise typer.Exit(plan_main(list(paths), gpus, gpu, output_format, config.settings))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

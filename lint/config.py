@@ -1,0 +1,137 @@
+"""Configuration: ``[tool.parallint]`` in the nearest ``pyproject.toml`` or a ``parallint.toml``
+(``--config`` names one explicitly), validated against ``schemas/config.schema.json``."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from parallint.diagnostics import Severity
+
+
+class ConfigError(Exception):
+    """A configuration problem; the CLI prints it on one line and exits 2."""
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the file it came from (None: defaults)
+    base: Path = field(default_factory=Path.cwd)  # folder globs are relative to
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.settings.get(key, default)
+
+    @property
+    def fail_level(self) -> Severity:
+        return Severity.parse(self.settings.get("fail-level", "warning"))
+
+    @property
+    def exclude(self) -> list[str]:
+        return list(self.settings.get("exclude", [])) + list(self.settings.get("extend-exclude", []))
+
+    def per_file_ignores(self, display_path: str, abspath: Path) -> list[str]:
+        try:
+            rel = abspath.relative_to(self.base).as_posix()
+        except ValueError:
+            rel = display_path
+        out: list[str] = []
+        for glob, sels in self.settings.get("per-file-ignores", {}).items():
+            g = glob.lstrip("./") if glob.startswith("./") else glob
+            if fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(Path(rel).name, g) or fnmatch.fnmatch(rel, g.rstrip("/") + "/*"):
+                out.extend(sels)
+        return out
+
+
+def _load_schema() -> dict:
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("parallint.schemas").joinpath("config.schema.json").read_text("utf-8"))
+
+
+def validate(settings: dict, source: str) -> None:
+    """Raise ConfigError naming the key and the file for anything the schema rejects."""
+    import jsonschema
+
+    schema = _load_schema()
+    known = list(schema["properties"])
+    for key in settings:
+        if key not in schema["properties"]:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{source}: unknown key '{key}' in [tool.parallint]{hint}")
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(settings), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = ".".join(str(p) for p in e.absolute_path) or "[tool.parallint]"
+        raise ConfigError(f"{source}: invalid value for '{where}': {e.message}")
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _settings_from(path: Path, data: dict) -> dict | None:
+    if path.name == "parallint.toml":
+        tool = data.get("tool", {}).get("parallint") if isinstance(data.get("tool"), dict) else None
+        return tool if isinstance(tool, dict) else {k: v for k, v in data.items() if k != "tool"}
+    tool = data.get("tool")
+    if isinstance(tool, dict) and isinstance(tool.get("parallint"), dict):
+        return tool["parallint"]
+    return None
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest parallint.toml, or pyproject.toml with [tool.parallint], at or above ``start``."""
+    for d in (start, *start.parents):
+        cand = d / "parallint.toml"
+        if cand.is_file():
+            return cand
+        cand = d / "pyproject.toml"
+        if cand.is_file():
+            try:
+                text = cand.read_text("utf-8", errors="replace")
+            except OSError:
+                continue
+            if "[tool.parallint" in text:
+                return cand
+        if (d / ".git").exists():
+            break
+    return None
+
+
+def load_config(explicit: str | None = None, start: Path | None = None) -> Config:
+    start = start or Path.cwd()
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"{explicit}: configuration file not found")
+    else:
+        path = find_config(start)
+        if path is None:
+            return Config(None, start, {})
+    data = _read_toml(path)
+    settings = _settings_from(path, data)
+    if settings is None:
+        if explicit:
+            raise ConfigError(f"{path}: no [tool.parallint] table")
+        return Config(None, start, {})
+    validate(settings, str(path))
+    return Config(path.resolve(), path.resolve().parent, settings)

@@ -1,0 +1,134 @@
+"""Linking: facts from several files become jobs.
+
+A launch command links to every file it names that exists (its script or ``-m`` module, the
+``--deepspeed_config``, ``--config_file``, ``--job.config_file`` and model configs), resolved
+against the launch file's folder and then the repository root; linked files' own links are
+followed too (a script naming its DeepSpeed JSON), with a depth limit and a cycle guard.
+``[tool.parallint] links`` declares links the files cannot show. Every file that no launch took
+in becomes a job of its own (its rules then see only what that file states).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from parallint.facts import FileFacts, Value
+from parallint.job import Job
+
+MAX_DEPTH = 3
+Reader = Callable[[Path], "FileFacts | None"]
+
+
+def repo_root(start: Path) -> Path:
+    for d in (start, *start.parents):
+        if (d / ".git").exists() or (d / "pyproject.toml").is_file() or (d / "setup.py").is_file():
+            return d
+    return start
+
+
+def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> Path | None:
+    """The existing file a link names, or None (unknown values and missing files link nothing)."""
+    if not value.known or not isinstance(value.value, str):
+        return None
+    raw = value.value.strip().strip("'\"")
+    if not raw or "$" in raw or "<" in raw or "\x00" in raw:
+        return None
+    cands: list[str] = []
+    if module:
+        mod = raw.replace(".", "/")
+        cands = [mod + ".py", mod + "/__main__.py"]
+    else:
+        cands = [raw]
+    folders = [base] if base == root else [base, root]
+    for c in cands:
+        p = Path(c).expanduser()
+        for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
+            try:
+                if cand.is_file():
+                    return cand.resolve()
+            except OSError:
+                continue
+    return None
+
+
+def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return
+    for link in f.links:
+        target = resolve_link(link, f.abspath.parent, root)
+        if target is None or target in seen:
+            continue
+        seen.add(target)
+        linked = read(target)
+        if linked is None:
+            continue
+        job.files.append(linked)
+        job.facts.extend(linked.facts)
+        _follow(job, linked, read, root, seen, depth + 1)
+
+
+def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path) -> list[Job]:
+    jobs: list[Job] = []
+    taken: set[Path] = set()
+    declared_for: dict[Path, list[Path]] = {}
+    groups: list[list[Path]] = []
+    for entry in declared:
+        targets = [(base / p).resolve() for p in entry.get("files", [])]
+        if entry.get("launch"):
+            declared_for.setdefault((base / entry["launch"]).resolve(), []).extend(targets)
+        else:
+            groups.append(targets)
+
+    for f in files:
+        if not f.launches:
+            continue
+        root = repo_root(f.abspath.parent)
+        for launch in f.launches:
+            name = f"{f.path}:{launch.span.line}"
+            job = Job(name=name, root=f, launch=launch, files=[f])
+            job.facts.extend(launch.facts)
+            job.facts.extend(f.facts)
+            seen = {f.abspath}
+            links = list(launch.links)
+            if launch.script is not None and launch.script not in links:
+                links.insert(0, launch.script)
+            for link in links:
+                target = resolve_link(link, f.abspath.parent, root, module=launch.is_module and link is launch.script)
+                if target is None or target in seen:
+                    continue
+                seen.add(target)
+                linked = read(target)
+                if linked is None:
+                    continue
+                job.files.append(linked)
+                job.facts.extend(linked.facts)
+                _follow(job, linked, read, root, seen, 1)
+            for target in declared_for.get(f.abspath, []):
+                if target not in seen:
+                    seen.add(target)
+                    linked = read(target)
+                    if linked is not None:
+                        job.files.append(linked)
+                        job.facts.extend(linked.facts)
+            taken.update(seen)
+            jobs.append(job)
+
+    for group in groups:
+        members = [m for m in (read(p) for p in group) if m is not None]
+        if not members:
+            continue
+        job = Job(name=members[0].path, root=members[0], files=members)
+        for m in members:
+            job.facts.extend(m.facts)
+            taken.add(m.abspath)
+        jobs.append(job)
+
+    for f in files:
+        if f.abspath in taken or f.launches:
+            continue
+        job = Job(name=f.path, root=f, files=[f])
+        job.facts.extend(f.facts)
+        _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
+        jobs.append(job)
+    return jobs

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+
+
+def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict | None = None):
+    """Run the installed ``parallint`` command the way a user does; returns CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.pop("PARALLINT_DEBUG", None)
+    if env:
+        full_env.update(env)
+    exe = Path(sys.executable).with_name("parallint")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "parallint"]
+    return subprocess.run(
+        cmd + list(args), cwd=cwd, input=stdin, capture_output=True, text=True, env=full_env, timeout=300
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def write_tree(base: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        p = base / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
