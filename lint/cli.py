@@ -137,7 +137,7 @@ def check(
 
 @app.command("rules")
 def list_rules(
-    output_format: str = typer.Option("text", "--format", help="text or json."),
+    output_format: str = typer.Option("text", "--format", help="text, json or markdown."),
 ) -> None:
     """List every rule: code, name, severity and what it checks."""
     from parallint.registry import RegistryError, get_registry
@@ -154,11 +154,22 @@ def list_rules(
             for r in reg.rules
         ], indent=2))
         return
+    if output_format == "markdown":
+        typer.echo(rules_markdown(reg.rules), nl=False)
+        return
     if output_format != "text":
-        raise _fail(f"unknown format '{output_format}' (expected text or json)")
+        raise _fail(f"unknown format '{output_format}' (expected text, json or markdown)")
     wc = max((len(r.name) for r in reg.rules), default=4)
     for r in reg.rules:
         typer.echo(f"{r.code}  {r.name:<{wc}}  {str(r.severity):<7}  {r.summary}")
+
+
+def rules_markdown(rules) -> str:
+    """The README's rule table (tests keep README.md in step with it)."""
+    lines = ["| code | name | severity | what it checks |", "|---|---|---|---|"]
+    for r in rules:
+        lines.append(f"| {r.code} | {r.name} | {r.severity} | {r.summary.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
 
 
 @app.command("rule")
