@@ -1,0 +1,59 @@
+"""Start-up cost of the CLI: what a pre-commit run on one file pays before any work.
+
+Prints, side by side in the same run: bare `python -c pass` (the floor), `python -c "import typer"`,
+`parallint --version`, and `parallint check` on one file that cannot matter (never parsed) and on
+one training script (parsed by LibCST). Ratios are against bare Python.
+
+    python benchmarks/startup.py [--repeat 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SCRIPT = """import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("nccl")
+"""
+
+
+def _time(cmd: list[str], cwd: str, repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, capture_output=True)
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args()
+    exe = str(Path(sys.executable).with_name("parallint"))
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "utils.py").write_text("def add(a, b):\n    return a + b\n")
+        Path(d, "train.py").write_text(SCRIPT)
+        cases = [
+            ("python -c pass", [sys.executable, "-c", "pass"]),
+            ("python -c 'import typer'", [sys.executable, "-c", "import typer"]),
+            ("parallint --version", [exe, "--version"]),
+            ("parallint check utils.py (not ours)", [exe, "check", "utils.py"]),
+            ("parallint check train.py (LibCST)", [exe, "check", "train.py"]),
+        ]
+        base = None
+        print(f"{'command':<40} {'median s':>9} {'x python':>9}")
+        for label, cmd in cases:
+            t = _time(cmd, d, args.repeat)
+            base = base or t
+            print(f"{label:<40} {t:9.3f} {t / base:9.1f}")
+
+
+if __name__ == "__main__":
+    main()
