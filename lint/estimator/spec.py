@@ -1,0 +1,173 @@
+"""The normalized job spec (DESIGN.md "The normalized job spec"): presets, defaults, facts -> spec.
+
+A spec is a plain dict with the sections ``model``, ``parallel``, ``training`` and ``hardware``
+(validated by ``schemas/job.schema.json``) and an optional ``estimator`` section
+(``accounting: zero|megatron``). :func:`normalize` fills in presets and the defaults the estimator
+needs; :func:`spec_from_facts` builds a spec from a job's :class:`~parallint.facts.FactMap`.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any
+
+SECTIONS = ("model", "parallel", "training", "hardware")
+
+
+@lru_cache(maxsize=1)
+def presets() -> dict[str, dict]:
+    import importlib.resources
+
+    import yaml
+
+    text = importlib.resources.files("parallint.data").joinpath("presets.yaml").read_text("utf-8")
+    return yaml.safe_load(text) or {}
+
+
+def _preset_key(name: str) -> str:
+    return "".join(ch for ch in str(name).lower() if ch.isalnum())
+
+
+def preset(name: str) -> dict | None:
+    """The shape of a named preset (``gpt2-xl``, ``llama-2-7b``, ``Llama2_7B``...), or None."""
+    want = _preset_key(name)
+    for key, shape in presets().items():
+        if _preset_key(key) == want:
+            return dict(shape)
+    return None
+
+
+def _posint(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if isinstance(v, int) and v > 0 else None
+
+
+def normalize(spec: dict) -> dict:
+    """A copy of ``spec`` with presets expanded and the estimator's defaults filled in.
+
+    Adds ``training.num_microbatches`` (from ``grad_accum`` or ``global_batch / (micro x DP)``) and
+    ``_assumptions`` (what was defaulted, in words).
+    """
+    out = {k: dict(spec.get(k) or {}) for k in SECTIONS}
+    out["estimator"] = dict(spec.get("estimator") or {})
+    assumptions: list[str] = []
+    model, par, tr = out["model"], out["parallel"], out["training"]
+    name = model.get("preset")
+    if name:
+        shape = preset(name)
+        if shape is not None:
+            for k, v in shape.items():
+                model.setdefault(k, v)
+    for k in ("tp", "pp", "cp", "ep", "vpp"):
+        par[k] = _posint(par.get(k)) or 1
+    dp = _posint(par.get("dp"))
+    world = _posint(par.get("world_size"))
+    if world is None:
+        nodes, gpn = _posint(par.get("nodes")), _posint(par.get("gpus_per_node"))
+        if nodes and gpn:
+            world = nodes * gpn
+    if dp is None and world is not None and world % (par["tp"] * par["pp"] * par["cp"]) == 0:
+        dp = world // (par["tp"] * par["pp"] * par["cp"])
+    par["dp"] = dp
+    if world is not None:
+        par["world_size"] = world
+    zs = par.get("zero_stage")
+    par["zero_stage"] = zs if isinstance(zs, int) and not isinstance(zs, bool) and 0 <= zs <= 3 else 0
+    rc = str(tr.get("recompute") or "none").lower()
+    tr["recompute"] = rc if rc in ("none", "selective", "full") else "none"
+    if not tr.get("precision"):
+        assumptions.append("precision not stated: assumed bf16 mixed precision")
+    if not tr.get("optimizer"):
+        assumptions.append("optimizer not stated: assumed Adam")
+    micro = _posint(tr.get("micro_batch"))
+    tr["micro_batch"] = micro
+    nmb = _posint(tr.get("num_microbatches")) or _posint(tr.get("grad_accum"))
+    gb = _posint(tr.get("global_batch"))
+    if nmb is None and gb and micro and dp and gb % (micro * dp) == 0:
+        nmb = gb // (micro * dp)
+    tr["num_microbatches"] = nmb
+    out["_assumptions"] = assumptions
+    return out
+
+
+def validate(spec: Any) -> list[str]:
+    """Schema violations of a hand-written job spec, as ``"path: message"`` strings."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads(_schema_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errs = []
+    for e in sorted(validator.iter_errors(spec), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        errs.append(f"{where}: {e.message}")
+    return errs
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    import importlib.resources
+
+    return importlib.resources.files("parallint.schemas").joinpath("job.schema.json").read_text("utf-8")
+
+
+# --------------------------------------------------------------------------- facts -> spec
+_FACT_FIELDS = {
+    "model": ("param_count layers hidden heads kv_heads ffn vocab seq_len mlp tied_embeddings norm "
+              "bias position_embeddings num_experts top_k moe_ffn head_dim preset").split(),
+    "parallel": ("world_size nodes gpus_per_node dp tp pp vpp cp ep etp zero_stage "
+                 "sequence_parallel distributed_optimizer fsdp").split(),
+    "training": ("micro_batch global_batch grad_accum recompute precision optimizer "
+                 "grad_dtype").split(),
+    "hardware": ("gpu gpu_memory_bytes").split(),
+}
+
+
+def spec_from_facts(facts, config: dict | None = None) -> dict | None:
+    """The job spec a job's facts state, or None when the model shape (or size) is unknown.
+
+    Only known values are used; unknown ones are left out (the estimator then assumes nothing
+    that could raise its figure when called with ``lower_bound=True``).
+    """
+    config = config or {}
+    spec: dict[str, dict] = {k: {} for k in SECTIONS}
+    for section, names in _FACT_FIELDS.items():
+        for name in names:
+            v = facts.get(f"{section}.{name}")
+            if v is not None and v.known and v.value is not None:
+                spec[section][name] = v.value
+    par = spec["parallel"]
+    if "procs_per_node" in facts.keys() and "gpus_per_node" not in par:
+        v = facts.get("parallel.procs_per_node")
+        if v is not None:
+            par["gpus_per_node"] = v.value
+    if "dp" not in par:  # torchtitan style: dp_replicate x dp_shard (-1 = inferred: unknown)
+        r, s = facts.get("parallel.dp_replicate"), facts.get("parallel.dp_shard")
+        rv = _posint(r.value) if r is not None else 1
+        sv = _posint(s.value) if s is not None else None
+        if rv and sv:
+            par["dp"] = rv * sv
+            if sv > 1:
+                par.setdefault("zero_stage", 3)
+    for k in ("world_size", "nodes", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "etp",
+              "zero_stage"):
+        if k in par and _posint(par[k]) is None and not (k == "zero_stage" and par[k] == 0):
+            del par[k]
+    if par.get("fsdp") is True:
+        par["zero_stage"] = max(3, par.get("zero_stage") or 0)
+    if not spec["hardware"].get("gpu") and config.get("gpu"):
+        spec["hardware"]["gpu"] = config["gpu"]
+    if not par.get("gpus_per_node") and _posint(config.get("gpus-per-node")):
+        par["gpus_per_node"] = config["gpus-per-node"]
+    model = spec["model"]
+    if model.get("preset") and preset(model["preset"]) is None:
+        del model["preset"]
+    has_shape = all(model.get(k) is not None for k in ("layers", "hidden", "heads", "vocab"))
+    if not (has_shape or _posint(model.get("param_count")) or model.get("preset")):
+        return None
+    return copy.deepcopy(spec)
