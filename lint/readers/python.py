@@ -1,0 +1,1197 @@
+"""The Python reader: what a training script does, as far as the code shows it statically.
+
+``read(path, abspath, text)`` parses the file once with LibCST, resolves positions and qualified
+names once, and walks the tree once. The result's ``data`` is a :class:`Script`: every call (matched
+by qualified name, so ``import torch.distributed as dist`` or ``from torch.nn.parallel import
+DistributedDataParallel as DDP`` cannot dodge a rule) with its arguments, position, the enclosing
+``if`` conditions classified (rank-0 guard, rank branch), enclosing loops and function; hand-written
+layer partitions; device meshes. ``facts`` holds the normalized facts the script states.
+
+Importing this module is cheap: LibCST is imported inside :func:`read`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from parallint.diagnostics import Diagnostic, Severity, Span
+from parallint.facts import FileFacts, Value, known_int
+
+#: A Python file is worth parsing only when its text contains one of these (the names the script
+#: rules trigger on). Kept in sync with parallint.classify.PYTHON_NEEDLES by the engine owner.
+NEEDLES: tuple[str, ...] = (
+    "init_process_group", "DistributedDataParallel", "DDP", "DistributedSampler",
+    "init_device_mesh", "DeviceMesh", "initialize_model_parallel", "deepspeed", "Accelerator",
+    "DDPStrategy", "TrainingArguments", "fully_shard", "FullyShardedDataParallel", "FSDP",
+    "set_device", "torch.save", "torch.load", "find_unused_parameters", "Trainer(",
+    "checkpoint", "DataLoader", "barrier", "all_reduce",
+)
+
+MAX_BYTES = 2_000_000  # larger "scripts" are generated code: not read
+
+# ---------------------------------------------------------------------------------------------
+# canonical qualified names, grouped by what the rules care about
+_T = "torch.distributed."
+GROUPS: dict[str, tuple[str, ...]] = {
+    "init_process_group": (_T + "init_process_group", _T + "distributed_c10d.init_process_group"),
+    "ddp": ("torch.nn.parallel.DistributedDataParallel",
+            "torch.nn.parallel.distributed.DistributedDataParallel"),
+    "fsdp": (_T + "fsdp.FullyShardedDataParallel",
+             _T + "fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"),
+    "fully_shard": (_T + "fsdp.fully_shard", _T + "_composable.fsdp.fully_shard",
+                    _T + "_composable.fsdp.fully_shard.fully_shard", _T + "_composable.fully_shard",
+                    _T + "fsdp._fully_shard.fully_shard"),
+    "set_device": ("torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+                   "torch.xpu.set_device", "torch.npu.set_device", "torch.set_default_device"),
+    "dataloader": ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"),
+    "distributed_sampler": ("torch.utils.data.distributed.DistributedSampler",
+                            "torch.utils.data.DistributedSampler"),
+    "save": ("torch.save",),
+    "load": ("torch.load",),
+    "checkpoint": ("torch.utils.checkpoint.checkpoint",),
+    "init_device_mesh": (_T + "device_mesh.init_device_mesh", _T + "init_device_mesh"),
+    "device_mesh": (_T + "device_mesh.DeviceMesh", _T + "DeviceMesh", _T + "_tensor.DeviceMesh",
+                    _T + "tensor.DeviceMesh"),
+    "accelerator": ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"),
+    "ddp_kwargs": ("accelerate.DistributedDataParallelKwargs", "accelerate.utils.DistributedDataParallelKwargs",
+                   "accelerate.utils.dataclasses.DistributedDataParallelKwargs"),
+    "ddp_strategy": ("lightning.pytorch.strategies.DDPStrategy", "lightning.fabric.strategies.DDPStrategy",
+                     "pytorch_lightning.strategies.DDPStrategy", "lightning.pytorch.strategies.ddp.DDPStrategy",
+                     "pytorch_lightning.strategies.ddp.DDPStrategy", "lightning.fabric.strategies.ddp.DDPStrategy"),
+    "pl_trainer": ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+                   "lightning.pytorch.trainer.Trainer", "pytorch_lightning.trainer.Trainer",
+                   "lightning.pytorch.trainer.trainer.Trainer"),
+    "training_args": ("transformers.TrainingArguments", "transformers.training_args.TrainingArguments",
+                      "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
+                      "trl.GRPOConfig", "trl.RewardConfig", "trl.KTOConfig", "trl.ORPOConfig"),
+    "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
+                   "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
+    "ds_initialize": ("deepspeed.initialize",),
+    "spawn": ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+              "torch.multiprocessing.spawn.spawn"),
+    "get_rank": (_T + "get_rank", _T + "distributed_c10d.get_rank"),
+    "dcp_save": (_T + "checkpoint.save", _T + "checkpoint.save_state_dict",
+                 _T + "checkpoint.state_dict_saver.save", _T + "checkpoint.async_save"),
+    "collective": tuple(_T + n for n in (
+        "barrier", "monitored_barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+        "reduce_scatter", "reduce_scatter_tensor", "reduce", "gather", "scatter", "all_to_all",
+        "all_to_all_single", "all_gather_object", "broadcast_object_list", "gather_object",
+        "scatter_object_list")),
+}
+_BY_QNAME: dict[str, str] = {q: g for g, qs in GROUPS.items() for q in qs}
+_MP_SUFFIXES = ("parallel_state.initialize_model_parallel", "mpu.initialize_model_parallel")
+
+FRAMEWORK_IMPORTS = {
+    "accelerate": "accelerate", "lightning": "lightning", "pytorch_lightning": "lightning",
+    "transformers": "transformers", "trl": "transformers", "deepspeed": "deepspeed",
+    "composer": "composer", "fairseq": "fairseq", "colossalai": "colossalai", "ignite": "ignite",
+    "mmengine": "mmengine", "mmcv": "mmengine", "detectron2": "detectron2", "fabric": "lightning",
+    "torchtitan": "torchtitan", "megatron": "megatron", "nemo": "nemo", "torchtnt": "torchtnt",
+}
+
+_RANK_NAME = re.compile(
+    r"^(?:get_)?(?:(?:local|global|ddp|ddp_local|node|world|proc|process|dist|my|cur|current|gpu|device)_)?rank(?:_id|_idx)?$"
+    r"|^(?:local_)?process_index$|^get_ordinal$|^(?:slurm_)?procid$|^proc_id$",
+    re.I,
+)
+_RANK0_NAME = re.compile(
+    r"^(?:is_)?(?:local_|global_|node_)?(?:main|master|leader|chief)(?:_process|_proc|_rank|_worker|_node|_host)?$"
+    r"|^(?:is_)?(?:local_|global_)?rank_?(?:zero|0)$|^is_(?:world|local)_process_zero$|^is_global_zero$"
+    r"|^(?:is_)?(?:global_|local_)?(?:first|zero)_(?:rank|process|worker)$",
+    re.I,
+)
+_RANK0_DECORATOR = re.compile(r"rank_zero|rank0|master_only|main_process_only|on_main_process|on_rank0|main_only", re.I)
+_EPOCH = re.compile(r"epoch", re.I)
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Guard:
+    """One condition a statement runs under.
+
+    ``rank``: the condition depends on the rank (so only some ranks take this branch).
+    ``zero``: True when this branch is taken by rank 0 only (a rank-0 guard), False when rank 0
+    does not take it, None when it cannot be said.
+    """
+
+    text: str
+    span: Span
+    rank: bool
+    zero: bool | None
+    if_id: int  # identity of the if statement (both branches share it)
+    branch: bool  # True = body, False = else
+    early: bool = False  # from `if not rank0: return`
+    main: bool = False  # `if __name__ == "__main__"`
+
+
+@dataclass(frozen=True)
+class Loop:
+    span: Span
+    target: str
+    iter_text: str
+    names: frozenset[str]  # names read by the iterable (for x in enumerate(loader) -> {"enumerate", "loader"})
+    epoch: bool
+    node_id: int
+
+
+@dataclass(eq=False)
+class Frame:
+    kind: str  # module | function | class
+    name: str
+    parent: "Frame | None" = field(repr=False)
+    cls: str | None = None
+    bindings: dict[str, list] = field(default_factory=dict, repr=False)
+    params: set[str] = field(default_factory=set)
+    base_guards: tuple[Guard, ...] = ()
+    span: Span | None = None
+
+
+@dataclass(eq=False)
+class Call:
+    node: Any = field(repr=False)  # libcst.Call
+    span: Span
+    qnames: frozenset[str]
+    groups: frozenset[str]
+    func_text: str
+    method: str | None  # x.foo(...) -> "foo"
+    receiver: Any = field(repr=False)  # the node of x in x.foo(...)
+    guards: tuple[Guard, ...] = ()
+    loops: tuple[Loop, ...] = ()
+    frame: Frame = field(default=None, repr=False)  # type: ignore[assignment]
+    target: str | None = None  # `t = call(...)` -> "t"
+
+    def arg_node(self, keyword: str | None = None, pos: int | None = None):
+        """The expression passed for ``keyword`` (or positional index ``pos``), or None."""
+        positional = 0
+        for a in self.node.args:
+            if a.keyword is not None:
+                if keyword is not None and a.keyword.value == keyword:
+                    return a.value
+                continue
+            if a.star:
+                return None
+            if pos is not None and positional == pos:
+                return a.value
+            positional += 1
+        return None
+
+    def has_star(self) -> bool:
+        return any(a.star for a in self.node.args)
+
+    def has_keyword(self, keyword: str) -> bool:
+        return any(a.keyword is not None and a.keyword.value == keyword for a in self.node.args)
+
+    def n_positional(self) -> int:
+        return sum(1 for a in self.node.args if a.keyword is None and not a.star)
+
+    @property
+    def rank_guards(self) -> list[Guard]:
+        return [g for g in self.guards if g.rank]
+
+
+@dataclass
+class Slice:
+    start: int | None
+    stop: int | None
+    span: Span
+
+
+@dataclass
+class Partition:
+    """A list of slices of one module list handed out as pipeline stages."""
+
+    base: str
+    slices: list[Slice]
+    span: Span
+    total: int | None  # number of layers of `base` when the script shows it
+    total_source: str = ""
+    selector: str | None = None  # "rank" when chosen by a rank expression
+    selector_span: Span | None = None
+    frame: Frame | None = field(default=None, repr=False)
+
+
+@dataclass
+class Mesh:
+    span: Span
+    shape: tuple[int, ...] | None  # None when not known
+    names: tuple[str, ...] | None
+    call: Call | None = None
+
+
+class Script:
+    """What the Python reader found in one file (``FileFacts.data`` for kind ``python``)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.calls: list[Call] = []
+        self.module_frame = Frame("module", "<module>", None)
+        self.imports: set[str] = set()  # top-level package names imported
+        self.callsites: dict[str, list[tuple[Call | None, tuple[Guard, ...], Frame]]] = {}
+        self.refs: set[str] = set()  # names passed as values (callbacks)
+        self.functions: dict[str, list[Frame]] = {}
+        self.loops: list[tuple[Loop, tuple[Loop, ...], Frame]] = []
+        self.partitions: list[Partition] = []
+        self.meshes: list[Mesh] = []
+        self.argparse: dict[str, Any] = {}
+        self.args_names: set[str] = set()
+        self.attr_bindings: dict[str, list] = {}
+        self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]
+        self.fstrings: list[tuple[Any, Span, Frame, tuple[Guard, ...]]] = []  # f"cuda:{x}"
+        self.layer_lists: dict[str, list] = {}
+        self._positions: Any = None
+        self._qnames: Any = None
+        self._module: Any = None
+        self._by_group: dict[str, list[Call]] = {}
+        self._evaluator: Any = None
+
+    # ---------------------------------------------------------------- lookups
+    def by(self, *groups: str) -> list[Call]:
+        out: list[Call] = []
+        for g in groups:
+            out.extend(self._by_group.get(g, ()))
+        out.sort(key=lambda c: (c.span.line, c.span.column))
+        return out
+
+    def has(self, *groups: str) -> bool:
+        return any(self._by_group.get(g) for g in groups)
+
+    def methods(self, name: str) -> list[Call]:
+        return [c for c in self.calls if c.method == name]
+
+    def frameworks(self) -> set[str]:
+        return {FRAMEWORK_IMPORTS[i] for i in self.imports if i in FRAMEWORK_IMPORTS}
+
+    def is_distributed(self) -> bool:
+        """The script itself sets up torch.distributed training (not a framework doing it)."""
+        return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
+
+    def framework_managed(self) -> bool:
+        """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves."""
+        return bool(self.frameworks() & {"accelerate", "lightning", "transformers", "composer", "fairseq",
+                                          "colossalai", "ignite", "mmengine", "detectron2", "deepspeed",
+                                          "torchtnt", "megatron", "nemo", "torchtitan"})
+
+    def span_of(self, node) -> Span:
+        r = self._positions.get(node) if self._positions is not None else None
+        if r is None:
+            return Span(self.path, 1, 1)
+        return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    def qnames(self, node) -> frozenset[str]:
+        v = self._qnames.get(node) if self._qnames is not None else None
+        if v is None:
+            return frozenset()
+        if callable(v):
+            v = v()
+        return frozenset(q.name for q in v)
+
+    def qname_in(self, node, names: set[str] | frozenset[str]) -> bool:
+        import libcst as cst
+
+        qs = self.qnames(node)
+        if qs:
+            return bool(qs & names)
+        # builtins: a bare name that is not bound anywhere in the file
+        if isinstance(node, cst.Name):
+            return node.value in names or f"builtins.{node.value}" in names
+        return False
+
+    def is_builtin(self, node) -> bool:
+        import libcst as cst
+
+        if not isinstance(node, cst.Name):
+            return False
+        qs = self.qnames(node)
+        return not qs or f"builtins.{node.value}" in qs or qs == {node.value}
+
+    def code(self, node) -> str:
+        try:
+            return self._module.code_for_node(node)
+        except Exception:  # pragma: no cover
+            return ""
+
+    def binding(self, name: str, frame: Frame):
+        """(expr, frame) when ``name`` is bound exactly once by a plain assignment in its scope."""
+        f: Frame | None = frame
+        first = True
+        while f is not None:
+            if f.kind == "class" and not first:
+                f = f.parent
+                continue
+            first = False
+            if name in f.params:
+                return None
+            if name in f.bindings:
+                bs = f.bindings[name]
+                if len(bs) == 1 and bs[0] is not MULTI:
+                    return bs[0], f
+                return None
+            f = f.parent
+        return None
+
+    def is_args_name(self, name: str, frame: Frame) -> bool:
+        if not self.argparse:
+            return False
+        if name in self.args_names:
+            b = self.binding(name, frame)
+            if b is not None:
+                return True
+        # a parameter conventionally holding the parsed arguments
+        f: Frame | None = frame
+        while f is not None:
+            if name in f.params:
+                return name in ("args", "opt", "opts", "flags", "FLAGS", "cli_args", "cmd_args")
+            if name in f.bindings:
+                return name in self.args_names
+            f = f.parent
+        return False
+
+    def value(self, node, frame: Frame) -> Value:
+        return self._evaluator.value(node, frame)
+
+    def arg(self, call: Call, keyword: str | None = None, pos: int | None = None) -> Value | None:
+        """The resolved argument: None when not passed (and no ``**kwargs`` could pass it)."""
+        node = call.arg_node(keyword, pos)
+        if node is not None:
+            return self.value(node, call.frame)
+        for a in call.node.args:
+            if a.star == "**":
+                d = self.value(a.value, call.frame)
+                if d.known and isinstance(d.value, dict):
+                    if keyword in d.value:
+                        return Value(d.value[keyword], self.span_of(a.value), True, "", d.source or "**kwargs")
+                    continue
+                return Value.unknown("**kwargs", self.span_of(a.value))
+            if a.star == "*" and pos is not None:
+                return Value.unknown("*args", self.span_of(a.value))
+        return None
+
+    # ---------------------------------------------------------------- rank expressions
+    def rank_kind(self, node, frame: Frame | None, depth: int = 0) -> str | None:
+        """'global' / 'local' when ``node`` is the global / local rank as far as the code shows."""
+        import libcst as cst
+
+        from parallint.readers.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+
+        if depth > 6 or node is None:
+            return None
+        if isinstance(node, cst.Call):
+            if self.qname_in(node.func, set(GROUPS["get_rank"])) and not node.args:
+                return "global"
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
+                return self.rank_kind(node.args[0].value, frame, depth + 1)
+        env = env_name(self, node)
+        if env is not None:
+            if env in GLOBAL_RANK_ENV:
+                return "global"
+            if env in LOCAL_RANK_ENV:
+                return "local"
+            return None
+        if isinstance(node, cst.Name) and frame is not None:
+            b = self.binding(node.value, frame)
+            if b is not None:
+                return self.rank_kind(b[0], b[1], depth + 1)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            bs = self.attr_bindings.get(self.code(node))
+            if bs and len(bs) == 1:
+                return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
+        return None
+
+    def rankish(self, node) -> bool:
+        """A rank-looking expression (by name or by source): for guards, where silence is the error."""
+        import libcst as cst
+
+        from parallint.readers.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+
+        if isinstance(node, cst.Call):
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
+                return self.rankish(node.args[0].value)
+            env = env_name(self, node)
+            if env is not None:
+                return env in GLOBAL_RANK_ENV or env in LOCAL_RANK_ENV or "RANK" in env
+            return _RANK_NAME.match(_tail(node.func) or "") is not None
+        env = env_name(self, node)
+        if env is not None:
+            return env in GLOBAL_RANK_ENV or env in LOCAL_RANK_ENV or "RANK" in env
+        t = _tail(node)
+        return t is not None and _RANK_NAME.match(t) is not None
+
+    def rank0ish(self, node) -> bool:
+        import libcst as cst
+
+        if isinstance(node, cst.Call):
+            node = node.func
+        t = _tail(node)
+        return t is not None and _RANK0_NAME.match(t) is not None
+
+    def classify_test(self, node, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
+        """(depends on rank, True-branch is rank-0 only / rank 0 never takes it / unknown)."""
+        import libcst as cst
+
+        if depth > 6:
+            return False, None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            r, z = self.classify_test(node.expression, frame, depth + 1)
+            return r, (None if z is None else not z)
+        if isinstance(node, cst.BooleanOperation):
+            r1, z1 = self.classify_test(node.left, frame, depth + 1)
+            r2, z2 = self.classify_test(node.right, frame, depth + 1)
+            if isinstance(node.operator, cst.And):
+                return r1 or r2, (True if (z1 is True or z2 is True) else None)
+            # or: rank 0 never takes it only if neither side lets rank 0 in
+            return r1 or r2, (False if (z1 is False and z2 is False) else None)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, cmp = node.left, node.comparisons[0]
+            right, op = cmp.comparator, cmp.operator
+            if self.rankish(right) and not self.rankish(left):
+                left, right = right, left
+                op = _flip(op)
+            if not self.rankish(left):
+                return False, None
+            ints = _int_literals(right)
+            if ints is None:
+                return False, None
+            nonneg = [i for i in ints if i >= 0]
+            if not nonneg:  # rank == -1: "not distributed", all ranks agree
+                return False, None
+            if isinstance(op, cst.Equal) and len(ints) == 1:
+                return True, ints[0] == 0
+            if isinstance(op, cst.NotEqual) and len(ints) == 1:
+                return True, (False if ints[0] == 0 else None)
+            if isinstance(op, cst.In):
+                return True, (True if nonneg == [0] else (None if 0 in nonneg else False))
+            if isinstance(op, cst.NotIn):
+                return True, (False if 0 in nonneg else None)
+            if len(ints) == 1:
+                k = ints[0]
+                if isinstance(op, cst.GreaterThan):
+                    return True, False
+                if isinstance(op, cst.LessThanEqual) and k == 0:
+                    return True, True
+                if isinstance(op, cst.LessThan) and k == 1:
+                    return True, True
+                if isinstance(op, cst.GreaterThanEqual) and k >= 1:
+                    return True, False
+            return False, None
+        if self.rank0ish(node):
+            return True, True
+        if isinstance(node, cst.Name) and frame is not None:
+            b = self.binding(node.value, frame)
+            if b is not None:
+                return self.classify_test(b[0], b[1], depth + 1)
+        return False, None
+
+    # ---------------------------------------------------------------- reachability
+    def paths(self, frame: Frame, _seen: frozenset = frozenset()) -> list[tuple[Guard, ...]] | None:
+        """The guard chains under which ``frame``'s body runs when started from module level.
+
+        None when the script never calls the function (or passes it around): unknown.
+        """
+        if frame.kind == "module":
+            return [()]
+        if frame.kind == "class":
+            return [()] if frame.parent is not None and frame.parent.kind == "module" else None
+        if id(frame) in _seen or len(_seen) > 8:
+            return None
+        sites = self.callsites.get(frame.name, [])
+        if not sites:
+            return None
+        out: list[tuple[Guard, ...]] = []
+        for _call, guards, sframe in sites:
+            sub = self.paths(sframe, _seen | {id(frame)})
+            if sub is None:
+                continue
+            for s in sub:
+                out.append(s + sframe.base_guards + guards)
+        return out or None
+
+    def effective_guards(self, call: Call) -> list[tuple[Guard, ...]] | None:
+        """Every guard chain the call runs under (own function's conditions plus its callers')."""
+        ps = self.paths(call.frame)
+        if ps is None:
+            return None
+        return [p + call.frame.base_guards + call.guards for p in ps]
+
+
+#: a name bound in a way that cannot be followed (loop target, augmented assignment, import...)
+MULTI: Any = object()
+
+
+def _tail(node) -> str | None:
+    import libcst as cst
+
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Call):
+        return _tail(node.func)
+    return None
+
+
+def _flip(op):
+    import libcst as cst
+
+    m = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+         cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+    for a, b in m.items():
+        if isinstance(op, a):
+            return b()
+    return op
+
+
+def _int_literals(node) -> list[int] | None:
+    import libcst as cst
+
+    def one(n):
+        if isinstance(n, cst.Integer):
+            return int(n.evaluated_value)
+        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus) and isinstance(n.expression, cst.Integer):
+            return -int(n.expression.evaluated_value)
+        return None
+
+    v = one(node)
+    if v is not None:
+        return [v]
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        out = []
+        for el in node.elements:
+            x = one(el.value)
+            if x is None:
+                return None
+            out.append(x)
+        return out or None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    f = FileFacts(path=path, abspath=abspath, kind="python", text=text)
+    if len(text) > MAX_BYTES:
+        return f
+    try:
+        script = _parse(path, text)
+    except _SyntaxProblem as e:
+        f.diagnostics.append(Diagnostic("SYN001", "parse-error", Severity.ERROR, e.message, e.span))
+        return f
+    except (RecursionError, MemoryError):
+        f.diagnostics.append(
+            Diagnostic("SYN001", "parse-error", Severity.ERROR, "file too deeply nested to parse",
+                       Span.whole_file(path))
+        )
+        return f
+    if script is None:
+        return f
+    f.data = script
+    try:
+        _facts(script, f)
+    except RecursionError:  # pragma: no cover - pathological nesting
+        pass
+    return f
+
+
+class _SyntaxProblem(Exception):
+    def __init__(self, message: str, span: Span) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+def _parse(path: str, text: str) -> Script | None:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+
+    from parallint.readers import pyeval
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        # LibCST's own position can be off; the compiler's is what the user's editor shows.
+        import ast
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text, filename=path)
+        except SyntaxError as se:
+            line = se.lineno or exc.raw_line or 1
+            col = se.offset or (exc.raw_column + 1)
+            msg = se.msg or "invalid syntax"
+            raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {msg}", Span(path, line, max(col, 1))) from None
+        except (ValueError, RecursionError, MemoryError):
+            raise _SyntaxProblem(f"Python syntax error at {exc.raw_line}:{exc.raw_column + 1}: cannot parse",
+                                 Span(path, max(exc.raw_line, 1), exc.raw_column + 1)) from None
+        # Python accepts it but LibCST does not (newer syntax): nothing we can say about it
+        return None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    meta = wrapper.resolve_many([PositionProvider, QualifiedNameProvider])
+    script = Script(path, text)
+    script._module = module
+    script._positions = meta[PositionProvider]
+    script._qnames = meta[QualifiedNameProvider]
+    script._evaluator = pyeval.Evaluator(script)
+    collector = _Collector(script)
+    module.visit(collector)
+    for c in script.calls:
+        for g in c.groups:
+            script._by_group.setdefault(g, []).append(c)
+    _post(script)
+    return script
+
+
+# ---------------------------------------------------------------------------------------------
+def _collector_class():
+    import libcst as cst
+
+    from parallint.readers.pyeval import string_literal
+
+    class Collector(cst.CSTVisitor):
+        def __init__(self, script: Script) -> None:
+            super().__init__()
+            self.s = script
+            self.frame = script.module_frame
+            self.guards: list[Guard] = []
+            self.loops: list[Loop] = []
+            self.block_early: list[int] = [0]
+            self.targets: dict[int, str] = {}
+
+        # -------------------------------------------------- bindings
+        def _bind(self, name: str, expr) -> None:
+            self.frame.bindings.setdefault(name, []).append(expr)
+
+        def _bind_target(self, t, expr) -> None:
+            if isinstance(t, cst.Name):
+                self._bind(t.value, expr)
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                for el in t.elements:
+                    self._bind_target(el.value, MULTI)
+            elif isinstance(t, cst.StarredElement):
+                self._bind_target(t.value, MULTI)
+            elif isinstance(t, cst.Attribute) and expr is not MULTI:
+                self.s.attr_bindings.setdefault(self.s.code(t), []).append((expr, self.frame))
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                self._bind_target(t.target, node.value)
+            if isinstance(node.value, cst.Call) and len(node.targets) == 1:
+                self.targets[id(node.value)] = self.s.code(node.targets[0].target)
+                tgt = node.targets[0].target
+                if isinstance(tgt, cst.Name) and _tail(node.value.func) in ("parse_args", "parse_known_args"):
+                    self.s.args_names.add(tgt.value)
+            if isinstance(node.value, cst.Subscript) and len(node.targets) == 1:
+                inner = node.value.value
+                if isinstance(inner, cst.Call) and _tail(inner.func) == "parse_known_args":
+                    t = node.targets[0].target
+                    if isinstance(t, cst.Name):
+                        self.s.args_names.add(t.value)
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Tuple):
+                if isinstance(node.value, cst.Call) and _tail(node.value.func) == "parse_known_args":
+                    els = node.targets[0].target.elements
+                    if els and isinstance(els[0].value, cst.Name):
+                        self.s.args_names.add(els[0].value.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._bind_target(node.target, node.value if node.value is not None else MULTI)
+            if isinstance(node.value, cst.Call):
+                self.targets[id(node.value)] = self.s.code(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._bind_target(node.target, MULTI)
+            if isinstance(node.target, cst.Attribute):
+                self.s.attr_bindings.setdefault(self.s.code(node.target), []).append((MULTI, self.frame))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._bind_target(node.target, MULTI)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self._bind_target(node.name, MULTI)
+
+        def visit_Import(self, node: cst.Import) -> None:
+            for a in node.names:
+                top = self.s.code(a.name).split(".")[0]
+                self.s.imports.add(top)
+                if a.asname is None:
+                    self._bind(top, MULTI)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if node.module is not None and not node.relative:
+                self.s.imports.add(self.s.code(node.module).split(".")[0])
+            if not isinstance(node.names, cst.ImportStar):
+                for a in node.names:
+                    if a.asname is None and isinstance(a.name, cst.Name):
+                        self._bind(a.name.value, MULTI)
+
+        def visit_Global(self, node) -> None:
+            for n in node.names:
+                self._bind(n.name.value, MULTI)
+
+        def visit_Nonlocal(self, node) -> None:
+            for n in node.names:
+                self._bind(n.name.value, MULTI)
+
+        def visit_ExceptHandler(self, node) -> None:
+            if node.name is not None:
+                self._bind_target(node.name.name, MULTI)
+
+        # -------------------------------------------------- scopes
+        def _with_frame(self, frame: Frame, body) -> None:
+            saved = (self.frame, self.guards, self.loops, self.block_early)
+            self.frame, self.guards, self.loops, self.block_early = frame, [], [], [0]
+            body.visit(self)
+            self.frame, self.guards, self.loops, self.block_early = saved
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for d in node.decorators:
+                d.visit(self)
+            self._bind(node.name.value, MULTI)
+            cls = self.frame.name if self.frame.kind == "class" else None
+            frame = Frame("function", node.name.value, self.frame, cls=cls, span=self.s.span_of(node.name))
+            p = node.params
+            for group in (p.params, p.kwonly_params, p.posonly_params):
+                for prm in group:
+                    frame.params.add(prm.name.value)
+                    if prm.default is not None:
+                        prm.default.visit(self)
+            for prm in (p.star_arg, p.star_kwarg):
+                if isinstance(prm, cst.Param):
+                    frame.params.add(prm.name.value)
+            base = []
+            for d in node.decorators:
+                if _RANK0_DECORATOR.search(self.s.code(d.decorator)):
+                    base.append(Guard(self.s.code(d.decorator), self.s.span_of(d), True, True, id(d), True))
+            frame.base_guards = tuple(base)
+            self.s.functions.setdefault(node.name.value, []).append(frame)
+            self._with_frame(frame, node.body)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            for d in node.decorators:
+                d.visit(self)
+            for a in node.bases:
+                a.visit(self)
+            self._bind(node.name.value, MULTI)
+            frame = Frame("class", node.name.value, self.frame, span=self.s.span_of(node.name))
+            self._with_frame(frame, node.body)
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return True
+
+        # -------------------------------------------------- control flow
+        def visit_IndentedBlock(self, node) -> None:
+            self.block_early.append(0)
+
+        def leave_IndentedBlock(self, node) -> None:
+            n = self.block_early.pop()
+            for _ in range(n):
+                self.guards.pop()
+
+        def visit_If(self, node: cst.If) -> bool:
+            node.test.visit(self)
+            text = self.s.code(node.test)
+            span = self.s.span_of(node.test)
+            is_main = "__name__" in text and "__main__" in text
+            rank, zero = self.s.classify_test(node.test, self.frame)
+            g_true = Guard(text, span, rank, zero, id(node), True, main=is_main)
+            g_false = Guard(text, span, rank, (None if zero is None else not zero), id(node), False, main=is_main)
+            self.guards.append(g_true)
+            node.body.visit(self)
+            self.guards.pop()
+            if node.orelse is not None:
+                self.guards.append(g_false)
+                if isinstance(node.orelse, cst.Else):
+                    node.orelse.body.visit(self)
+                else:
+                    node.orelse.visit(self)
+                self.guards.pop()
+            elif rank and _exits(node.body):
+                # `if rank != 0: return` -> the rest of the block runs on the other ranks only
+                self.guards.append(Guard(text, span, rank, g_false.zero, id(node), False, early=True))
+                self.block_early[-1] += 1
+            if node.orelse is None:
+                self._rank_branch_partition(node)
+            return False
+
+        def visit_IfExp(self, node: cst.IfExp) -> None:
+            return None
+
+        def _loop(self, node, target_text: str, iter_node) -> Loop:
+            names = frozenset(n.value for n in _names_in(iter_node)) if iter_node is not None else frozenset()
+            it = self.s.code(iter_node) if iter_node is not None else ""
+            epoch = bool(_EPOCH.search(target_text) or _EPOCH.search(it))
+            return Loop(self.s.span_of(node), target_text, it, names, epoch, id(node))
+
+        def visit_For(self, node: cst.For) -> bool:
+            node.iter.visit(self)
+            self._bind_target(node.target, MULTI)
+            loop = self._loop(node, self.s.code(node.target), node.iter)
+            self.s.loops.append((loop, tuple(self.loops), self.frame))
+            self.loops.append(loop)
+            node.body.visit(self)
+            self.loops.pop()
+            if node.orelse is not None:
+                node.orelse.visit(self)
+            return False
+
+        def visit_While(self, node: cst.While) -> bool:
+            node.test.visit(self)
+            loop = self._loop(node, "", node.test)
+            self.s.loops.append((loop, tuple(self.loops), self.frame))
+            self.loops.append(loop)
+            node.body.visit(self)
+            self.loops.pop()
+            if node.orelse is not None:
+                node.orelse.visit(self)
+            return False
+
+        def visit_CompFor(self, node) -> None:
+            self._bind_target(node.target, MULTI)
+
+        # -------------------------------------------------- calls
+        def visit_Call(self, node: cst.Call) -> None:
+            s = self.s
+            func = node.func
+            qn = s.qnames(func)
+            groups = {_BY_QNAME[q] for q in qn if q in _BY_QNAME}
+            if any(q.endswith(_MP_SUFFIXES) for q in qn):
+                groups.add("initialize_model_parallel")
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            receiver = func.value if isinstance(func, cst.Attribute) else None
+            call = Call(node, s.span_of(node), qn, frozenset(groups), s.code(func), method, receiver,
+                        tuple(self.guards), tuple(self.loops), self.frame, self.targets.get(id(node)))
+            s.calls.append(call)
+            # call sites of the script's own functions
+            callee = None
+            if isinstance(func, cst.Name) and not groups:
+                callee = func.value
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                callee = func.attr.value
+            elif method is not None and not groups:
+                callee = method
+            if callee is not None:
+                s.callsites.setdefault(callee, []).append((call, tuple(self.guards), self.frame))
+            for a in node.args:
+                if isinstance(a.value, cst.Name):
+                    if "spawn" in groups and a is node.args[0]:
+                        s.callsites.setdefault(a.value.value, []).append((call, tuple(self.guards), self.frame))
+                    else:
+                        s.refs.add(a.value.value)
+            if method == "add_argument":
+                self._argparse(call)
+
+        def _argparse(self, call: Call) -> None:
+            s = self.s
+            flags = [string_literal(a.value) for a in call.node.args if a.keyword is None and not a.star]
+            flags = [f for f in flags if f]
+            dest = None
+            dn = call.arg_node("dest")
+            if dn is not None:
+                dest = string_literal(dn)
+            long = [f for f in flags if f.startswith("--")]
+            if dest is None:
+                if long:
+                    dest = long[0][2:].replace("-", "_")
+                elif flags and not flags[0].startswith("-"):
+                    dest = flags[0]
+                elif flags:
+                    dest = flags[0].lstrip("-").replace("-", "_")
+            if not dest:
+                return
+            action = string_literal(call.arg_node("action")) if call.arg_node("action") is not None else None
+            tnode = call.arg_node("type")
+            typ = tnode.value if isinstance(tnode, cst.Name) else None
+            if call.arg_node("required") is not None or call.has_star() or (action not in (None, "store", "store_true", "store_false")):
+                entry = MULTI
+            else:
+                entry = ((long or flags or [dest])[0], call.arg_node("default"), self.frame, action, typ)
+            if dest in s.argparse:
+                s.argparse[dest] = MULTI
+            else:
+                s.argparse[dest] = entry
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if isinstance(node.value, cst.Name) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                idx = node.slice[0].slice.value
+                if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
+                    self.s.rank_subscripts.append((node.value.value, self.s.span_of(node)))
+
+        def visit_FormattedString(self, node: cst.FormattedString) -> None:
+            parts = node.parts
+            if len(parts) >= 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value.endswith("cuda:"):
+                if isinstance(parts[1], cst.FormattedStringExpression):
+                    self.s.fstrings.append((parts[1].expression, self.s.span_of(node), self.frame, tuple(self.guards)))
+
+        # -------------------------------------------------- partitions
+        def visit_List(self, node: cst.List) -> None:
+            self._partition(node)
+
+        def visit_Tuple(self, node: cst.Tuple) -> None:
+            self._partition(node)
+
+        def _slice_of(self, el):
+            """(base text, lower node, upper node, span) for `base[a:b]` or `Sequential(*base[a:b])`."""
+            if isinstance(el, cst.Call) and len(el.args) == 1 and el.args[0].star == "*":
+                el = el.args[0].value
+            elif isinstance(el, cst.Call) and len(el.args) == 1 and not el.args[0].star and _tail(el.func) in ("ModuleList", "Sequential", "list"):
+                el = el.args[0].value
+            if not isinstance(el, cst.Subscript) or len(el.slice) != 1:
+                return None
+            sl = el.slice[0].slice
+            if not isinstance(sl, cst.Slice) or sl.step is not None:
+                return None
+            return self.s.code(el.value), sl.lower, sl.upper, self.s.span_of(el)
+
+        def _partition(self, node) -> None:
+            if len(node.elements) < 2:
+                return
+            parts = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    return
+                p = self._slice_of(el.value)
+                if p is None:
+                    return
+                parts.append(p)
+            bases = {p[0] for p in parts}
+            if len(bases) != 1:
+                return
+            self._add_partition(parts, self.s.span_of(node), node)
+
+        def _add_partition(self, parts, span, node) -> None:
+            s = self.s
+            slices = []
+            for _base, lo, hi, sp in parts:
+                a = s.value(lo, self.frame) if lo is not None else Value(None)
+                b = s.value(hi, self.frame) if hi is not None else Value(None)
+                if not a.known or not b.known:
+                    return
+                if any(v is not None and (isinstance(v, bool) or not isinstance(v, int)) for v in (a.value, b.value)):
+                    return
+                slices.append(Slice(a.value, b.value, sp))
+            s.partitions.append(Partition(parts[0][0], slices, span, None, frame=self.frame))
+            s.partitions[-1]._node = node  # type: ignore[attr-defined]
+
+        def _rank_branch_partition(self, node) -> None:
+            """if rank == 0: stage = layers[:4] / elif rank == 1: stage = layers[4:8] ..."""
+            pass
+
+        # -------------------------------------------------- module lists (layer counts)
+        def leave_Assign(self, node: cst.Assign) -> None:
+            v = node.value
+            if not (isinstance(v, cst.Call) and _tail(v.func) in ("ModuleList", "Sequential") and len(v.args) == 1):
+                return
+            inner = v.args[0].value
+            if isinstance(inner, cst.ListComp) and inner.for_in.inner_for_in is None and inner.for_in.ifs == ():
+                it = inner.for_in.iter
+                if isinstance(it, cst.Call) and _tail(it.func) == "range" and len(it.args) == 1:
+                    n = self.s.value(it.args[0].value, self.frame)
+                    for t in node.targets:
+                        key = _tail(t.target)
+                        if key:
+                            self.s.layer_lists.setdefault(key, []).append(n)
+
+    return Collector
+
+
+def _exits(body) -> bool:
+    import libcst as cst
+
+    stmts = list(body.body) if hasattr(body, "body") else []
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Continue))
+    if isinstance(body, cst.SimpleStatementSuite):
+        return isinstance(body.body[-1], (cst.Return, cst.Continue))
+    return False
+
+
+def _names_in(node) -> Iterable:
+    import libcst as cst
+
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def _Collector(script: Script):  # the class needs libcst: built on first use
+    global _COLLECTOR
+    if _COLLECTOR is None:
+        _COLLECTOR = _collector_class()
+    return _COLLECTOR(script)
+
+
+_COLLECTOR = None
+
+
+# ---------------------------------------------------------------------------------------------
+def _post(script: Script) -> None:
+    """Things that need the whole file: layer counts and selectors of partitions, meshes."""
+    for p in script.partitions:
+        key = p.base.rsplit(".", 1)[-1]
+        ns = script.layer_lists.get(key, [])
+        known = {known_int(n) for n in ns}
+        if len(ns) >= 1 and len(known) == 1 and None not in known:
+            p.total = known.pop()
+            p.total_source = f"{key} built with range({p.total})"
+    # partitions selected by rank: `stages = [...]` then `stages[rank]`, or `[...][rank]`
+    rank_subs = {}
+    for name, sp in script.rank_subscripts:
+        rank_subs.setdefault(name, sp)
+    import libcst as cst
+
+    for p in script.partitions:
+        node = getattr(p, "_node", None)
+        # find the assignment target bound to this list
+        for name, bs in _all_bindings(script):
+            if any(b is node for b in bs) and name in rank_subs:
+                p.selector = "rank"
+                p.selector_span = rank_subs[name]
+    for c in script.by("init_device_mesh"):
+        shape_node = c.arg_node("mesh_shape", 1)
+        names_node = c.arg_node("mesh_dim_names", 2)
+        shape = None
+        if shape_node is not None:
+            v = script.value(shape_node, c.frame)
+            if v.known and isinstance(v.value, (tuple, list)) and v.value and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in v.value
+            ):
+                shape = tuple(v.value)
+        names = None
+        if names_node is not None:
+            v = script.value(names_node, c.frame)
+            if v.known and isinstance(v.value, (tuple, list)) and all(isinstance(x, str) for x in v.value):
+                names = tuple(v.value)
+        script.meshes.append(Mesh(c.span, shape, names, c))
+    for c in script.by("device_mesh"):
+        mnode = c.arg_node("mesh", 1)
+        shape = None
+        if mnode is not None and isinstance(mnode, (cst.List, cst.Tuple)):
+            v = script.value(mnode, c.frame)
+            if v.known:
+                shape = _nested_shape(v.value)
+        script.meshes.append(Mesh(c.span, shape, None, c))
+
+
+def _all_bindings(script: Script):
+    seen = set()
+    frames = [script.module_frame] + [f for fs in script.functions.values() for f in fs]
+    for fr in frames:
+        if id(fr) in seen:
+            continue
+        seen.add(id(fr))
+        yield from fr.bindings.items()
+
+
+def _nested_shape(v) -> tuple[int, ...] | None:
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return None
+        subs = [_nested_shape(x) for x in v]
+        if all(s == () for s in subs):
+            return (len(v),) if all(isinstance(x, int) and not isinstance(x, bool) for x in v) else None
+        if None in subs or len(set(subs)) != 1:
+            return None
+        return (len(v),) + subs[0]
+    return ()
+
+
+# ---------------------------------------------------------------------------------------------
+def _fact(f: FileFacts, key: str, v: Value, source: str, conv=None) -> None:
+    if v.known and conv is not None:
+        v = v.map(conv)
+    f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})"))
+
+
+def _int(x):
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise ValueError(x)
+    return x
+
+
+def _facts(s: Script, f: FileFacts) -> None:
+    for c in s.by("init_process_group"):
+        ws = s.arg(c, "world_size")
+        if ws is not None:
+            _fact(f, "parallel.world_size", ws, "init_process_group(world_size=...)", _int)
+    for m in s.meshes:
+        if m.shape is not None and m.names is not None and len(m.names) == len(m.shape):
+            for n, d in zip(m.names, m.shape):
+                key = {"dp": "parallel.dp", "tp": "parallel.tp", "pp": "parallel.pp", "cp": "parallel.cp",
+                       "ep": "parallel.ep", "dp_replicate": "parallel.dp_replicate",
+                       "dp_shard": "parallel.dp_shard"}.get(n)
+                if key:
+                    f.facts.add(key, Value(d, m.span, True, "", f"init_device_mesh(mesh_dim_names={n!r})"))
+    for c in s.by("initialize_model_parallel"):
+        for kw, pos, key in (("tensor_model_parallel_size", 0, "parallel.tp"),
+                             ("pipeline_model_parallel_size", 1, "parallel.pp"),
+                             ("virtual_pipeline_model_parallel_size", 2, "parallel.vpp"),
+                             ("context_parallel_size", None, "parallel.cp"),
+                             ("expert_model_parallel_size", None, "parallel.ep")):
+            v = s.arg(c, kw, pos)
+            if v is not None:
+                _fact(f, key, v, f"initialize_model_parallel({kw}=...)", _int)
+    for c in s.by("pl_trainer"):
+        nn = s.arg(c, "num_nodes")
+        if nn is not None:
+            _fact(f, "parallel.nodes", nn, "Trainer(num_nodes=...)", _int)
+        dv = s.arg(c, "devices")
+        if dv is not None:
+            def conv(x):
+                if isinstance(x, (list, tuple)):
+                    return len(x)
+                x = _int(x)
+                if x < 1:
+                    raise ValueError(x)
+                return x
+            _fact(f, "parallel.procs_per_node", dv, "Trainer(devices=...)", conv)
+        st = s.arg(c, "strategy")
+        if st is not None and st.known and isinstance(st.value, str) and st.value.startswith("ddp_find_unused_parameters_"):
+            f.facts.add("ddp.find_unused_parameters",
+                        Value(st.value.endswith("_true"), st.span, True, "", f"Trainer(strategy={st.value!r})"))
+    for c in s.by("training_args"):
+        for kw, key in (("per_device_train_batch_size", "training.micro_batch"),
+                        ("gradient_accumulation_steps", "training.grad_accum")):
+            v = s.arg(c, kw)
+            if v is not None:
+                _fact(f, key, v, f"TrainingArguments({kw}=...)", _int)
+        for kw in ("bf16", "fp16"):
+            v = s.arg(c, kw)
+            if v is not None and v.known and v.value is True:
+                f.facts.add("training.precision", Value(kw, v.span, True, "", f"TrainingArguments({kw}=True)"))
+        v = s.arg(c, "ddp_find_unused_parameters")
+        if v is not None:
+            _fact(f, "ddp.find_unused_parameters", v, "TrainingArguments(ddp_find_unused_parameters=...)")
+        ds = s.arg(c, "deepspeed")
+        if ds is not None and ds.known and isinstance(ds.value, str) and ds.value:
+            f.links.append(Value(ds.value, ds.span, True, "", "TrainingArguments(deepspeed=...)"))
+    for c in s.by("ddp"):
+        v = s.arg(c, "find_unused_parameters")
+        if v is not None:
+            _fact(f, "ddp.find_unused_parameters", v, "DistributedDataParallel(find_unused_parameters=...)")
+    for c in s.by("ddp_kwargs"):
+        v = s.arg(c, "find_unused_parameters")
+        if v is not None:
+            _fact(f, "ddp.find_unused_parameters", v, "DistributedDataParallelKwargs(find_unused_parameters=...)")
+    for c in s.by("ddp_strategy"):
+        v = s.arg(c, "find_unused_parameters")
+        if v is not None:
+            _fact(f, "ddp.find_unused_parameters", v, "DDPStrategy(find_unused_parameters=...)")
+    for c in s.by("ds_initialize"):
+        for kw in ("config", "config_params"):
+            v = s.arg(c, kw)
+            if v is not None and v.known and isinstance(v.value, str) and v.value:
+                f.links.append(Value(v.value, v.span, True, "", f"deepspeed.initialize({kw}=...)"))
+    if s.has("fsdp", "fully_shard"):
+        f.facts.add("parallel.fsdp", Value(True, s.by("fsdp", "fully_shard")[0].span, True, "", "FSDP wrapping"))
