@@ -215,3 +215,128 @@ def as_int(v: Any) -> int:
             if f.is_integer():
                 return int(f)
     raise ValueError(v)
+
+
+# ------------------------------------------------------------------------------------------
+# reader payload and in-file interpolation
+
+
+class ConfigData:
+    """``FileFacts.data`` of every config reader.
+
+    ``tree``: the positioned document (PNode). ``partitions``: hand-written pipeline partitions
+    (torchtitan ``module_fqns_per_model_part``) as a list of :class:`Partition` (read by the PIP
+    rules). ``configs``: for a file holding several named configs (a torchtitan config registry),
+    name -> PNode tree shaped like the TOML job config.
+    """
+
+    def __init__(self, tree: PNode | None, fmt: str = "", framework: str = "") -> None:
+        self.tree = tree
+        self.format = fmt
+        self.framework = framework
+        self.partitions: list[Partition] = []
+        self.configs: dict[str, PNode] = {}
+        self.extra: dict[str, Any] = {}
+
+
+class Partition:
+    """One hand-written pipeline partition list: ``stages`` = one list of module names per stage."""
+
+    def __init__(self, stages: list[list[str]], span: Span, stage_spans: list[Span], source: str,
+                 pp: Value | None = None, layers: Value | None = None, config: str = "") -> None:
+        self.stages = stages
+        self.span = span
+        self.stage_spans = stage_spans
+        self.source = source
+        self.pp = pp  # the PP degree stated next to it, if any
+        self.layers = layers  # the model's layer count, if the same file states it
+        self.config = config  # the config's name in a registry file
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return f"Partition({self.stages!r}, pp={self.pp!r})"
+
+
+_INTERP = re.compile(r"^\$\{([^${}:]+)\}$")
+
+
+def resolve_interpolations(root: PNode, max_hops: int = 20) -> Callable[[str, PNode], PNode]:
+    """A function mapping (dotted path, node) to the node an OmegaConf ``${a.b}`` / ``${.x}`` /
+    ``${..x}`` points at inside the same file (following chains). Resolvers (``${oc.env:X}``,
+    ``${multiply:...}``) and references that leave the file are returned unchanged (unknown)."""
+
+    def target(path: str, ref: str) -> PNode | None:
+        if ref.startswith("."):
+            dots = len(ref) - len(ref.lstrip("."))
+            base = path.split(".")[:-1]
+            up = dots - 1
+            if up > len(base):
+                return None
+            base = base[: len(base) - up] if up else base
+            full = ".".join(base + [ref.lstrip(".")]) if ref.lstrip(".") else ".".join(base)
+        else:
+            full = ref
+        node: PNode | None = root
+        for part in full.split("."):
+            if node is None:
+                return None
+            if node.is_seq and part.isdigit():
+                idx = int(part)
+                node = node.value[idx] if idx < len(node.value) else None
+            else:
+                node = node.get(part)
+        return node
+
+    def resolve(path: str, node: PNode) -> PNode:
+        cur, cur_path = node, path
+        for _ in range(max_hops):
+            v = cur.value
+            if not isinstance(v, str):
+                return cur
+            m = _INTERP.match(v.strip())
+            if not m:
+                return cur
+            ref = m.group(1).strip()
+            t = target(cur_path, ref)
+            if t is None:
+                return cur
+            if ref.startswith("."):
+                dots = len(ref) - len(ref.lstrip("."))
+                base = cur_path.split(".")[:-1]
+                up = dots - 1
+                base = base[: len(base) - up] if up else base
+                cur_path = ".".join(base + [ref.lstrip(".")])
+            else:
+                cur_path = ref
+            # keep the referencing position: that is the key the framework reads
+            cur = PNode(t.value, node.span, t.key_spans, t.duplicates)
+        return cur
+
+    return resolve
+
+
+class ResolvingEmitter(Emitter):
+    """An Emitter that follows in-file OmegaConf interpolations (NeMo, llm-foundry)."""
+
+    def __init__(self, ff: FileFacts, root: PNode | None) -> None:
+        super().__init__(ff, root)
+        self._resolve = resolve_interpolations(root) if root is not None else None
+
+    def node(self, dotted: str) -> PNode | None:
+        n = super().node(dotted)
+        if n is not None and self._resolve is not None:
+            n = self._resolve(dotted, n)
+        return n
+
+
+def precision_of(v: Any) -> str | None:
+    """bf16 / fp16 / fp32 from the many spellings (Lightning 'bf16-mixed', 16, 'amp_bf16', ...)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    s = str(v).strip().lower()
+    if s in ("bf16", "bf16-mixed", "bf16-true", "bfloat16", "amp_bf16", "bf16_mixed"):
+        return "bf16"
+    if s in ("16", "fp16", "16-mixed", "16-true", "float16", "half", "amp_fp16", "fp16-mixed"):
+        return "fp16"
+    if s in ("32", "fp32", "32-true", "float32", "no", "full"):
+        return "fp32"
+    return None

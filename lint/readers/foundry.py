@@ -1,0 +1,39 @@
+"""llm-foundry YAML: ``global_train_batch_size``, ``device_train_microbatch_size`` (``auto`` =
+unknown), ``max_seq_len``, ``fsdp_config``, ``precision`` and the MPT-style model shape.
+``${variables.x}`` interpolations are followed inside the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parallint.facts import FileFacts, Value
+from parallint.readers.cfgutil import ConfigData, ResolvingEmitter, as_int, load_tree, new_facts, precision_of, to_value
+
+KIND = "foundry"
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    ff = new_facts(path, abspath, KIND, text)
+    root = load_tree(ff)
+    ff.data = ConfigData(root, "yaml", "foundry")
+    if root is None or not root.is_map:
+        return ff
+    em = ResolvingEmitter(ff, root)
+    em.framework("foundry")
+    em.add("training.global_batch", "global_train_batch_size", as_int)
+    em.add("training.micro_batch", "device_train_microbatch_size", as_int)
+    em.add("model.seq_len", ["max_seq_len", "variables.max_seq_len"], as_int)
+    em.add("model.layers", "model.n_layers", as_int)
+    em.add("model.hidden", "model.d_model", as_int)
+    em.add("model.heads", "model.n_heads", as_int)
+    p = em.node("precision")
+    v = to_value(p, f"{em.name} precision")
+    if v is not None and v.known and precision_of(v.value):
+        ff.facts.add("training.precision", Value(precision_of(v.value), p.span, True, "", v.source))
+    s = em.node("fsdp_config.sharding_strategy")
+    sv = to_value(s, f"{em.name} fsdp_config.sharding_strategy")
+    if sv is not None:
+        ff.facts.add("parallel.fsdp", sv)
+        if sv.known and str(sv.value).upper() in ("FULL_SHARD", "HYBRID_SHARD"):
+            ff.facts.add("parallel.zero_stage", Value(3, s.span, True, "", sv.source))
+    return ff

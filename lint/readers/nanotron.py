@@ -1,0 +1,39 @@
+"""nanotron YAML: ``parallelism: {dp, tp, pp, expert_parallel_size}`` (nanotron requires
+dp·tp·pp == the world size, so the file states its own world size), ``tokens`` batch keys,
+``optimizer.zero_stage`` and the HF-style ``model.model_config`` shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parallint.facts import FileFacts, Value
+from parallint.readers.cfgutil import ConfigData, Emitter, as_int, load_tree, new_facts
+from parallint.readers.hf_model import emit_hf_shape
+
+KIND = "nanotron"
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    ff = new_facts(path, abspath, KIND, text)
+    root = load_tree(ff)
+    ff.data = ConfigData(root, "yaml", "nanotron")
+    if root is None or not root.is_map:
+        return ff
+    em = Emitter(ff, root)
+    em.framework("nanotron")
+    dp = em.add("parallel.dp", "parallelism.dp", as_int)
+    tp = em.add("parallel.tp", "parallelism.tp", as_int)
+    pp = em.add("parallel.pp", "parallelism.pp", as_int)
+    em.add("parallel.ep", "parallelism.expert_parallel_size", as_int)
+    if all(v is not None and v.known for v in (dp, tp, pp)):
+        par = root.get("parallelism")
+        ff.facts.add("parallel.world_size", Value(
+            dp.value * tp.value * pp.value, par.span, True, "",
+            f"{em.name} parallelism dp×tp×pp ({dp.value}×{tp.value}×{pp.value})"))
+        ff.standalone_job = True
+    em.add("training.micro_batch", "tokens.micro_batch_size", as_int)
+    em.add("training.grad_accum", "tokens.batch_accumulation_per_replica", as_int)
+    em.add("model.seq_len", "tokens.sequence_length", as_int)
+    em.add("parallel.zero_stage", "optimizer.zero_stage", as_int)
+    emit_hf_shape(em, "model.model_config.")
+    return ff

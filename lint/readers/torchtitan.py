@@ -1,0 +1,101 @@
+"""torchtitan TOML job configs, every field generation seen in the wild:
+
+* current: ``[parallelism] data_parallel_replicate_degree / data_parallel_shard_degree (-1 =
+  inferred) / tensor_parallel_degree / pipeline_parallel_degree / context_parallel_degree /
+  expert_parallel_degree / pipeline_parallel_microbatch_size / module_fqns_per_model_part`` and
+  ``[training] local_batch_size / global_batch_size / seq_len``;
+* older: degrees under ``[training]`` (``data_parallel_degree``, ``tensor_parallel_degree``) and
+  ``[experimental]`` (``pipeline_parallel_degree``, ``context_parallel_degree``), ``batch_size``.
+
+The world size comes from the launcher (``NGPU`` of run_train.sh, torchrun), never from the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parallint.facts import FileFacts, Value
+from parallint.readers.cfgutil import ConfigData, Emitter, Partition, as_int, load_tree, new_facts, to_value
+from parallint.readers.yamlpos import PNode
+
+KIND = "torchtitan"
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    ff = new_facts(path, abspath, KIND, text)
+    root = load_tree(ff, "toml")
+    ff.data = ConfigData(root, "toml", "torchtitan")
+    if root is None or not root.is_map:
+        return ff
+    em = Emitter(ff, root)
+    em.framework("torchtitan")
+    ff.data.partitions = emit_torchtitan(em, root)
+    return ff
+
+
+def _degree(v):
+    i = as_int(v)
+    if i == 0:
+        raise ValueError(v)
+    return i
+
+
+def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Partition]:
+    ff = em.ff
+    sec = [s for s in ("parallelism", "training", "experimental") if root.get(s) is not None and root.get(s).is_map]
+
+    def first(*keys: str) -> str | None:
+        for s in sec:
+            for k in keys:
+                if root.path(f"{s}.{k}") is not None:
+                    return f"{s}.{k}"
+        return None
+
+    def add_degree(fact: str, *keys: str) -> Value | None:
+        p = first(*keys)
+        if p is None:
+            return None
+        v = em.value(p)
+        if v is None:
+            return None
+        if v.known:
+            iv = v.map(_degree)
+            if iv.known and iv.value < 0:
+                v = Value.unknown("inferred (-1)", v.span, v.source)
+            else:
+                v = iv
+        ff.facts.add(fact, v)
+        return v
+
+    add_degree("parallel.dp_replicate", "data_parallel_replicate_degree")
+    add_degree("parallel.dp_shard", "data_parallel_shard_degree", "data_parallel_degree")
+    add_degree("parallel.tp", "tensor_parallel_degree")
+    pp = add_degree("parallel.pp", "pipeline_parallel_degree")
+    add_degree("parallel.cp", "context_parallel_degree")
+    add_degree("parallel.ep", "expert_parallel_degree")
+    add_degree("parallel.etp", "expert_tensor_parallel_degree")
+    em.add("training.micro_batch", ["training.local_batch_size", "training.batch_size"], as_int)
+    gb = em.node("training.global_batch_size")
+    if gb is not None:
+        v = em.value("training.global_batch_size")
+        if v is not None and v.known:
+            iv = v.map(as_int)
+            v = Value.unknown("derived (-1)", v.span, v.source) if iv.known and iv.value < 0 else iv
+        if v is not None:
+            ff.facts.add("training.global_batch", v)
+    em.add("model.seq_len", "training.seq_len", as_int)
+    mb = first("pipeline_parallel_microbatch_size")
+    if mb:
+        ff.data.extra["pp_microbatch_size"] = em.value(mb).map(as_int)
+    sched = first("pipeline_parallel_schedule")
+    if sched:
+        ff.data.extra["pp_schedule"] = em.value(sched)
+    parts: list[Partition] = []
+    fq = first("module_fqns_per_model_part")
+    if fq:
+        node = root.path(fq)
+        if node is not None and node.is_seq and all(n.is_seq for n in node.value):
+            stages = [[str(x.value) for x in n.value] for n in node.value]
+            parts.append(Partition(stages, node.span, [n.span for n in node.value],
+                                   f"{em.name} {fq}", pp=pp, config=config_name))
+    return parts
