@@ -321,8 +321,8 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
             other += 2 * largest / tp * w_full  # gathered layer + prefetched next one
     loss_grad_first = loss_grad_last = 0.0
     if accounting != "megatron" and act_known and shape is not None:
-        # backward of the cross entropy: the fp32 gradient of the logits, on the last stage
-        lg = 4 * (seq / cp) * micro * shape.vocab / tp
+        # cross entropy: the 16-bit logits and, in backward, their fp32 gradient (last stage)
+        lg = (4 + (0 if precision in ("fp32", "float32") else 2)) * (seq / cp) * micro * shape.vocab / tp
         loss_grad_last = lg
         loss_grad_first = lg if pp == 1 else 0.0
 
