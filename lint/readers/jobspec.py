@@ -1,0 +1,131 @@
+"""Reader for a hand-written job-spec file (YAML or JSON, ``schemas/job.schema.json``).
+
+The file is the normalized job of DESIGN.md written out::
+
+    model: {preset: llama-2-7b, seq_len: 4096}
+    parallel: {world_size: 16, tp: 2}
+    training: {micro_batch: 1, recompute: selective}
+    hardware: {gpu: A100-80GB}
+
+Every known value becomes a fact under its own key (``parallel.tp``...); placeholders,
+environment references and ``auto`` stay unknown. A file that does not parse or does not satisfy
+the schema gets SYN001 at the offending value. The file is a job on its own
+(``standalone_job``); the whole spec is kept in ``FileFacts.data`` as :class:`JobSpecData` for the
+estimator, which also reads the keys that are not facts (``training.flash_attention``...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from parallint.facts import FACT_KEYS, FileFacts
+from parallint.readers.cfgutil import load_tree, new_facts, syn001, to_value, unknown_reason
+from parallint.readers.yamlpos import PNode
+
+KIND = "jobspec"
+SECTIONS = ("model", "parallel", "training", "hardware")
+
+
+@dataclass
+class JobSpecData:
+    spec: dict  # the spec with unknown values removed
+    valid: bool
+
+
+def _clean(node: PNode) -> Any:
+    """Plain value with unknown scalars (placeholders, env, auto) dropped (None)."""
+    if node.is_map:
+        return {k: _clean(v) for k, v in node.items()}
+    if node.is_seq:
+        return [_clean(v) for v in node.value]
+    v = node.value
+    return None if unknown_reason(v) else v
+
+
+def _node_at(root: PNode, path: list) -> PNode:
+    node = root
+    for p in path:
+        nxt = None
+        if isinstance(p, int) and node.is_seq and 0 <= p < len(node.value):
+            nxt = node.value[p]
+        elif isinstance(p, str):
+            nxt = node.get(p)
+        if nxt is None:
+            break
+        node = nxt
+    return node
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    ff = new_facts(path, abspath, KIND, text)
+    ff.standalone_job = True
+    root = load_tree(ff)
+    if root is None:
+        ff.data = JobSpecData({}, False)
+        return ff
+    if not root.is_map:
+        syn001(ff, "a job spec must be a mapping with model/parallel/training/hardware sections",
+               root.span.line, root.span.column)
+        ff.data = JobSpecData({}, False)
+        return ff
+
+    spec = _clean(root)
+    valid = True
+    try:
+        errors = validate_with_paths(spec)
+    except Exception as exc:  # a broken schema install must not crash the run
+        errors = [([], f"cannot validate: {exc}")]
+    for where, message in errors:
+        node = _node_at(root, where)
+        span = node.span
+        if message.startswith("unknown key") and where:
+            parent = _node_at(root, where[:-1])
+            span = parent.key_spans.get(str(where[-1]), span)
+        dotted = ".".join(str(p) for p in where) or "(top level)"
+        syn001(ff, f"invalid job spec at {dotted}: {message}", span.line, span.column)
+        valid = False
+    from parallint.estimator.spec import preset
+
+    name = (spec.get("model") or {}).get("preset") if isinstance(spec.get("model"), dict) else None
+    if name and preset(str(name)) is None:
+        node = root.path("model.preset") or root
+        syn001(ff, f"unknown model preset {name!r}", node.span.line, node.span.column)
+        valid = False
+
+    for section in SECTIONS:
+        sec = root.get(section)
+        if sec is None or not sec.is_map:
+            continue
+        for key, node in sec.items():
+            fact = f"{section}.{key}"
+            if fact not in FACT_KEYS or node.is_map:
+                continue
+            v = to_value(node, f"{ff.path.rsplit('/', 1)[-1]} {fact}")
+            if v is not None:
+                ff.facts.add(fact, v)
+    ff.data = JobSpecData(spec if valid else {}, valid)
+    return ff
+
+
+def validate_with_paths(spec: Any) -> list[tuple[list, str]]:
+    import json
+
+    import jsonschema
+
+    from parallint.estimator.spec import _schema_text
+
+    validator = jsonschema.Draft202012Validator(json.loads(_schema_text()))
+    out = []
+    for e in sorted(validator.iter_errors(spec), key=lambda e: [str(p) for p in e.absolute_path]):
+        path = list(e.absolute_path)
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            allowed = set((e.schema or {}).get("properties", {}))
+            extra = [k for k in e.instance if k not in allowed]
+            if extra:
+                path = path + [extra[0]]
+                out.append((path, f"unknown key {extra[0]!r}"))
+                continue
+        out.append((path, e.message))
+    return out
