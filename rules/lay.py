@@ -1,0 +1,556 @@
+"""LAY — parallel layout: degrees that do not fit the world size or the model shape.
+
+Every rule here works on facts (see ``rules/_cfgfacts.py``): the same check runs on one config
+file (``check_file``) and on a linked job (``check_job``: a Megatron command line + its configs),
+and stays silent unless every number it needs is known.
+"""
+
+from __future__ import annotations
+
+from parallint.diagnostics import Severity
+from parallint.facts import Value
+from parallint.rule import Example
+
+from parallint.rules._cfgfacts import FactRule, Finding, View, src
+
+MEGATRON_LIKE = ("megatron", "nemo", "neox", "deepspeed")
+
+
+def _nemo(tp=1, pp=1, devices=8, nodes=1, extra: str = "", model_extra: str = "") -> str:
+    return f"""\
+trainer:
+  devices: {devices}
+  num_nodes: {nodes}
+  precision: bf16
+{extra}model:
+  micro_batch_size: 1
+  global_batch_size: 32
+  tensor_model_parallel_size: {tp}
+  pipeline_model_parallel_size: {pp}
+{model_extra}"""
+
+
+def _meg(args: str) -> str:
+    return "ENV_VARS:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\nMODEL_ARGS:\n" + "".join(
+        f"  {line.strip()}\n" for line in args.strip().splitlines())
+
+
+def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> str:
+    return f"[job]\ndescription = \"example\"\n\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n[training]\n{training}\n\n[parallelism]\n{par}\n"
+
+
+class ParallelProductMismatch(FactRule):
+    code = "LAY001"
+    name = "parallel-product-mismatch"
+    severity = Severity.ERROR
+    summary = "The product of the parallel degrees does not fit the world size"
+    doc = """
+    ## What it does
+    Compares the model-parallel degrees with the job's world size, using the framework's own
+    rule: Megatron, NeMo and DeepSpeed need `world % (TP×PP×CP) == 0` (the rest is data
+    parallel); torchtitan needs `dp_replicate·dp_shard·cp·tp·pp == world` exactly
+    (`data_parallel_shard_degree = -1` is inferred, so the others must divide the world);
+    nanotron needs `dp·tp·pp == world`.
+
+    ## Why it matters
+    The framework checks this only inside the workers, after the scheduler has allocated every
+    GPU: `world_size (12) is not divisible by tensor_model_parallel_size (8)`.
+
+    ## Example
+    `trainer.devices: 8` with `tensor_model_parallel_size: 4` and `pipeline_model_parallel_size: 4`
+    needs 16 GPUs per model replica, but the job has 8.
+
+    ## How to fix
+    Change the degrees (or the number of nodes/GPUs) so that their product divides the world size
+    (torchtitan, nanotron: equals it).
+    """
+    valid = (
+        Example(_nemo(tp=4, pp=2), filename="conf/gpt.yaml"),
+        Example(_toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"), filename="train.toml"),
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 -m torchtitan.train --job.config_file llama.toml\n",
+            "llama.toml": _toml("data_parallel_shard_degree = 2\ntensor_parallel_degree = 4"),
+        }),
+    )
+    invalid = (
+        Example(_nemo(tp=4, pp=4), filename="conf/gpt.yaml", line=8),
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 -m torchtitan.train --job.config_file llama.toml\n",
+            "llama.toml": _toml("data_parallel_shard_degree = 4\ntensor_parallel_degree = 4"),
+        }),
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 6 -m torchtitan.train --job.config_file llama.toml\n",
+            "llama.toml": _toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"),
+        }),
+    )
+
+    def findings(self, view: View):
+        world = view.world
+        w = view.world_int
+        if view.fw("torchtitan"):
+            yield from self._torchtitan(view)
+            return
+        if view.fw("nanotron"):
+            lw = view.launch_world
+            dp, tp, pp = view.v("parallel.dp"), view.v("parallel.tp"), view.v("parallel.pp")
+            if lw is not None and all(view.i(k) for k in ("parallel.dp", "parallel.tp", "parallel.pp")):
+                prod = view.i("parallel.dp") * view.i("parallel.tp") * view.i("parallel.pp")
+                if prod != lw.value:
+                    yield Finding(dp, f"nanotron dp×tp×pp = {prod} but the job runs {lw.value} processes "
+                                      f"({src(lw)}); nanotron needs them equal",
+                                  [(lw, "world size"), (tp, "tp"), (pp, "pp")])
+            return
+        if w is None or not view.fw(*MEGATRON_LIKE):
+            return
+        parts = [(k, view.v(k), view.i(k)) for k in ("parallel.tp", "parallel.pp", "parallel.cp")]
+        known = [(k, v, i) for k, v, i in parts if i is not None and i > 0]
+        if not known:
+            return
+        prod = 1
+        for _, _, i in known:
+            prod *= i
+        if w % prod == 0:
+            return
+        at = max(known, key=lambda t: t[2])[1]
+        desc = "×".join(f"{k.split('.')[1].upper()}={i}" for k, _, i in known)
+        yield Finding(at, f"world size {w} is not divisible by {desc} = {prod}: no integer "
+                          f"data-parallel size fits", [(world, f"world size {w}")] +
+                      [(v, k.split(".")[1].upper()) for k, v, _ in known if v is not at])
+
+    def _torchtitan(self, view: View):
+        world = view.world
+        w = view.world_int
+        if w is None:
+            return
+        names = {"parallel.dp_replicate": "dp_replicate", "parallel.dp_shard": "dp_shard",
+                 "parallel.cp": "cp", "parallel.tp": "tp", "parallel.pp": "pp"}
+        vals = {}
+        for k in names:
+            if k == "parallel.dp_shard":
+                continue
+            i = view.i(k)
+            if view.stated(k) and i is None:
+                return  # a degree we cannot read
+            vals[k] = i if i is not None else 1
+        others = 1
+        for i in vals.values():
+            others *= i
+        shard_v = view.v("parallel.dp_shard")
+        stated = view.facts.all("parallel.dp_shard")
+        inferred = not stated or any((not v.known) and v.why.startswith("inferred") for v in stated[:1])
+        rel = [(view.v(k), names[k]) for k in vals if view.v(k) is not None]
+        if shard_v is not None and view.i("parallel.dp_shard") is not None:
+            shard = view.i("parallel.dp_shard")
+            prod = others * shard
+            if prod != w:
+                yield Finding(shard_v, f"torchtitan needs dp_replicate·dp_shard·cp·tp·pp == world size: "
+                                       f"{prod} != {w}", [(world, f"world size {w}")] + rel)
+            return
+        if not inferred:
+            return
+        if w % others != 0:
+            at = max(((view.v(k), i) for k, i in vals.items() if view.v(k) is not None),
+                     key=lambda t: t[1], default=(None, 0))[0]
+            if at is None:
+                return
+            yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
+                              f"torchtitan cannot infer data_parallel_shard_degree (-1)",
+                          [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
+
+
+class TensorParallelAcrossNodes(FactRule):
+    code = "LAY002"
+    name = "tensor-parallel-across-nodes"
+    severity = Severity.WARNING
+    summary = "Tensor parallelism spans more GPUs than one node has"
+    doc = """
+    ## What it does
+    Warns when the tensor-parallel degree is larger than the number of GPUs per node while the
+    job has more than one node.
+
+    ## Why it matters
+    Tensor parallelism all-reduces activations in every layer, forward and backward. Inside a
+    node that traffic runs over NVLink; across nodes it runs over the network and the step slows
+    down several times.
+
+    ## Example
+    Two nodes of 8 GPUs with `tensor_model_parallel_size: 16`.
+
+    ## How to fix
+    Keep TP within a node (TP ≤ GPUs per node) and use pipeline or data parallelism across nodes.
+    """
+    valid = (Example(_nemo(tp=8, pp=2, devices=8, nodes=2), filename="conf/gpt.yaml"),)
+    invalid = (Example(_nemo(tp=16, pp=1, devices=8, nodes=2), filename="conf/gpt.yaml", line=8),)
+
+    def findings(self, view: View):
+        tp, gpn = view.i("parallel.tp"), view.gpus_per_node
+        nodes = view.i("parallel.nodes")
+        g = gpn.value if gpn is not None and isinstance(gpn.value, int) else None
+        if tp is None or g is None or nodes is None or nodes < 2:
+            return
+        if tp > g:
+            yield Finding(view.v("parallel.tp"), f"tensor-parallel degree {tp} is larger than the {g} GPUs "
+                                                 f"per node: tensor-parallel all-reduces leave NVLink",
+                          [(gpn, f"{g} GPUs per node")])
+
+
+class HeadsNotDivisibleByTp(FactRule):
+    code = "LAY003"
+    name = "heads-not-divisible-by-tp"
+    severity = Severity.ERROR
+    summary = "The number of attention heads is not divisible by the tensor-parallel degree"
+    doc = """
+    ## What it does
+    Checks `num_attention_heads % TP == 0`, with the heads from the model config (Megatron
+    arguments, a NeMo model section, a HF `config.json`) and TP from wherever the job sets it.
+
+    ## Why it matters
+    Each tensor-parallel rank holds `heads / TP` whole heads; Megatron, torchtitan, vLLM and
+    DeepSpeed inference all stop at start-up ("number of attention heads (52) must be divisible by
+    tensor parallel size (8)").
+
+    ## Example
+    A model with 52 heads trained with `--tensor-model-parallel-size 8`.
+
+    ## How to fix
+    Pick a TP degree that divides the head count (52 heads: TP 2 or 4).
+    """
+    valid = (Example(_meg("--num-attention-heads: 32\n--tensor-model-parallel-size: 8"), filename="model_config.yaml"),)
+    invalid = (
+        Example(_meg("--num-attention-heads: 52\n--tensor-model-parallel-size: 8"), filename="model_config.yaml", line=5),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 8 \\\n"
+                      "    --num-layers 60 --hidden-size 6656 --num-attention-heads 52\n",
+            "pretrain_gpt.py": "import sys\nprint(sys.argv)\n",
+        }, line=1),
+    )
+
+    def findings(self, view: View):
+        heads, tp = view.i("model.heads"), view.i("parallel.tp")
+        if heads is None or tp is None or tp <= 1 or heads <= 0:
+            return
+        if heads % tp:
+            yield Finding(view.v("parallel.tp"), f"{heads} attention heads are not divisible by "
+                                                 f"tensor-parallel degree {tp}",
+                          [(view.v("model.heads"), f"{heads} attention heads")])
+
+
+class LayersNotDivisibleByPp(FactRule):
+    code = "LAY004"
+    name = "layers-not-divisible-by-pp"
+    severity = Severity.ERROR
+    summary = "The layers do not split evenly over the pipeline (× virtual) stages"
+    doc = """
+    ## What it does
+    For Megatron and NeMo, checks `num_layers % (PP × VPP) == 0` when the pipeline is split
+    evenly, i.e. no uneven layout (`--decoder-first-pipeline-num-layers`,
+    `--pipeline-model-parallel-layout`, `account_for_*_in_pipeline_split`, a hybrid pattern, an
+    encoder-decoder split rank) is given.
+
+    ## Why it matters
+    Megatron's argument validation stops with "num_layers should be divisible by
+    pipeline_model_parallel_size" once every GPU of the job has started.
+
+    ## Example
+    30 layers with `--pipeline-model-parallel-size 4`.
+
+    ## How to fix
+    Choose a PP (and VPP) that divides the layer count, or give an explicit uneven layout.
+    """
+    valid = (
+        Example(_meg("--num-layers: 32\n--pipeline-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml"),
+        Example(_meg("--num-layers: 30\n--pipeline-model-parallel-size: 4\n--decoder-first-pipeline-num-layers: 6\n--num-attention-heads: 32"), filename="model_config.yaml"),
+    )
+    invalid = (
+        Example(_meg("--num-layers: 30\n--pipeline-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),
+        Example(_nemo(pp=4, model_extra="  num_layers: 32\n  virtual_pipeline_model_parallel_size: 3\n"), filename="conf/gpt.yaml", line=9),
+    )
+
+    def findings(self, view: View):
+        if not view.fw("megatron", "nemo") or view.fw("deepspeed", "neox"):
+            return
+        if view.stated("parallel.pp_layout") or view.launch_flags & _uneven() or "deepspeed" in view.launch_flags:
+            return
+        layers, pp = view.i("model.layers"), view.i("parallel.pp")
+        if layers is None or pp is None or pp <= 1:
+            return
+        vpp_v = view.v("parallel.vpp")
+        vpp = view.i("parallel.vpp")
+        if vpp is not None and vpp > 1:
+            stages = pp * vpp
+            if layers % stages:
+                yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into "
+                                                     f"PP {pp} × VPP {vpp} = {stages} stages",
+                              [(view.v("model.layers"), f"{layers} layers"), (vpp_v, f"VPP {vpp}")])
+            return
+        if layers % pp:
+            yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into {pp} pipeline stages",
+                          [(view.v("model.layers"), f"{layers} layers")])
+
+
+def _uneven() -> frozenset[str]:
+    from parallint.rules._cfgfacts import UNEVEN_FLAGS
+
+    return UNEVEN_FLAGS
+
+
+class SequenceParallelWithoutTp(FactRule):
+    code = "LAY005"
+    name = "sequence-parallel-without-tp"
+    severity = Severity.WARNING
+    summary = "Sequence parallelism is enabled with tensor-parallel degree 1"
+    doc = """
+    ## What it does
+    Warns when Megatron-style sequence parallelism (`--sequence-parallel`,
+    `sequence_parallel: true`) is on while TP is 1.
+
+    ## Why it matters
+    Megatron's sequence parallelism splits the activations of the tensor-parallel group; with TP 1
+    there is nothing to split, and Megatron silently turns it off (Megatron-Core raises "Cannot use
+    sequence parallelism without tensor parallelism"). The config does not do what it says.
+
+    ## Example
+    `sequence_parallel: true` with `tensor_model_parallel_size: 1`.
+
+    ## How to fix
+    Remove the flag, or raise TP. For splitting long sequences across GPUs use context
+    parallelism (or DeepSpeed-Ulysses `sequence_parallel_size`, which is a different feature).
+    """
+    valid = (Example(_nemo(tp=2, model_extra="  sequence_parallel: true\n"), filename="conf/gpt.yaml"),)
+    invalid = (Example(_nemo(tp=1, model_extra="  sequence_parallel: true\n"), filename="conf/gpt.yaml", line=10),)
+
+    def findings(self, view: View):
+        if not view.fw("megatron", "nemo", "neox"):
+            return
+        sp = view.v("parallel.sequence_parallel")
+        if sp is None or sp.value is not True:
+            return
+        tp = view.i("parallel.tp")
+        if tp == 1:
+            yield Finding(sp, "sequence parallelism needs tensor parallelism; with TP 1 Megatron turns it off",
+                          [(view.v("parallel.tp"), "TP 1")])
+
+
+class ZeroWithPipeline(FactRule):
+    code = "LAY006"
+    name = "zero-with-pipeline"
+    severity = Severity.ERROR
+    summary = "DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism"
+    doc = """
+    ## What it does
+    Flags a DeepSpeed (or gpt-neox) job that uses ZeRO stage ≥ 2 together with more than one
+    pipeline stage.
+
+    ## Why it matters
+    DeepSpeed's pipeline engine refuses it at start-up: "ZeRO-2 and ZeRO-3 are incompatible with
+    pipeline parallelism". The job fails after the GPUs are allocated.
+
+    ## Example
+    A Megatron-DeepSpeed command with `--pipeline-model-parallel-size 4` and a `ds_config.json`
+    with `"zero_optimization": {"stage": 2}`.
+
+    ## How to fix
+    Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline.
+    """
+    valid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                     '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),)
+    invalid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                       '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),)
+
+    def findings(self, view: View):
+        if not view.fw("deepspeed", "neox"):
+            return
+        z, pp = view.i("parallel.zero_stage"), view.i("parallel.pp")
+        if z is None or pp is None:
+            return
+        if z >= 2 and pp > 1:
+            yield Finding(view.v("parallel.zero_stage"), f"ZeRO stage {z} is incompatible with DeepSpeed "
+                                                        f"pipeline parallelism (PP {pp})",
+                          [(view.v("parallel.pp"), f"PP {pp}")])
+
+
+class ExpertsNotDivisible(FactRule):
+    code = "LAY008"
+    name = "experts-not-divisible"
+    severity = Severity.ERROR
+    summary = "Experts do not divide over expert parallelism, or the expert grid does not fit the world"
+    doc = """
+    ## What it does
+    Checks `num_experts % EP == 0` and, for Megatron/NeMo, that the world size is divisible by
+    ETP×EP×PP (ETP defaults to TP).
+
+    ## Why it matters
+    Each expert-parallel rank holds `num_experts / EP` experts. Megatron stops with "decoder
+    world_size (4) is not divisible by expert_tensor_model_pipeline_parallel size (8)".
+
+    ## Example
+    `--num-experts 6` with `--expert-model-parallel-size 4`.
+
+    ## How to fix
+    Choose EP dividing the expert count, and ETP×EP×PP dividing the world size.
+    """
+    valid = (Example(_meg("--num-experts: 8\n--expert-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml"),)
+    invalid = (
+        Example(_meg("--num-experts: 6\n--expert-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),
+        Example(_nemo(tp=2, devices=4, model_extra="  num_moe_experts: 8\n  expert_model_parallel_size: 4\n"),
+                filename="conf/moe.yaml", line=11),
+    )
+
+    def findings(self, view: View):
+        ep_v = view.v("parallel.ep")
+        ep = view.i("parallel.ep")
+        if ep is None or ep <= 1:
+            return
+        ne = view.i("model.num_experts")
+        if ne is not None and ne > 0 and ne % ep:
+            yield Finding(ep_v, f"{ne} experts are not divisible by expert-parallel degree {ep}",
+                          [(view.v("model.num_experts"), f"{ne} experts")])
+        w = view.world_int
+        if w is None or not view.fw("megatron", "nemo"):
+            return
+        tp = view.i("parallel.tp")
+        etp = view.i("parallel.etp")
+        if etp is None:
+            if view.stated("parallel.etp"):
+                return
+            etp = tp if tp is not None else (None if view.stated("parallel.tp") else 1)
+        pp = view.i("parallel.pp")
+        if pp is None:
+            pp = None if view.stated("parallel.pp") else 1
+        if etp is None or pp is None:
+            return
+        grid = etp * ep * pp
+        if w % grid:
+            yield Finding(ep_v, f"world size {w} is not divisible by expert grid ETP {etp} × EP {ep} × PP {pp} = {grid}",
+                          [(view.world, f"world size {w}")])
+
+
+class ContextParallelSeqLen(FactRule):
+    code = "LAY009"
+    name = "context-parallel-seq-len"
+    severity = Severity.ERROR
+    summary = "The sequence length is not divisible by 2 × the context-parallel degree"
+    doc = """
+    ## What it does
+    With context parallelism CP > 1, checks `seq_len % (2·CP) == 0`.
+
+    ## Why it matters
+    Context parallelism splits each sequence into 2·CP chunks for load balancing; Megatron,
+    Megatron-Bridge and torchtitan stop at start-up when the length does not split.
+
+    ## Example
+    `--seq-length 4098` with `--context-parallel-size 2`.
+
+    ## How to fix
+    Use a sequence length divisible by 2·CP.
+    """
+    valid = (Example(_meg("--seq-length: 4096\n--context-parallel-size: 2\n--num-attention-heads: 32"), filename="model_config.yaml"),)
+    invalid = (Example(_meg("--seq-length: 4098\n--context-parallel-size: 2\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),)
+
+    def findings(self, view: View):
+        cp, seq = view.i("parallel.cp"), view.i("model.seq_len")
+        if cp is None or cp <= 1 or seq is None or seq <= 0:
+            return
+        if not view.fw("megatron", "nemo", "torchtitan"):
+            return
+        if seq % (2 * cp):
+            yield Finding(view.v("model.seq_len"), f"sequence length {seq} is not divisible by 2×CP = {2 * cp}",
+                          [(view.v("parallel.cp"), f"CP {cp}")])
+
+
+class KvGroupsVsTp(FactRule):
+    code = "LAY010"
+    name = "kv-groups-vs-tp"
+    severity = Severity.ERROR
+    summary = "GQA query groups are neither a multiple nor a divisor of TP"
+    doc = """
+    ## What it does
+    With grouped-query attention, checks that the number of KV heads (query groups) is a multiple
+    of the tensor-parallel degree or divides it.
+
+    ## Why it matters
+    Each tensor-parallel rank needs whole KV groups (or an equal share of replicated ones);
+    Megatron's TransformerConfig rejects any other combination at start-up.
+
+    ## Example
+    `--num-query-groups 6` with `--tensor-model-parallel-size 4`.
+
+    ## How to fix
+    Use a TP that divides the number of KV heads (or that the KV heads divide).
+    """
+    valid = (Example(_meg("--group-query-attention: true\n--num-query-groups: 8\n--tensor-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml"),)
+    invalid = (Example(_meg("--group-query-attention: true\n--num-query-groups: 6\n--tensor-model-parallel-size: 4\n--num-attention-heads: 24"), filename="model_config.yaml", line=6),)
+
+    def findings(self, view: View):
+        kv, tp = view.i("model.kv_heads"), view.i("parallel.tp")
+        if kv is None or tp is None or kv <= 0 or tp <= 1:
+            return
+        if kv % tp and tp % kv:
+            yield Finding(view.v("parallel.tp"), f"{kv} KV heads (query groups) are neither a multiple nor a "
+                                                 f"divisor of tensor-parallel degree {tp}",
+                          [(view.v("model.kv_heads"), f"{kv} KV heads")])
+
+
+class VirtualPipelineWithoutPp(FactRule):
+    code = "LAY011"
+    name = "virtual-pipeline-without-pp"
+    severity = Severity.ERROR
+    summary = "A virtual (interleaved) pipeline is requested with PP 1"
+    doc = """
+    ## What it does
+    Flags a virtual pipeline size > 1 (`virtual_pipeline_model_parallel_size`,
+    `--num-virtual-stages-per-pipeline-rank`) when the pipeline-parallel degree is 1.
+
+    ## Why it matters
+    The interleaved schedule needs several pipeline ranks; Megatron stops with
+    "pipeline-model-parallel size should be greater than 1 with interleaved schedule".
+
+    ## Example
+    `virtual_pipeline_model_parallel_size: 2` with `pipeline_model_parallel_size: 1`.
+
+    ## How to fix
+    Remove the virtual pipeline setting or use PP > 1.
+    """
+    valid = (Example(_nemo(pp=2, model_extra="  num_layers: 24\n  virtual_pipeline_model_parallel_size: 2\n"), filename="conf/gpt.yaml"),)
+    invalid = (Example(_nemo(pp=1, model_extra="  num_layers: 24\n  virtual_pipeline_model_parallel_size: 2\n"), filename="conf/gpt.yaml", line=11),)
+
+    def findings(self, view: View):
+        vpp, pp = view.i("parallel.vpp"), view.i("parallel.pp")
+        if vpp is None or vpp <= 1 or pp != 1:
+            return
+        yield Finding(view.v("parallel.vpp"), f"virtual pipeline size {vpp} needs pipeline parallelism, but PP is 1",
+                      [(view.v("parallel.pp"), "PP 1")])
+
+
+class HiddenNotDivisibleByHeads(FactRule):
+    code = "LAY012"
+    name = "hidden-not-divisible-by-heads"
+    severity = Severity.ERROR
+    summary = "hidden_size is not divisible by num_attention_heads and no head dimension is given"
+    doc = """
+    ## What it does
+    Checks `hidden_size % num_attention_heads == 0` when no explicit head dimension
+    (`kv_channels`, `head_dim`) is set.
+
+    ## Why it matters
+    Without an explicit head dimension the frameworks compute it as hidden / heads; Megatron's
+    argument validation stops when that is not an integer.
+
+    ## Example
+    `hidden_size: 1000` with `num_attention_heads: 16`.
+
+    ## How to fix
+    Use a hidden size divisible by the head count, or set the head dimension explicitly.
+    """
+    valid = (Example(_meg("--hidden-size: 4096\n--num-attention-heads: 32"), filename="model_config.yaml"),)
+    invalid = (Example(_meg("--hidden-size: 1000\n--num-attention-heads: 16"), filename="model_config.yaml", line=4),)
+
+    def findings(self, view: View):
+        h, a = view.i("model.hidden"), view.i("model.heads")
+        if h is None or a is None or a <= 0:
+            return
+        if any(v.known or not v.why.startswith(("null", "unset")) for v in view.facts.all("model.head_dim")):
+            return  # an explicit (or unresolvable) head dimension
+        if h % a:
+            yield Finding(view.v("model.hidden"), f"hidden size {h} is not divisible by {a} attention heads",
+                          [(view.v("model.heads"), f"{a} heads")])
