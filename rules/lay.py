@@ -445,7 +445,7 @@ class ContextParallelSeqLen(FactRule):
     Use a sequence length divisible by 2·CP.
     """
     valid = (Example(_meg("--seq-length: 4096\n--context-parallel-size: 2\n--num-attention-heads: 32"), filename="model_config.yaml"),)
-    invalid = (Example(_meg("--seq-length: 4098\n--context-parallel-size: 2\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),)
+    invalid = (Example(_meg("--seq-length: 4098\n--context-parallel-size: 2\n--num-attention-heads: 32"), filename="model_config.yaml", line=4),)
 
     def findings(self, view: View):
         cp, seq = view.i("parallel.cp"), view.i("model.seq_len")

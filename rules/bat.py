@@ -1,0 +1,277 @@
+"""BAT — batch arithmetic: DeepSpeed's batch identity, global batch divisibility, and DeepSpeed
+values that contradict the HF Trainer / accelerate values they are checked against."""
+
+from __future__ import annotations
+
+from parallint.diagnostics import Severity
+from parallint.facts import FactMap, Value, known_int
+from parallint.rule import Example
+
+from parallint.rules._cfgfacts import FactRule, Finding, View, src
+
+_TRAIN_PY = "import deepspeed\nimport torch\n\nmodel = torch.nn.Linear(8, 8)\nengine, *_ = deepspeed.initialize(model=model, config='ds_config.json')\n"
+
+
+def _ds(tb=None, mb=None, gas=None, extra: str = "") -> str:
+    lines = []
+    if tb is not None:
+        lines.append(f'  "train_batch_size": {tb}')
+    if mb is not None:
+        lines.append(f'  "train_micro_batch_size_per_gpu": {mb}')
+    if gas is not None:
+        lines.append(f'  "gradient_accumulation_steps": {gas}')
+    lines.append('  "zero_optimization": {"stage": 1}')
+    if extra:
+        lines.append(extra)
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _dp(view: View, *, sp: bool) -> tuple[int | None, list]:
+    """Data-parallel size = world / (TP × PP [× SP]) and the values it came from."""
+    w = view.world_int
+    if w is None:
+        return None, []
+    div = 1
+    used = []
+    keys = ["parallel.tp", "parallel.pp"] + (["parallel.sp"] if sp else ["parallel.cp"])
+    for k in keys:
+        i = view.i(k)
+        if i is None:
+            if view.stated(k):
+                return None, []
+            continue
+        if i <= 0:
+            return None, []
+        div *= i
+        if i > 1:
+            used.append((view.v(k), f"{k.split('.')[1].upper()} {i}"))
+    if w % div:
+        return None, []  # LAY001's business
+    return w // div, [(view.world, f"world size {w}")] + used
+
+
+class DeepspeedBatchIdentity(FactRule):
+    code = "BAT001"
+    name = "deepspeed-batch-identity"
+    severity = Severity.ERROR
+    summary = "DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size"
+    doc = """
+    ## What it does
+    Checks DeepSpeed's batch identity `train_batch_size == train_micro_batch_size_per_gpu ×
+    gradient_accumulation_steps × DP`, where DP is the data-parallel size (world / (TP×PP×SP)).
+    Without a known world size it still fires when no data-parallel size at all could satisfy
+    it (e.g. `train_batch_size` not divisible by the micro batch). `"auto"` values are unknown.
+
+    ## Why it matters
+    DeepSpeed asserts it inside every worker: "Check batch related parameters. train_batch_size
+    is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1".
+
+    ## Example
+    `deepspeed --num_gpus 8` with `train_batch_size: 32`, micro batch 2, accumulation 4
+    (2 × 4 × 8 = 64).
+
+    ## How to fix
+    Make the three agree with the launcher's GPU count, or give only two of them (or `"auto"`)
+    and let DeepSpeed derive the third.
+    """
+    valid = (
+        Example(files={"launch.sh": "deepspeed --num_gpus 8 train.py --deepspeed_config ds_config.json\n",
+                       "train.py": _TRAIN_PY, "ds_config.json": _ds(64, 2, 4)}),
+        Example(_ds("\"auto\"", 4, "\"auto\""), filename="ds_config.json"),
+    )
+    invalid = (
+        Example(files={"launch.sh": "deepspeed --num_gpus 8 train.py --deepspeed_config ds_config.json\n",
+                       "train.py": _TRAIN_PY, "ds_config.json": _ds(32, 2, 4)}, line=2),
+        Example(_ds(30, 4), filename="ds_config.json", line=2),
+    )
+
+    def findings(self, view: View):
+        if not view.fw("deepspeed", "neox"):
+            return
+        tb_v, mb_v, ga_v = (view.v("training.train_batch_size"), view.v("training.micro_batch"),
+                            view.v("training.grad_accum"))
+        tb, mb, ga = (known_int(tb_v), known_int(mb_v), known_int(ga_v))
+        if tb is None or tb <= 0:
+            return
+        if (mb is not None and mb <= 0) or (ga is not None and ga <= 0):
+            return
+        dp, dp_rel = _dp(view, sp=True)
+        rel = [(mb_v, f"micro batch {mb}"), (ga_v, f"gradient accumulation {ga}")]
+        rel = [r for r, i in zip(rel, (mb, ga)) if i is not None]
+        if dp is not None:
+            if mb is not None and ga is not None:
+                if mb * ga * dp != tb:
+                    yield Finding(tb_v, f"train_batch_size {tb} != micro batch {mb} × gradient accumulation "
+                                        f"{ga} × data-parallel size {dp} = {mb * ga * dp}", rel + dp_rel)
+                return
+            known = mb if mb is not None else ga
+            if known is not None and tb % (known * dp):
+                what = "micro batch" if mb is not None else "gradient accumulation"
+                yield Finding(tb_v, f"train_batch_size {tb} is not divisible by {what} {known} × data-parallel "
+                                    f"size {dp}: the missing value cannot be an integer", rel + dp_rel)
+            return
+        # no world size: only what no data-parallel size can fix
+        prod = (mb or 1) * (ga or 1)
+        if (mb is not None or ga is not None) and tb % prod:
+            parts = " × ".join(x for x in (f"micro batch {mb}" if mb is not None else "",
+                                            f"gradient accumulation {ga}" if ga is not None else "") if x)
+            yield Finding(tb_v, f"train_batch_size {tb} is not divisible by {parts} = {prod}: no "
+                                f"data-parallel size satisfies DeepSpeed's batch identity", rel)
+
+
+class GlobalBatchNotDivisible(FactRule):
+    code = "BAT002"
+    name = "global-batch-not-divisible"
+    severity = Severity.ERROR
+    summary = "The global batch is not divisible by micro batch × data-parallel size"
+    doc = """
+    ## What it does
+    For Megatron, NeMo and torchtitan, checks `global_batch % (micro_batch × DP) == 0`, with DP =
+    world / (TP×PP×CP) (torchtitan: dp_replicate × dp_shard). Without a known world size it fires
+    only when the global batch is not even divisible by the micro batch.
+
+    ## Why it matters
+    The number of micro-batches per step must be an integer; Megatron's microbatch calculator
+    stops at start-up ("global batch size (30) is not divisible by micro batch size (4) times data
+    parallel size (2)").
+
+    ## Example
+    `global_batch_size: 30` with `micro_batch_size: 4`.
+
+    ## How to fix
+    Choose a global batch that is a multiple of micro batch × DP.
+    """
+    valid = (Example("trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  micro_batch_size: 2\n  global_batch_size: 64\n"
+                     "  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 1\n", filename="conf/gpt.yaml"),)
+    invalid = (
+        Example("trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  micro_batch_size: 2\n  global_batch_size: 36\n"
+                "  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 1\n", filename="conf/gpt.yaml", line=6),
+        Example("ENV_VARS:\n  NCCL_DEBUG: WARN\nMODEL_ARGS:\n  --micro-batch-size: 4\n  --global-batch-size: 30\n"
+                "  --num-attention-heads: 8\n", filename="model_config.yaml", line=5),
+    )
+
+    def findings(self, view: View):
+        if not view.fw("megatron", "nemo", "torchtitan") or view.fw("deepspeed", "neox"):
+            return
+        gb_v, mb_v = view.v("training.global_batch"), view.v("training.micro_batch")
+        gb, mb = known_int(gb_v), known_int(mb_v)
+        if gb is None or mb is None or gb <= 0 or mb <= 0:
+            return
+        if view.fw("torchtitan"):
+            dp, dp_rel = _torchtitan_dp(view)
+        else:
+            dp, dp_rel = _dp(view, sp=False)
+        if dp is not None:
+            if gb % (mb * dp):
+                yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb} × data-parallel "
+                                    f"size {dp} = {mb * dp}", [(mb_v, f"micro batch {mb}")] + dp_rel)
+            return
+        if gb % mb:
+            yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb}",
+                          [(mb_v, f"micro batch {mb}")])
+
+
+def _torchtitan_dp(view: View) -> tuple[int | None, list]:
+    w = view.world_int
+    rep = view.i("parallel.dp_replicate") or 1
+    shard = view.i("parallel.dp_shard")
+    if shard is None:
+        if w is None:
+            return None, []
+        others = rep
+        for k in ("parallel.cp", "parallel.tp", "parallel.pp"):
+            i = view.i(k)
+            if i is None and view.stated(k):
+                return None, []
+            others *= i or 1
+        if w % others:
+            return None, []
+        shard = w // others // rep
+        return rep * shard, [(view.world, f"world size {w}")]
+    return rep * shard, [(view.v("parallel.dp_shard"), f"dp_shard {shard}")]
+
+
+class DeepspeedTrainerMismatch(FactRule):
+    code = "BAT003"
+    name = "deepspeed-trainer-mismatch"
+    severity = Severity.ERROR
+    summary = "A DeepSpeed config value contradicts the HF TrainingArguments / accelerate value"
+    doc = """
+    ## What it does
+    Compares the non-`"auto"` values of a DeepSpeed config with the HF `TrainingArguments` (or
+    accelerate config) of the same job: micro batch, gradient accumulation, fp16/bf16, and
+    `train_batch_size` against per-device batch × accumulation × world size.
+
+    ## Why it matters
+    The HF integration refuses to start: "Please correct the following DeepSpeed config values
+    that mismatch TrainingArguments values: - ds train_micro_batch_size_per_gpu=16 vs hf
+    per_device_train_batch_size=8". It runs inside the workers, after allocation.
+
+    ## Example
+    `per_device_train_batch_size: 8` in the training arguments, `"train_micro_batch_size_per_gpu":
+    16` in `ds_config.json`.
+
+    ## How to fix
+    Set the DeepSpeed values to `"auto"` so the Trainer fills them in, or make them equal.
+    """
+    valid = (Example(files={
+        "args.yaml": "output_dir: out\nper_device_train_batch_size: 8\ngradient_accumulation_steps: 2\nbf16: true\n"
+                     "deepspeed: ds_config.json\n",
+        "ds_config.json": '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": 2,\n'
+                          '  "bf16": {"enabled": "auto"},\n  "zero_optimization": {"stage": 2}\n}\n',
+    }, paths=("args.yaml",)),)
+    invalid = (Example(files={
+        "args.yaml": "output_dir: out\nper_device_train_batch_size: 8\ngradient_accumulation_steps: 2\nbf16: true\n"
+                     "deepspeed: ds_config.json\n",
+        "ds_config.json": '{\n  "train_micro_batch_size_per_gpu": 16,\n  "gradient_accumulation_steps": 2,\n'
+                          '  "bf16": {"enabled": "auto"},\n  "zero_optimization": {"stage": 2}\n}\n',
+    }, paths=("args.yaml",), line=2),)
+
+    def check_file(self, f, ctx):
+        return ()
+
+    def check_job(self, job, ctx):
+        ds_files = [f for f in job.files if f.kind == "deepspeed"]
+        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")
+                    or (f.kind == "python" and any(str(v.value) == "hf_trainer" for v in f.facts.known("framework")))]
+        if not ds_files or not hf_files:
+            return
+        found = []
+        for ds in ds_files:
+            for hf in hf_files:
+                found.extend(self._compare(ds.facts, hf.facts, job))
+        yield from self._emit(found)
+
+    def findings(self, view: View):
+        return ()
+
+    def _compare(self, ds: FactMap, hf: FactMap, job):
+        for key, dsname, hfname in (("training.micro_batch", "train_micro_batch_size_per_gpu", "per-device batch size"),
+                                    ("training.grad_accum", "gradient_accumulation_steps", "gradient accumulation")):
+            a, b = ds.get(key), hf.get(key)
+            ai, bi = known_int(a), known_int(b)
+            if ai is not None and bi is not None and ai != bi:
+                yield Finding(a, f"DeepSpeed {dsname}={ai} contradicts the {hfname} {bi} of {src(b)}",
+                              [(b, f"{hfname} {bi}")])
+        dsp = {str(v.value): v for v in ds.known("training.precision")}
+        hfp = {str(v.value): v for v in hf.known("training.precision")}
+        for mode in ("fp16", "bf16"):
+            if mode in dsp and hfp and mode not in hfp and ("fp16" in hfp or "bf16" in hfp):
+                other = next(iter(hfp.values()))
+                yield Finding(dsp[mode], f"DeepSpeed enables {mode} but {src(other)} trains in {other.value}",
+                              [(other, str(other.value))])
+        tb = ds.get("training.train_batch_size")
+        mb, ga = known_int(hf.get("training.micro_batch")), known_int(hf.get("training.grad_accum"))
+        w = job.world_size() if hasattr(job, "world_size") else None
+        launch = getattr(job, "launch", None)
+        if launch is not None and isinstance(getattr(launch, "facts", None), FactMap):
+            from parallint.rules._cfgfacts import _world_of
+
+            lw = _world_of(launch.facts)
+            w = lw if lw is not None else w
+        if known_int(tb) is not None and mb is not None and known_int(w) is not None:
+            expect = mb * (ga or 1) * known_int(w)
+            if ga is not None and expect != known_int(tb):
+                yield Finding(tb, f"DeepSpeed train_batch_size={known_int(tb)} but the Trainer computes "
+                                  f"{mb} × {ga} × {known_int(w)} = {expect}",
+                              [(hf.get("training.micro_batch"), f"per-device batch {mb}"), (w, f"world size {known_int(w)}")])

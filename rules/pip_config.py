@@ -1,0 +1,117 @@
+"""PIP004 — too few microbatches for the pipeline, from framework configs and launch arguments.
+
+(The config forms of PIP001/PIP002 live with the script rules in ``rules/pip.py``: the torchtitan
+readers publish ``module_fqns_per_model_part`` as ``FileFacts.data.partitions``, a list of
+:class:`parallint.readers.cfgutil.Partition`.)
+"""
+
+from __future__ import annotations
+
+from parallint.diagnostics import Severity
+from parallint.facts import known_int
+from parallint.rule import Example
+
+from parallint.rules._cfgfacts import FactRule, Finding, View
+from parallint.rules.bat import _dp
+
+
+def _titan(pp: int, local: int, mbs: int) -> str:
+    return (f"[job]\ndescription = \"pp\"\n\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n[training]\n"
+            f"local_batch_size = {local}\nseq_len = 2048\n\n[parallelism]\npipeline_parallel_degree = {pp}\n"
+            f"pipeline_parallel_microbatch_size = {mbs}\n")
+
+
+class FewerMicrobatchesThanStages(FactRule):
+    code = "PIP004"
+    name = "fewer-microbatches-than-stages"
+    severity = Severity.WARNING
+    summary = "Fewer microbatches per step than pipeline stages: most of the step is bubble"
+    doc = """
+    ## What it does
+    Counts the microbatches a pipeline gets per step — Megatron/NeMo: global / (micro × DP);
+    torchtitan: local batch / `pipeline_parallel_microbatch_size`; DeepSpeed: gradient
+    accumulation steps — and warns when there are fewer than pipeline stages.
+
+    ## Why it matters
+    A pipeline of P stages needs at least P microbatches in flight to keep every stage busy; with
+    fewer, most GPUs idle for most of every step (torchtitan only logs a warning).
+
+    ## Example
+    `pipeline_parallel_degree = 4` with `local_batch_size = 8` and
+    `pipeline_parallel_microbatch_size = 4`: 2 microbatches for 4 stages.
+
+    ## How to fix
+    Raise the global (or local) batch or lower the micro batch so that microbatches ≥ stages
+    (ideally several times more).
+    """
+    valid = (Example(_titan(4, 16, 2), filename="train.toml"),)
+    invalid = (Example(_titan(4, 8, 4), filename="train.toml", line=14),)
+
+    def findings(self, view: View):
+        pp_v = view.v("parallel.pp")
+        pp = known_int(pp_v)
+        if pp is None or pp <= 1:
+            return
+        if view.fw("torchtitan"):
+            yield from self._torchtitan(view, pp)
+            return
+        if view.fw("deepspeed", "neox"):
+            ga_v = view.v("training.grad_accum")
+            ga = known_int(ga_v)
+            if ga is not None and 0 < ga < pp:
+                yield Finding(ga_v, f"{ga} microbatches (gradient accumulation steps) per step for {pp} "
+                                    f"pipeline stages: most of every step is pipeline bubble",
+                              [(pp_v, f"PP {pp}")])
+            return
+        if view.fw("megatron", "nemo"):
+            gb_v, mb_v = view.v("training.global_batch"), view.v("training.micro_batch")
+            gb, mb = known_int(gb_v), known_int(mb_v)
+            dp, rel = _dp(view, sp=False)
+            if gb is None or mb is None or dp is None or mb <= 0 or gb % (mb * dp):
+                return
+            n = gb // (mb * dp)
+            if n < pp:
+                yield Finding(gb_v, f"{n} microbatches per step (global {gb} / (micro {mb} × DP {dp})) for {pp} "
+                                    f"pipeline stages: most of every step is pipeline bubble",
+                              [(pp_v, f"PP {pp}"), (mb_v, f"micro batch {mb}")] + rel)
+
+    def _torchtitan(self, view: View, pp: int):
+        from parallint.facts import Value
+
+        mbs_v = view.config.get("__pp_microbatch__") if isinstance(view.config, dict) else None
+        if not isinstance(mbs_v, Value):
+            return
+        local_v = view.v("training.micro_batch")
+        local, mbs = known_int(local_v), known_int(mbs_v)
+        if local is None or mbs is None or mbs <= 0 or local % mbs:
+            return
+        n = local // mbs
+        if n < pp:
+            yield Finding(mbs_v, f"{n} microbatches per step (local batch {local} / microbatch size {mbs}) for "
+                                 f"{pp} pipeline stages: most of every step is pipeline bubble",
+                          [(view.v("parallel.pp"), f"PP {pp}"), (local_v, f"local batch {local}")])
+
+    # torchtitan's microbatch size is not a normalized fact: pass it through the view's config
+    def check_file(self, f, ctx):
+        config = dict(getattr(ctx, "config", {}) or {})
+        extra = getattr(getattr(f, "data", None), "extra", {}) or {}
+        if "pp_microbatch_size" in extra:
+            config["__pp_microbatch__"] = extra["pp_microbatch_size"]
+        from parallint.rules._cfgfacts import file_view
+
+        yield from self._emit(self.findings(file_view(f, config)))
+
+    def check_job(self, job, ctx):
+        config = dict(getattr(ctx, "config", {}) or {})
+        for f in job.files:
+            extra = getattr(getattr(f, "data", None), "extra", {}) or {}
+            if "pp_microbatch_size" in extra and isinstance(extra, dict):
+                config["__pp_microbatch__"] = extra["pp_microbatch_size"]
+                break
+
+        class _Ctx:
+            pass
+
+        c = _Ctx()
+        c.config = config
+        yield from super().check_job(job, c)
