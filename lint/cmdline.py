@@ -1,0 +1,786 @@
+"""One command's words -> a :class:`parallint.launch.Launch`.
+
+Used by the shell, Makefile and Kubernetes readers. The words come in as :class:`Word` objects:
+the text after expansion, where parts that could not be resolved (an environment variable, a
+command substitution, a placeholder) are the character ``UNKNOWN`` and carry a reason. A word that
+is an unquoted unknown expansion (``$DISTRIBUTED_ARGS``) is a *splat*: it may stand for any number
+of words, so nothing is concluded from the absence of an option after it.
+
+Recognised: ``torchrun``, ``python -m torch.distributed.run``/``.launch``, ``deepspeed``,
+``accelerate launch``, ``composer``, ``srun``, ``mpirun``/``mpiexec`` and plain ``python``; with
+wrappers such as ``env``, ``nohup``, ``exec``, ``time``, ``numactl``, ``uv run``, ``singularity
+exec``. ``srun``/``mpirun`` wrap the command they start: the inner launch is returned with
+``wrapper`` set, and its facts include the wrapper's and the scheduler's, each with its own source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from parallint import megatron_args
+from parallint.diagnostics import Span
+from parallint.facts import FactMap, Value
+from parallint.launch import Launch
+
+UNKNOWN = "\x00"
+
+
+@dataclass
+class Seg:
+    """A run of a word's text: ``text[start:end]`` came from ``span`` (or is unknown)."""
+
+    start: int
+    end: int
+    span: Span | None
+    known: bool = True
+    why: str = ""
+
+
+@dataclass
+class Word:
+    text: str
+    span: Span | None
+    segs: list[Seg] = field(default_factory=list)
+    splat: bool = False  # an unquoted unknown expansion: any number of words
+
+    @classmethod
+    def lit(cls, text: str, span: Span | None = None) -> "Word":
+        return cls(text, span, [Seg(0, len(text), span)])
+
+    @classmethod
+    def unknown(cls, why: str, span: Span | None = None, splat: bool = False) -> "Word":
+        return cls(UNKNOWN, span, [Seg(0, 1, span, False, why)], splat)
+
+    @property
+    def known(self) -> bool:
+        return UNKNOWN not in self.text
+
+    def why(self, start: int = 0) -> str:
+        for s in self.segs:
+            if not s.known and s.end > start:
+                return s.why
+        return "unknown"
+
+    def value(self, start: int = 0, source: str = "") -> Value:
+        """The text from ``start`` on as a Value (unknown if any part of it is)."""
+        sub = self.text[start:]
+        span = self.sub_span(start)
+        if UNKNOWN in sub:
+            return Value.unknown(self.why(start), span, source)
+        return Value(sub, span, True, "", source)
+
+    def sub_span(self, start: int = 0) -> Span | None:
+        """Where the text from ``start`` on came from: the segment holding it (a variable's
+        definition when the value came from one), else the word itself."""
+        segs = [s for s in self.segs if s.end > start and s.end > s.start]
+        if not segs:
+            return self.span
+        first, last = segs[0], segs[-1]
+        if first.span is None:
+            return self.span
+        sp = first.span
+        if len(segs) == 1 and sp.line == sp.end_line and start > first.start:
+            off = start - first.start
+            sp = Span(sp.path, sp.line, sp.column + off, sp.end_line, max(sp.end_column, sp.column + off))
+        if last is not first and last.span is not None and last.span.path == sp.path and last.span.line >= sp.line:
+            sp = Span(sp.path, sp.line, sp.column, last.span.end_line, last.span.end_column)
+        return sp
+
+
+# -- launcher option tables (names normalized: no dashes, '-' -> '_') ---------------------------
+TORCHRUN_BOOL = {"standalone", "no_python", "run_path", "use_env", "module", "m", "virtual_local_rank"}
+TORCHRUN_VALUE = {
+    "nnodes", "nproc_per_node", "node_rank", "master_addr", "master_port", "rdzv_backend",
+    "rdzv_endpoint", "rdzv_id", "rdzv_conf", "max_restarts", "monitor_interval", "start_method",
+    "role", "log_dir", "redirects", "r", "tee", "t", "local_addr", "logs_specs", "local_ranks_filter",
+    "event_log_handler", "numa_binding", "signals_to_handle", "duplicate_stdout_filters",
+    "duplicate_stderr_filters", "log_line_prefix_template",
+}
+DEEPSPEED_BOOL = {
+    "module", "no_python", "no_local_rank", "no_ssh_check", "force_multi", "save_pid",
+    "elastic_training", "bind_cores_to_rank", "no_ssh", "enable_each_rank_log",
+}
+DEEPSPEED_VALUE = {
+    "num_gpus", "num_nodes", "hostfile", "h", "include", "i", "exclude", "e", "master_addr",
+    "master_port", "launcher", "launcher_args", "min_elastic_nodes", "max_elastic_nodes",
+    "ssh_port", "node_rank", "comment", "bind_core_list", "autotuning", "venv_script",
+}
+ACCELERATE_BOOL = {
+    "multi_gpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "cpu", "tpu", "same_network",
+    "module", "m", "no_python", "debug", "quiet", "q", "dynamo_use_fullgraph", "dynamo_use_dynamic",
+    "use_xpu", "ipex", "enable_cpu_affinity", "downcast_bf16", "use_parallelism_config",
+    "tpu_use_cluster", "tpu_use_sudo", "vm", "env",
+}
+SRUN_BOOL = {
+    "l", "label", "u", "unbuffered", "v", "verbose", "Q", "quiet", "overlap", "pty", "O",
+    "overcommit", "no_container_mount_home", "container_remap_root", "no_container_remap_root",
+    "container_writable", "container_readonly", "k", "no_kill", "X", "disable_status", "s",
+    "oversubscribe", "exact", "spread_job", "test_only", "whole", "no_container_entrypoint",
+    "container_entrypoint", "container_mount_home",
+}
+#: options that take their value only as ``--opt=value``
+SRUN_OPTIONAL = {"exclusive", "kill_on_bad_exit", "K", "mpi_ignore"}
+SRUN_SHORT_VALUE = set("NncoeiJptwxmdqCDWAGSTrFM")
+MPIRUN_BOOL = {
+    "allow_run_as_root", "oversubscribe", "tag_output", "report_bindings", "display_map",
+    "bind_to_core", "bind_to_socket", "noprefix", "v", "verbose", "q", "quiet", "timestamp_output",
+    "display_allocation", "nooversubscribe", "merge_stderr_to_stdout", "l", "prepend_rank",
+}
+MPIRUN_TWO_VALUES = {"mca", "gmca", "genv", "env"}
+COMPOSER_BOOL = {"stdout", "stderr", "verbose", "v", "module_mode", "m", "command_mode", "c", "no_python"}
+COMPOSER_VALUE = {"nproc", "n", "world_size", "base_rank", "node_rank", "master_addr", "master_port",
+                  "run_directory"}
+
+#: script/launcher options whose value names a file the job reads
+LINK_OPTIONS = {
+    "deepspeed_config", "deepspeed_config_file", "config_file", "config", "config_path",
+    "config_name", "job.config_file", "yaml_cfg", "hostfile", "model_config", "ds_config",
+    "deepspeed", "train_config", "model_config_file",
+}
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
+
+PYTHON_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)*)?$")
+LOOPBACK = re.compile(r"^(localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0)$", re.I)
+
+#: plain wrappers: skip the name (and their own leading options)
+SIMPLE_WRAPPERS = {"nohup", "exec", "time", "command", "builtin", "stdbuf", "nice", "ionice",
+                   "chrt", "unbuffer", "xargs"}
+#: program runs a command after its options: the first word not starting with '-'
+OPT_WRAPPERS = {"numactl", "taskset", "timeout", "strace", "nsys", "ncu", "dlprof"}
+
+
+def norm(opt: str) -> str:
+    return opt.lstrip("-").replace("-", "_")
+
+
+@dataclass
+class Context:
+    """What a command runs in: exported environment, the scheduler directives of the file and
+    their facts (``#SBATCH --nodes`` ...)."""
+
+    env: dict[str, Value] = field(default_factory=dict)
+    scheduler: dict[str, Value] = field(default_factory=dict)
+    scheduler_facts: FactMap = field(default_factory=FactMap)
+    depth: int = 0
+
+
+def parse_command(words: list[Word], ctx: Context | None = None, span: Span | None = None) -> Launch | None:
+    """The launch this command starts, or None when it starts nothing parallint understands."""
+    ctx = ctx or Context()
+    if not words:
+        return None
+    span = span or words[0].span
+    try:
+        return _parse(list(words), ctx, span, dict(ctx.env), None)
+    except RecursionError:  # pragma: no cover - defensive
+        return None
+
+
+def _basename(text: str) -> str:
+    return text.rsplit("/", 1)[-1]
+
+
+def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Value],
+           wrapper: Launch | None, depth: int = 0) -> Launch | None:
+    if depth > 8:
+        return None
+    # leading VAR=value assignments (env prefixes or after `env`)
+    while words and words[0].known and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0].text):
+        name, _, _ = words[0].text.partition("=")
+        env[name] = words[0].value(len(name) + 1, name)
+        words = words[1:]
+    if not words or not words[0].known:
+        return None
+    name = _basename(words[0].text)
+    rest = words[1:]
+
+    if name == "env":
+        i = 0
+        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+            i += 2 if rest[i].text in ("-u", "--unset", "-C", "--chdir", "-S") else 1
+        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name in SIMPLE_WRAPPERS:
+        i = 0
+        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+            i += 1
+        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name in OPT_WRAPPERS:
+        i = 0
+        while i < len(rest) and rest[i].known and (rest[i].text.startswith("-") or "=" in rest[i].text):
+            i += 1
+        if name in ("timeout", "taskset") and i < len(rest):
+            i += 1  # the duration / the cpu mask
+        if name in ("nsys", "ncu") and i < len(rest) and rest[i].text == "profile":
+            i += 1
+            while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+                i += 1 if "=" in rest[i].text else 2
+        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye") and rest and rest[0].text == "run":
+        i = 1
+        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+            i += 1
+        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name == "conda" and rest and rest[0].text == "run":
+        i = 1
+        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+            i += 2 if rest[i].text in ("-n", "--name", "-p", "--prefix") else 1
+        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name in ("singularity", "apptainer") and rest and rest[0].text in ("exec", "run"):
+        i = 1
+        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+            i += 1 if ("=" in rest[i].text or rest[i].text in ("--nv", "--cleanenv", "-e", "--containall",
+                                                                "--writable", "--fakeroot", "-c")) else 2
+        return _parse(rest[i + 1:], ctx, span, env, wrapper, depth + 1)  # skip the image
+
+    if name == "torchrun":
+        return _torchrun("torchrun", words[0], rest, ctx, span, env, wrapper)
+    if name == "accelerate-launch":
+        return _accelerate(words[0], rest, ctx, span, env, wrapper)
+    if name == "accelerate":
+        if rest and rest[0].text == "launch":
+            return _accelerate(words[0], rest[1:], ctx, span, env, wrapper)
+        return None
+    if name == "deepspeed":
+        return _deepspeed(words[0], rest, ctx, span, env, wrapper)
+    if name == "composer":
+        return _composer(words[0], rest, ctx, span, env, wrapper)
+    if name == "srun":
+        return _srun(words[0], rest, ctx, span, env, wrapper, depth)
+    if name in ("mpirun", "mpiexec", "orterun"):
+        return _mpirun(words[0], rest, ctx, span, env, wrapper, depth)
+    if PYTHON_RE.match(words[0].text):
+        return _python(words[0], rest, ctx, span, env, wrapper)
+    return None
+
+
+def _options(rest: list[Word], bools: set[str], values: set[str], script_next: bool = True,
+             two: set[str] = frozenset()) -> tuple[dict[str, Value], dict[str, Word], int, bool]:
+    """Parse leading ``--options``. Returns (options, option words, index of the first
+    non-option word, whether an unknown splat was among the options)."""
+    opts: dict[str, Value] = {}
+    owords: dict[str, Word] = {}
+    opaque = False
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        if w.splat:
+            opaque = True
+            i += 1
+            continue
+        t = w.text
+        if not t.startswith("-") or t in ("-", "--"):
+            if t == "--":
+                i += 1
+            break
+        if "=" in t and t.startswith("--"):
+            k, _, _ = t.partition("=")
+            key = norm(k)
+            opts[key] = w.value(len(k) + 1, k)
+            owords[key] = w
+            i += 1
+            continue
+        key = norm(t)
+        if key in bools:
+            opts[key] = Value(True, w.span, True, "", t)
+            owords[key] = w
+            i += 1
+            continue
+        nxt = rest[i + 1] if i + 1 < len(rest) else None
+        if key in two:
+            i += 3
+            continue
+        if key in values or (nxt is not None and not _looks_like_program(nxt) and not nxt.text.startswith("-")):
+            if nxt is None:
+                i += 1
+                continue
+            opts[key] = nxt.value(0, t)
+            owords[key] = w
+            i += 2
+            continue
+        opts[key] = Value(True, w.span, True, "", t)
+        owords[key] = w
+        i += 1
+    return opts, owords, i, opaque
+
+
+def _looks_like_program(w: Word) -> bool:
+    t = w.text
+    return w.known and (t.endswith(".py") or t.endswith(".sh") or PYTHON_RE.match(t) is not None
+                        or _basename(t) in ("torchrun", "deepspeed", "accelerate", "bash", "sh"))
+
+
+def _int_fact(v: Value | None, source: str, allow_range: bool = False) -> Value | None:
+    if v is None:
+        return None
+    if not v.known:
+        return Value.unknown(v.why, v.span, source)
+    text = str(v.value).strip()
+    if re.fullmatch(r"\d+", text):
+        return Value(int(text), v.span, True, "", source)
+    if allow_range and re.fullmatch(r"(\d+):\1", text):
+        return Value(int(text.split(":")[0]), v.span, True, "", source)
+    return Value.unknown(f"{source} {text!r} is not a fixed integer", v.span, source)
+
+
+def _script_part(launch: Launch, rest: list[Word], i: int, module: bool) -> None:
+    """Fill script, args, links and Megatron facts from ``rest[i:]`` (the program and its args)."""
+    if i < len(rest):
+        sw = rest[i]
+        if not sw.splat:
+            launch.script = sw.value(0, "script")
+            launch.is_module = module
+            i += 1
+        else:
+            launch.script = Value.unknown(sw.why(), sw.span, "script")
+    args = rest[i:]
+    launch.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
+    _links_from_args(launch, args)
+    mf = megatron_args.args_facts(launch.args)
+    launch.facts.extend(mf)
+
+
+def _links_from_args(launch: Launch, args: list[Word]) -> None:
+    consumed: set[int] = set()
+    for j, a in enumerate(args):
+        if not a.known or j in consumed:
+            continue
+        t = a.text
+        if t.startswith("--"):
+            k, eq, v = t.partition("=")
+            key = norm(k)
+            if key in LINK_OPTIONS:
+                if eq:
+                    val = a.value(len(k) + 1, k)
+                elif j + 1 < len(args) and args[j + 1].known and not args[j + 1].text.startswith("-"):
+                    val = args[j + 1].value(0, k)
+                    consumed.add(j + 1)
+                else:
+                    continue
+                if val.known and val.value:
+                    launch.links.append(val)
+            elif eq and v.endswith(CONFIG_SUFFIXES):
+                launch.links.append(a.value(len(k) + 1, k))
+        elif t.endswith(CONFIG_SUFFIXES) and not t.startswith("-") and "=" not in t:
+            launch.links.append(a.value(0, "argument"))
+        elif "=" in t and t.split("=", 1)[1].endswith(CONFIG_SUFFIXES) and not t.startswith("-"):
+            # key=value overrides naming a config file (Hydra/composer style): config=path.yaml
+            k = t.split("=", 1)[0]
+            if k.replace(".", "_") in LINK_OPTIONS or k.endswith("config"):
+                launch.links.append(a.value(len(k) + 1, k))
+
+
+def _new(launcher: str, span: Span | None, env: dict[str, Value], wrapper: Launch | None,
+         ctx: Context) -> Launch:
+    lspan = span or Span("<unknown>", 1)
+    la = Launch(launcher=launcher, span=lspan, env=dict(env), wrapper=wrapper,
+                scheduler=dict(ctx.scheduler))
+    return la
+
+
+def _inherit(launch: Launch, ctx: Context) -> None:
+    """The facts a launch carries from its scheduler and wrappers (nodes, GPU type, GPUs per node),
+    each with its own source; added before the launch's own."""
+    launch.facts.extend(ctx.scheduler_facts)
+    w = launch.wrapper
+    chain = []
+    while w is not None:
+        chain.append(w)
+        w = w.wrapper
+    for w in reversed(chain):
+        for key in ("parallel.nodes", "hardware.gpus_per_node_requested", "hardware.gpu",
+                    "parallel.world_size"):
+            if key == "parallel.world_size" and w.launcher != "mpirun":
+                continue
+            for v in w.facts.all(key):
+                if v.source.startswith("#SBATCH"):
+                    continue  # already there from the scheduler
+                launch.facts.add(key, v)
+
+
+def _torchrun(launcher: str, w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    opts, owords, i, opaque = _options(rest, TORCHRUN_BOOL, TORCHRUN_VALUE)
+    la = _new(launcher, span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
+    _inherit(la, ctx)
+    src = {"torchrun": "torchrun", "torch.distributed.run": "python -m torch.distributed.run",
+           "torch.distributed.launch": "python -m torch.distributed.launch"}[launcher]
+    n = _int_fact(opts.get("nnodes"), f"{src} --nnodes", allow_range=True)
+    if n is not None:
+        la.facts.add("parallel.nodes", n)
+    p = _int_fact(opts.get("nproc_per_node"), f"{src} --nproc_per_node")
+    if p is not None:
+        la.facts.add("parallel.procs_per_node", p)
+    module = "module" in opts or "m" in opts
+    _script_part(la, rest, i, module)
+    return la
+
+
+def _accelerate(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    opts, owords, i, opaque = _options(rest, ACCELERATE_BOOL, set())
+    la = _new("accelerate", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
+    _inherit(la, ctx)
+    n = _int_fact(opts.get("num_machines"), "accelerate launch --num_machines")
+    if n is not None:
+        la.facts.add("parallel.nodes", n)
+    p = _int_fact(opts.get("num_processes"), "accelerate launch --num_processes")
+    if p is not None:
+        la.facts.add("parallel.world_size", p)
+    for key in ("config_file", "deepspeed_config_file"):
+        v = opts.get(key)
+        if v is not None and v.known:
+            la.links.append(v)
+    _script_part(la, rest, i, "module" in opts or "m" in opts)
+    return la
+
+
+def _deepspeed(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    opts, owords, i, opaque = _options(rest, DEEPSPEED_BOOL, DEEPSPEED_VALUE)
+    if "h" in opts:
+        opts.setdefault("hostfile", opts.pop("h"))
+    la = _new("deepspeed", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
+    _inherit(la, ctx)
+    n = _int_fact(opts.get("num_nodes"), "deepspeed --num_nodes")
+    if n is not None:
+        la.facts.add("parallel.nodes", n)
+    p = _int_fact(opts.get("num_gpus"), "deepspeed --num_gpus")
+    if p is not None:
+        la.facts.add("parallel.procs_per_node", p)
+    hf = opts.get("hostfile")
+    if hf is not None and hf.known:
+        la.links.append(hf)
+    _script_part(la, rest, i, "module" in opts)
+    return la
+
+
+def _composer(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    opts, owords, i, opaque = _options(rest, COMPOSER_BOOL, COMPOSER_VALUE)
+    la = _new("composer", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
+    _inherit(la, ctx)
+    p = _int_fact(opts.get("nproc", opts.get("n")), "composer --nproc")
+    if p is not None:
+        la.facts.add("parallel.procs_per_node", p)
+    ws = _int_fact(opts.get("world_size"), "composer --world_size")
+    if ws is not None:
+        la.facts.add("parallel.world_size", ws)
+    _script_part(la, rest, i, "module_mode" in opts or "m" in opts)
+    return la
+
+
+def _python(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        t = w.text
+        if not w.known or not t.startswith("-"):
+            break
+        if t == "-c":
+            return None  # inline code: not a script launch
+        if t == "-m" or (t.startswith("-m") and len(t) > 2 and not t.startswith("--")):
+            if t == "-m":
+                if i + 1 >= len(rest) or not rest[i + 1].known:
+                    return None
+                mod = rest[i + 1].text
+                after = rest[i + 2:]
+            else:
+                mod, after = t[2:], rest[i + 1:]
+            if mod in ("torch.distributed.run", "torch.distributed.launch"):
+                return _torchrun(mod, w0, after, ctx, span, env, wrapper)
+            if mod in ("accelerate.commands.launch",):
+                return _accelerate(w0, after, ctx, span, env, wrapper)
+            if mod in ("deepspeed.launcher.runner",):
+                return _deepspeed(w0, after, ctx, span, env, wrapper)
+            if mod in ("composer.cli.launcher",):
+                return _composer(w0, after, ctx, span, env, wrapper)
+            if mod in ("pip", "venv", "pytest", "http.server", "ensurepip", "json.tool"):
+                return None
+            la = _new("python", span, env, wrapper, ctx)
+            _inherit(la, ctx)
+            _procs_from_wrapper(la)
+            _script_part(la, [rest[i + 1] if t == "-m" else Word.lit(mod, w.span)] + after, 0, True)
+            return la
+        i += 2 if t in ("-W", "-X", "-Q") else 1
+    if i >= len(rest):
+        return None
+    sw = rest[i]
+    if sw.known and not sw.text.endswith(".py") and "/" not in sw.text and "." in sw.text:
+        return None  # `python setup.py`-like words are fine; `python foo.txt`? not a launch
+    la = _new("python", span, env, wrapper, ctx)
+    _inherit(la, ctx)
+    _procs_from_wrapper(la)
+    _script_part(la, rest, i, False)
+    return la
+
+
+def _procs_from_wrapper(la: Launch) -> None:
+    """A process that does not fork workers: srun/mpirun decide how many run per node."""
+    w = la.wrapper
+    if w is None:
+        return
+    tpn = w.options.get("ntasks_per_node_effective")
+    if tpn is not None:
+        la.facts.add("parallel.procs_per_node", tpn)
+    if w.launcher == "mpirun":
+        np_ = w.facts.get("parallel.world_size")
+        if np_ is not None and "parallel.world_size" not in la.facts:
+            la.facts.add("parallel.world_size", np_)
+
+
+def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
+    opts: dict[str, Value] = {}
+    i = 0
+    opaque = False
+    while i < len(rest):
+        w = rest[i]
+        if w.splat:
+            opaque = True
+            i += 1
+            continue
+        t = w.text
+        if not t.startswith("-") or t == "-":
+            break
+        if t == "--":
+            i += 1
+            break
+        if t.startswith("--"):
+            if "=" in t:
+                k, _, _ = t.partition("=")
+                opts[norm(k)] = w.value(len(k) + 1, f"srun {k}")
+                i += 1
+                continue
+            key = norm(t)
+            if key in SRUN_BOOL or key in SRUN_OPTIONAL:
+                opts[key] = Value(True, w.span, True, "", f"srun {t}")
+                i += 1
+                continue
+            if i + 1 < len(rest):
+                opts[key] = rest[i + 1].value(0, f"srun {t}")
+            i += 2
+            continue
+        # short option(s)
+        letter = t[1:2]
+        if letter in SRUN_SHORT_VALUE:
+            if len(t) > 2:
+                val = w.value(3 if t[2] == "=" else 2, f"srun -{letter}")
+                i += 1
+            else:
+                val = rest[i + 1].value(0, f"srun -{letter}") if i + 1 < len(rest) else Value.unknown("missing")
+                i += 2
+            opts[_SRUN_SHORT.get(letter, letter)] = val
+            continue
+        opts[_SRUN_SHORT.get(letter, letter)] = Value(True, w.span, True, "", f"srun {t}")
+        i += 1
+    la = _new("srun", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among srun's options", span)
+    _inherit(la, ctx)
+    nodes = _int_fact(opts.get("nodes"), "srun --nodes", allow_range=True)
+    if nodes is not None:
+        la.facts.add("parallel.nodes", nodes)
+    sched_nodes = ctx.scheduler_facts.int("parallel.nodes")
+    n_nodes = known_or(nodes, sched_nodes)
+    # tasks per node this step runs
+    tpn: Value | None = None
+    if "ntasks_per_node" in opts:
+        tpn = _int_fact(opts["ntasks_per_node"], "srun --ntasks-per-node")
+    elif "ntasks" in opts:
+        nt = _int_fact(opts["ntasks"], "srun --ntasks")
+        if nt is not None and nt.known and n_nodes and nt.value % n_nodes == 0:
+            tpn = Value(nt.value // n_nodes, nt.span, True, "", "srun --ntasks / nodes")
+        elif nt is not None and nt.known and nodes is None and sched_nodes is None and nt.value == 1:
+            tpn = Value(1, nt.span, True, "", "srun --ntasks")
+        else:
+            tpn = Value.unknown("tasks per node not fixed by srun --ntasks", span, "srun --ntasks")
+    elif opaque:
+        tpn = None
+    else:
+        s = ctx.scheduler
+        if "ntasks_per_node" in s:
+            tpn = _int_fact(s["ntasks_per_node"], "#SBATCH --ntasks-per-node")
+        elif "ntasks" in s and sched_nodes:
+            nt = _int_fact(s["ntasks"], "#SBATCH --ntasks")
+            if nt is not None and nt.known and nt.value % sched_nodes == 0:
+                tpn = Value(nt.value // sched_nodes, nt.span, True, "", "#SBATCH --ntasks / --nodes")
+    if tpn is not None:
+        la.options["ntasks_per_node_effective"] = tpn
+    gpn = gpus_per_node(opts, "srun", n_nodes, tpn)
+    if gpn is not None:
+        la.facts.add("hardware.gpus_per_node_requested", gpn)
+    gpu = gpu_type(opts, "srun")
+    if gpu is not None:
+        la.facts.add("hardware.gpu", gpu)
+    inner_words = rest[i:]
+    inner = _parse(list(inner_words), ctx, span, dict(env), la, depth + 1) if inner_words else None
+    if inner is not None:
+        return inner
+    # srun running something else (a shell script, a binary): the srun itself is the launch
+    _script_part(la, inner_words, 0, False)
+    if tpn is not None:
+        la.facts.add("parallel.procs_per_node", tpn)
+    return la
+
+
+_SRUN_SHORT = {
+    "N": "nodes", "n": "ntasks", "c": "cpus_per_task", "o": "output", "e": "error", "i": "input",
+    "J": "job_name", "p": "partition", "t": "time", "w": "nodelist", "x": "exclude",
+    "m": "distribution", "d": "dependency", "q": "qos", "C": "constraint", "D": "chdir",
+    "W": "wait", "A": "account", "G": "gpus", "l": "label", "u": "unbuffered",
+}
+
+
+def known_or(v: Value | None, fallback: int | None) -> int | None:
+    if v is not None and v.known and isinstance(v.value, int):
+        return v.value
+    if v is not None and not v.known:
+        return None
+    return fallback
+
+
+GRES_RE = re.compile(r"^gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)$")
+GPU_NAME_RE = re.compile(
+    r"^(?:nvidia[-_ ]?)?(?:tesla[-_ ]?)?((?:a100|h100|h200|h800|a800|v100|a10g?|a30|a40|l4|l40s?|b100|b200|gb200|gh200|"
+    r"t4|p100|a6000|rtx\d+|mi\d+x?)(?:[-_]?(?:sxm\d?|pcie|nvl|hbm\d?e?)?)*(?:[-_]?\d+gb?)?(?:[-_]?(?:sxm\d?|pcie|nvl))*)$",
+    re.I,
+)
+
+
+def gpu_name(text: str) -> str | None:
+    """A GPU model named by a gres type, constraint or node label (``a100``, ``h100-80gb``)."""
+    t = text.strip().strip("'\"")
+    m = GPU_NAME_RE.match(t)
+    return m.group(1) if m else None
+
+
+def gpu_type(opts: dict[str, Value], who: str) -> Value | None:
+    g = opts.get("gres")
+    if g is not None and g.known:
+        for part in str(g.value).split(","):
+            m = GRES_RE.match(part.strip())
+            if m and m.group(1) and gpu_name(m.group(1)):
+                return Value(m.group(1), g.span, True, "", f"{who} --gres")
+    for key in ("gpus_per_node", "gpus"):
+        g = opts.get(key)
+        if g is not None and g.known and ":" in str(g.value):
+            typ = str(g.value).split(":")[0]
+            if gpu_name(typ):
+                return Value(typ, g.span, True, "", f"{who} --{key.replace('_', '-')}")
+    c = opts.get("constraint")
+    if c is not None and c.known:
+        toks = [t for t in re.split(r"[&|,\[\]()*\s]+", str(c.value)) if t]
+        names = [gpu_name(t) for t in toks]
+        names = [n for n in names if n]
+        if len(set(n.lower() for n in names)) == 1 and "|" not in str(c.value):
+            return Value(names[0], c.span, True, "", f"{who} --constraint")
+    return None
+
+
+def gpus_per_node(opts: dict[str, Value], who: str, nodes: int | None, tpn: Value | None) -> Value | None:
+    """GPUs requested per node from --gpus-per-node, --gres=gpu[:type]:N, --gpus (÷ nodes) or
+    --gpus-per-task (× tasks per node). None when nothing is stated; unknown when not fixed."""
+    g = opts.get("gpus_per_node")
+    if g is not None:
+        if not g.known:
+            return Value.unknown(g.why, g.span, f"{who} --gpus-per-node")
+        t = str(g.value).split(":")[-1]
+        if t.isdigit():
+            return Value(int(t), g.span, True, "", f"{who} --gpus-per-node")
+        return Value.unknown(f"--gpus-per-node {g.value!r}", g.span, f"{who} --gpus-per-node")
+    g = opts.get("gres")
+    if g is not None:
+        if not g.known:
+            return Value.unknown(g.why, g.span, f"{who} --gres")
+        for part in str(g.value).split(","):
+            m = GRES_RE.match(part.strip())
+            if m:
+                return Value(int(m.group(2)), g.span, True, "", f"{who} --gres")
+    g = opts.get("gpus")
+    if g is not None and g.known and nodes:
+        t = str(g.value).split(":")[-1]
+        if t.isdigit() and int(t) % nodes == 0:
+            return Value(int(t) // nodes, g.span, True, "", f"{who} --gpus")
+    g = opts.get("gpus_per_task")
+    if g is not None and g.known and tpn is not None and tpn.known:
+        t = str(g.value).split(":")[-1]
+        if t.isdigit():
+            return Value(int(t) * tpn.value, g.span, True, "", f"{who} --gpus-per-task × tasks per node")
+    return None
+
+
+def _mpirun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
+    opts: dict[str, Value] = {}
+    env = dict(env)
+    i = 0
+    opaque = False
+    while i < len(rest):
+        w = rest[i]
+        if w.splat:
+            opaque = True
+            i += 1
+            continue
+        t = w.text
+        if not t.startswith("-") or t == "-":
+            break
+        if t == "--":
+            i += 1
+            break
+        key = norm(t.split("=", 1)[0])
+        if "=" in t and t.startswith("--"):
+            opts[key] = w.value(len(t.split("=", 1)[0]) + 1, f"mpirun {t.split('=', 1)[0]}")
+            i += 1
+            continue
+        if key in MPIRUN_TWO_VALUES:
+            if key in ("genv", "env") and i + 2 < len(rest) and rest[i + 1].known:
+                env[rest[i + 1].text] = rest[i + 2].value(0, rest[i + 1].text)
+            i += 3
+            continue
+        if key == "x":
+            if i + 1 < len(rest) and rest[i + 1].known:
+                k, eq, _ = rest[i + 1].text.partition("=")
+                if eq:
+                    env[k] = rest[i + 1].value(len(k) + 1, k)
+            i += 2
+            continue
+        if key in MPIRUN_BOOL:
+            opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
+            i += 1
+            continue
+        nxt = rest[i + 1] if i + 1 < len(rest) else None
+        if nxt is not None and not nxt.text.startswith("-") and not _looks_like_program(nxt):
+            opts[key] = nxt.value(0, f"mpirun {t}")
+            i += 2
+        else:
+            opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
+            i += 1
+    la = _new("mpirun", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among mpirun's options", span)
+    _inherit(la, ctx)
+    np_ = _int_fact(opts.get("np", opts.get("n", opts.get("c"))), "mpirun -np")
+    if np_ is not None:
+        la.facts.add("parallel.world_size", np_)
+    ppn = _int_fact(opts.get("npernode", opts.get("ppn", opts.get("N"))), "mpirun per-node count")
+    if ppn is not None:
+        la.options["ntasks_per_node_effective"] = ppn
+    inner_words = rest[i:]
+    inner = _parse(list(inner_words), ctx, span, dict(env), la, depth + 1) if inner_words else None
+    if inner is not None:
+        return inner
+    _script_part(la, inner_words, 0, False)
+    return la
+
+
+def is_loopback(text: str) -> bool:
+    return LOOPBACK.match(text.strip().strip("'\"")) is not None

@@ -1,0 +1,1303 @@
+"""Shell and sbatch scripts: tree-sitter-bash plus a small, cautious evaluator.
+
+The evaluator walks the syntax tree in order and keeps the variables it can resolve: assignments,
+``export``/``declare``/``local``, ``${X:-d}``, ``${X:=d}``, ``: ${X:=8}``, ``$((A*B))``, arrays and
+``"${A[@]}"``, ``A+=(...)``, unquoted multi-line strings split into words, ``source``/``.`` of files
+that exist (with a cycle guard). Command substitutions, unset environment variables, positional
+parameters and placeholders (``<NUM_NODES>``, ``your_num_nodes``) are unknown. A variable assigned in
+a branch, loop or ``&&``/``||`` tail is unknown afterwards unless every path gives the same value.
+``#SBATCH`` directives before the first command are the scheduler context (and define
+``SLURM_NNODES`` & co.). Every command is handed to :mod:`parallint.cmdline`; what it recognises
+becomes a :class:`parallint.launch.Launch` in ``FileFacts.launches``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from parallint import cmdline
+from parallint.cmdline import UNKNOWN, Seg, Word
+from parallint.diagnostics import Diagnostic, Severity, Span
+from parallint.facts import FactMap, FileFacts, Value
+
+MAX_BYTES = 2_000_000
+MAX_SOURCE_DEPTH = 4
+MAX_CALL_DEPTH = 8
+MAX_STEPS = 200_000
+
+PLACEHOLDER_RE = re.compile(
+    r"<[^<>\s]+>|\byour[_-]\w+|^(?:x{2,}|X{2,}|\?\?+|TODO|TBD|CHANGEME|CHANGE_ME|REPLACE_ME)$|\{\{.*?\}\}",
+    re.I,
+)
+
+_PARSER = None
+
+
+def _parser():
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter as ts
+        import tree_sitter_bash as tsb
+
+        _PARSER = ts.Parser(ts.Language(tsb.language()))
+    return _PARSER
+
+
+# -- sources and pieces -------------------------------------------------------------------------
+class Src:
+    """A piece of shell text with a position mapping (a file, or a snippet inside a YAML file)."""
+
+    def __init__(self, path: str, data: bytes, line_offset: int = 0, col_offset: int = 0,
+                 abspath: Path | None = None) -> None:
+        self.path = path
+        self.data = data
+        self.line_offset = line_offset
+        self.col_offset = col_offset
+        self.abspath = abspath
+        self.line_starts = [0]
+        for i, b in enumerate(data):
+            if b == 10:
+                self.line_starts.append(i + 1)
+
+    def pos(self, byte: int) -> tuple[int, int]:
+        import bisect
+
+        li = bisect.bisect_right(self.line_starts, byte) - 1
+        start = self.line_starts[li]
+        col = len(self.data[start:byte].decode("utf-8", "replace"))
+        return li + 1 + self.line_offset, col + 1 + self.col_offset
+
+    def span(self, a: int, b: int) -> Span:
+        l1, c1 = self.pos(a)
+        l2, c2 = self.pos(max(a, b))
+        return Span(self.path, l1, c1, l2, c2)
+
+
+@dataclass
+class Piece:
+    text: str
+    src: Src | None = None
+    start: int = 0  # byte offset of text[0] in src (exact only when `exact`)
+    known: bool = True
+    why: str = ""
+    exact: bool = True  # text is the verbatim source bytes from `start`
+
+    def span(self, a: int = 0, b: int | None = None) -> Span | None:
+        if self.src is None:
+            return None
+        if b is None:
+            b = len(self.text)
+        if self.exact:
+            ba = self.start + len(self.text[:a].encode())
+            bb = self.start + len(self.text[:b].encode())
+            return self.src.span(ba, bb)
+        return self.src.span(self.start, self.start + 1)
+
+
+def unknown_piece(why: str, src: Src | None = None, start: int = 0) -> Piece:
+    return Piece(UNKNOWN, src, start, False, why, False)
+
+
+@dataclass
+class Var:
+    kind: str  # "scalar" | "array"
+    pieces: list[Piece] = field(default_factory=list)  # scalar
+    items: list[list[Piece]] = field(default_factory=list)  # array
+    exported: bool = False
+    span: Span | None = None  # the assignment
+    unknown_why: str = ""  # the whole variable is unknown (e.g. assigned in a loop)
+
+    def text(self) -> str:
+        if self.unknown_why:
+            return UNKNOWN
+        if self.kind == "array":
+            return "\x01".join("".join(p.text for p in it) for it in self.items)
+        return "".join(p.text for p in self.pieces)
+
+    def same(self, other: "Var | None") -> bool:
+        if other is None:
+            return False
+        t = self.text()
+        return UNKNOWN not in t and self.kind == other.kind and t == other.text()
+
+    def as_value(self, name: str) -> Value:
+        t = self.text()
+        if UNKNOWN in t:
+            why = self.unknown_why or next((p.why for p in self.pieces if not p.known), "unknown")
+            return Value.unknown(why, self.span, name)
+        return Value(t.replace("\x01", " "), self.span, True, "", name)
+
+
+def _pieces_text(ps: list[Piece]) -> str:
+    return "".join(p.text for p in ps)
+
+
+@dataclass
+class ShellData:
+    """What the shell reader saw besides the launches (for file-level rules)."""
+
+    exports: dict[str, Value] = field(default_factory=dict)  # every export/declare -x, in order
+    assignments: list[tuple[str, Value]] = field(default_factory=list)  # every NAME=value seen
+    sources: list[Value] = field(default_factory=list)  # `source X` / `. X`
+    sources_unresolved: bool = False
+    sbatch: dict[str, Value] = field(default_factory=dict)
+    env: dict[str, Value] = field(default_factory=dict)  # exported env at the end of the file
+
+
+# -- the evaluator ------------------------------------------------------------------------------
+class _Abort(Exception):
+    pass
+
+
+class Evaluator:
+    def __init__(self, path: str, abspath: Path | None, root: Path | None = None) -> None:
+        self.path = path
+        self.abspath = abspath
+        self.root = root
+        self.vars: dict[str, Var] = {}
+        self.functions: dict[str, tuple] = {}
+        self.called: set[str] = set()
+        self.launches: list = []
+        self.data = ShellData()
+        self.scheduler: dict[str, Value] = {}
+        self.sched_facts = FactMap()
+        self.allexport = False
+        self.steps = 0
+        self.call_depth = 0
+        self.sourcing: list[Path] = []
+        self.record = True  # record launches (off while evaluating sourced files)
+        self.seen_command = False
+        self.in_function = 0
+
+    # ---- entry points
+    def run_file(self, src: Src) -> None:
+        tree = _parser().parse(src.data)
+        self._sbatch(tree.root_node, src)
+        self._stmts(tree.root_node.children, src)
+        for name, (node, fsrc) in list(self.functions.items()):
+            if name not in self.called:
+                saved = self._snapshot()
+                self.called.add(name)
+                self._call(name, node, fsrc)
+                self.vars = saved
+        self.data.env = self.exported_env()
+
+    # ---- #SBATCH directives
+    def _sbatch(self, root, src: Src) -> None:
+        for node in root.children:
+            if node.type != "comment":
+                if node.type not in ("\n",):
+                    break
+                continue
+            text = node.text.decode("utf-8", "replace")
+            m = re.match(r"#SBATCH\s+(.*)", text)
+            if not m:
+                continue
+            body = m.group(1).split(" #", 1)[0]
+            offset = node.start_byte + len(text[: m.start(1)].encode())
+            try:
+                toks = list(_tokens_with_pos(body))
+            except ValueError:
+                continue
+            i = 0
+            while i < len(toks):
+                tok, a, b = toks[i]
+                if not tok.startswith("-"):
+                    i += 1
+                    continue
+                if tok.startswith("--"):
+                    k, eq, v = tok.partition("=")
+                    key = cmdline.norm(k)
+                    if eq:
+                        va, vb = a + len(k) + 1, b
+                    elif i + 1 < len(toks) and not toks[i + 1][0].startswith("-"):
+                        v, va, vb = toks[i + 1]
+                        i += 1
+                    else:
+                        v, va, vb = "true", a, b
+                else:
+                    letter = tok[1:2]
+                    key = {"N": "nodes", "n": "ntasks", "G": "gpus", "C": "constraint", "c": "cpus_per_task",
+                           "p": "partition", "t": "time", "J": "job_name", "o": "output", "e": "error",
+                           "A": "account", "q": "qos", "w": "nodelist"}.get(letter, letter)
+                    if len(tok) > 2:
+                        v, va, vb = tok[2:].lstrip("="), a + 2, b
+                    elif i + 1 < len(toks):
+                        v, va, vb = toks[i + 1]
+                        i += 1
+                    else:
+                        v, va, vb = "", a, b
+                i += 1
+                ba = offset + len(body[:va].encode())
+                bb = offset + len(body[:vb].encode())
+                sp = src.span(ba, bb)
+                val = Value(v, sp, True, "", f"#SBATCH --{key.replace('_', '-')}")
+                if PLACEHOLDER_RE.search(v) or "$" in v:
+                    val = Value.unknown(f"placeholder {v!r}", sp, val.source)
+                self.scheduler[key] = val
+        s = self.scheduler
+        self.data.sbatch = dict(s)
+        nodes = cmdline._int_fact(s.get("nodes"), "#SBATCH --nodes", allow_range=False)
+        if nodes is not None and not nodes.known and s.get("nodes") is not None and s["nodes"].known:
+            txt = str(s["nodes"].value)
+            m = re.fullmatch(r"(\d+)-\1", txt)
+            if m:
+                nodes = Value(int(m.group(1)), s["nodes"].span, True, "", "#SBATCH --nodes")
+        if nodes is not None:
+            self.sched_facts.add("parallel.nodes", nodes)
+        n = nodes.value if nodes is not None and nodes.known else None
+        tpn = cmdline._int_fact(s.get("ntasks_per_node"), "#SBATCH --ntasks-per-node")
+        if tpn is None and "ntasks" in s and n:
+            nt = cmdline._int_fact(s["ntasks"], "#SBATCH --ntasks")
+            if nt is not None and nt.known and nt.value % n == 0:
+                tpn = Value(nt.value // n, nt.span, True, "", "#SBATCH --ntasks / --nodes")
+        gpn = cmdline.gpus_per_node(s, "#SBATCH", n, tpn)
+        if gpn is not None:
+            self.sched_facts.add("hardware.gpus_per_node_requested", gpn)
+        gpu = cmdline.gpu_type(s, "#SBATCH")
+        if gpu is not None:
+            self.sched_facts.add("hardware.gpu", gpu)
+        # the variables Slurm defines for the batch script
+        def define(name: str, v: Value | None) -> None:
+            if v is not None and v.known:
+                self.vars[name] = Var("scalar", [Piece(str(v.value), None, 0, True, "", False)],
+                                      exported=True, span=v.span)
+        if nodes is not None and nodes.known:
+            define("SLURM_NNODES", nodes)
+            define("SLURM_JOB_NUM_NODES", nodes)
+        if tpn is not None and tpn.known:
+            define("SLURM_NTASKS_PER_NODE", tpn)
+            if n:
+                define("SLURM_NTASKS", Value(n * tpn.value, tpn.span, True, "", "#SBATCH"))
+        if gpn is not None and gpn.known:
+            define("SLURM_GPUS_ON_NODE", gpn)
+            define("SLURM_GPUS_PER_NODE", gpn)
+
+    # ---- statements
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Abort()
+
+    def _stmts(self, nodes: Iterable, src: Src) -> None:
+        for n in nodes:
+            self._stmt(n, src)
+
+    def _stmt(self, node, src: Src) -> None:
+        self._tick()
+        t = node.type
+        if t in ("comment", "\n", ";", "&", ";;", "{", "}", "(", ")", "do", "done", "then", "fi", "esac"):
+            return
+        if node.has_error and t not in ("program", "compound_statement", "if_statement", "for_statement",
+                                        "while_statement", "case_statement", "function_definition",
+                                        "do_group", "subshell", "list", "redirected_statement",
+                                        "else_clause", "elif_clause", "case_item"):
+            return  # a statement tree-sitter could not parse: skip it, never guess
+        if t in ("program", "compound_statement", "do_group"):
+            self._stmts(node.children, src)
+        elif t == "variable_assignment":
+            self.seen_command = True
+            self._assign(node, src, exported=self.allexport)
+        elif t == "variable_assignments":
+            for c in node.named_children:
+                if c.type == "variable_assignment":
+                    self._assign(c, src, exported=self.allexport)
+        elif t == "declaration_command":
+            self._declaration(node, src)
+        elif t == "unset_command":
+            for c in node.named_children:
+                name = c.text.decode("utf-8", "replace")
+                if c.type in ("variable_name", "word"):
+                    self.vars.pop(name, None)
+        elif t == "command":
+            self._command(node, src)
+        elif t == "redirected_statement":
+            body = node.child_by_field_name("body") or (node.named_children[0] if node.named_children else None)
+            if body is not None and body.type not in ("heredoc_redirect", "file_redirect", "herestring_redirect"):
+                self._stmt(body, src)
+        elif t == "pipeline":
+            saved = self._snapshot()
+            for c in node.named_children:
+                self._stmt(c, src)
+            self._merge(saved, [self.vars], covered=False, why="assigned inside a pipeline")
+        elif t == "subshell":
+            saved = self._snapshot()
+            self._stmts(node.children, src)
+            self.vars = saved
+        elif t == "list":
+            kids = [c for c in node.children]
+            first = True
+            for c in kids:
+                if c.type in ("&&", "||"):
+                    continue
+                if first:
+                    self._stmt(c, src)
+                    first = False
+                else:
+                    saved = self._snapshot()
+                    self._stmt(c, src)
+                    self._merge(saved, [self.vars], covered=False, why="assigned after && or ||")
+        elif t == "if_statement":
+            self._if(node, src)
+        elif t == "case_statement":
+            self._case(node, src)
+        elif t in ("for_statement", "c_style_for_statement", "while_statement"):
+            self._loop(node, src)
+        elif t == "function_definition":
+            name_node = node.child_by_field_name("name")
+            body = node.child_by_field_name("body")
+            if name_node is not None and body is not None:
+                self.functions[name_node.text.decode("utf-8", "replace")] = (body, src)
+        elif t == "negated_command":
+            for c in node.named_children:
+                self._stmt(c, src)
+        # test_command, arithmetic (( )), etc.: nothing to learn
+
+    def _snapshot(self) -> dict[str, Var]:
+        return dict(self.vars)
+
+    def _merge(self, before: dict[str, Var], branches: list[dict[str, Var]], covered: bool, why: str) -> None:
+        """After a construct with several paths: keep a variable only if every path agrees."""
+        paths = list(branches) + ([] if covered else [before])
+        names = set()
+        for b in branches:
+            for k, v in b.items():
+                if before.get(k) is not v:
+                    names.add(k)
+        for k in before:
+            if any(k not in b for b in branches):
+                names.add(k)
+        result = dict(before)
+        for name in names:
+            vals = [p.get(name) for p in paths]
+            first = vals[0]
+            if first is not None and all(v is first or (v is not None and first.same(v)) for v in vals):
+                result[name] = first
+            elif all(v is None for v in vals):
+                result.pop(name, None)
+            else:
+                exported = any(v is not None and v.exported for v in vals)
+                span = next((v.span for v in vals if v is not None and v is not before.get(name)), None)
+                result[name] = Var("scalar", [], exported=exported, span=span, unknown_why=f"{name} {why}")
+        self.vars = result
+
+    def _if(self, node, src: Src) -> None:
+        # condition: everything before the first `then`
+        kids = node.children
+        idx = 0
+        while idx < len(kids) and kids[idx].type != "then":
+            if kids[idx].type not in ("if",):
+                self._stmt(kids[idx], src)
+            idx += 1
+        before = self._snapshot()
+        branches = []
+        body = []
+        covered = False
+        for c in kids[idx + 1:]:
+            if c.type in ("elif_clause", "else_clause", "fi"):
+                break
+            body.append(c)
+        self.vars = dict(before)
+        self._stmts(body, src)
+        branches.append(self.vars)
+        for c in kids:
+            if c.type == "elif_clause":
+                self.vars = dict(before)
+                parts = c.children
+                j = 0
+                while j < len(parts) and parts[j].type != "then":
+                    if parts[j].type != "elif":
+                        self._stmt(parts[j], src)
+                    j += 1
+                self._stmts(parts[j + 1:], src)
+                branches.append(self.vars)
+            elif c.type == "else_clause":
+                covered = True
+                self.vars = dict(before)
+                self._stmts(c.children[1:], src)
+                branches.append(self.vars)
+        self.vars = before
+        self._merge(before, branches, covered, f"assigned in an if at line {src.pos(node.start_byte)[0]}")
+
+    def _case(self, node, src: Src) -> None:
+        before = self._snapshot()
+        branches = []
+        covered = False
+        for item in node.named_children:
+            if item.type != "case_item":
+                continue
+            self.vars = dict(before)
+            pats = []
+            stmts = []
+            after_paren = False
+            for c in item.children:
+                if c.type == ")":
+                    after_paren = True
+                    continue
+                if not after_paren:
+                    pats.append(c)
+                else:
+                    stmts.append(c)
+            if any(p.text in (b"*", b"*)") for p in pats):
+                covered = True
+            self._stmts(stmts, src)
+            branches.append(self.vars)
+        self.vars = before
+        self._merge(before, branches, covered, f"assigned in a case at line {src.pos(node.start_byte)[0]}")
+
+    def _loop(self, node, src: Src) -> None:
+        before = self._snapshot()
+        var = node.child_by_field_name("variable")
+        if var is not None:
+            name = var.text.decode("utf-8", "replace")
+            self.vars[name] = Var("scalar", [], span=src.span(var.start_byte, var.end_byte),
+                                  unknown_why=f"loop variable {name}")
+        body = node.child_by_field_name("body")
+        for c in node.children:
+            if c is body:
+                continue
+            if node.type == "while_statement" and c.type not in ("while", "until", "do_group"):
+                self._stmt(c, src)
+        if body is not None:
+            self._stmt(body, src)
+        self._merge(before, [self.vars], covered=False,
+                    why=f"assigned in a loop at line {src.pos(node.start_byte)[0]}")
+        # the loop variable itself stays unknown after the loop
+        if var is not None:
+            name = var.text.decode("utf-8", "replace")
+            self.vars[name] = Var("scalar", [], unknown_why=f"loop variable {name}")
+
+    # ---- assignments
+    def _assign(self, node, src: Src, exported: bool = False, array_hint: bool = False,
+                local: bool = False) -> None:
+        name_node = node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None)
+        if name_node is None:
+            return
+        raw_name = name_node.text.decode("utf-8", "replace")
+        if name_node.type == "subscript":
+            base = name_node.child_by_field_name("name")
+            if base is not None:
+                n = base.text.decode("utf-8", "replace")
+                old = self.vars.get(n)
+                self.vars[n] = Var("array", [], exported=bool(old and old.exported),
+                                   span=src.span(node.start_byte, node.end_byte),
+                                   unknown_why=f"{n} has an element assigned")
+            return
+        name = raw_name
+        op = None
+        for c in node.children:
+            if c.type in ("=", "+="):
+                op = c.type
+        value = node.child_by_field_name("value")
+        old = self.vars.get(name)
+        keep_export = exported or bool(old and old.exported)
+        span = src.span(node.start_byte, node.end_byte)
+        if value is None:
+            self.vars[name] = Var("scalar", [], exported=keep_export, span=span)
+        elif value.type == "array":
+            items: list[list[Piece]] = []
+            bad = ""
+            for c in value.named_children:
+                if c.type == "comment":
+                    continue
+                fields = self._expand(c, src)
+                for f in fields:
+                    if f is None:
+                        bad = "unknown array element"
+                        continue
+                    items.append(f)
+            if op == "+=" and old is not None:
+                if old.kind == "array" and not old.unknown_why:
+                    items = old.items + items
+                else:
+                    bad = bad or f"{name} appended to an unknown value"
+            self.vars[name] = Var("array", [], items, exported=keep_export, span=span, unknown_why=bad)
+        else:
+            pieces = self._expand_one(value, src)
+            if op == "+=":
+                if old is None:
+                    pass
+                elif old.kind == "array" and not old.unknown_why:
+                    self.vars[name] = Var("array", [], old.items + [pieces], exported=keep_export, span=span)
+                    return
+                elif old.unknown_why:
+                    pieces = [unknown_piece(old.unknown_why)] + pieces
+                else:
+                    pieces = old.pieces + pieces
+            self.vars[name] = Var("scalar", pieces, exported=keep_export, span=span)
+        v = self.vars[name]
+        if self.record:
+            self.data.assignments.append((name, v.as_value(name)))
+        if keep_export and self.record and not local:
+            self.data.exports[name] = v.as_value(name)
+
+    def _declaration(self, node, src: Src) -> None:
+        self.seen_command = True
+        kw = node.children[0].type if node.children else ""
+        flags = ""
+        exported = kw == "export"
+        for c in node.children[1:]:
+            if c.type == "word" and c.text.startswith(b"-"):
+                flags += c.text.decode("utf-8", "replace")[1:]
+                if "x" in flags:
+                    exported = True
+                continue
+            if c.type == "variable_assignment":
+                self._assign(c, src, exported=exported or self.allexport, local=kw == "local")
+            elif c.type == "variable_name" and exported:
+                name = c.text.decode("utf-8", "replace")
+                v = self.vars.get(name)
+                if v is not None:
+                    v.exported = True
+                    if self.record:
+                        self.data.exports[name] = v.as_value(name)
+                else:
+                    self.vars[name] = Var("scalar", [], exported=True,
+                                          span=src.span(c.start_byte, c.end_byte),
+                                          unknown_why=f"environment variable {name}")
+
+    # ---- commands
+    def _command(self, node, src: Src) -> None:
+        self.seen_command = True
+        prefix_env: list = []
+        name_node = None
+        args = []
+        for c in node.children:
+            if c.type == "variable_assignment" and name_node is None:
+                prefix_env.append(c)
+            elif c.type == "command_name":
+                name_node = c
+            elif name_node is not None and c.is_named and c.type not in ("file_redirect", "heredoc_redirect",
+                                                                           "herestring_redirect", "comment"):
+                args.append(c)
+        if name_node is None:
+            for c in prefix_env:
+                self._assign(c, src, exported=self.allexport)
+            return
+        # expand the words
+        words: list[Word] = []
+        for c in [name_node] + args:
+            words.extend(self._words(c, src))
+        if not words:
+            return
+        w0 = words[0]
+        cmd = w0.text if w0.known else None
+        if cmd in (":", "true") :
+            return  # `: ${X:=8}` assignments happened during expansion
+        if cmd in ("source", "."):
+            self._source(words[1:], src)
+            return
+        if cmd == "set":
+            for w in words[1:]:
+                if w.known and w.text.startswith("-") and "a" in w.text[1:] and not w.text.startswith("--"):
+                    self.allexport = True
+                if w.known and w.text.startswith("+") and "a" in w.text[1:]:
+                    self.allexport = False
+                if w.known and w.text in ("-o",):
+                    pass
+            return
+        if cmd in ("read", "mapfile", "readarray", "getopts", "printf") and len(words) > 1:
+            for w in words[1:]:
+                if w.known and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", w.text):
+                    if cmd == "printf" and not any(x.text == "-v" for x in words):
+                        break
+                    self.vars[w.text] = Var("scalar", [], unknown_why=f"{w.text} read at run time")
+            return
+        if cmd in ("shift", "cd", "echo", "exit", "return", "mkdir", "rm", "cp", "mv", "ls", "cat", "sleep",
+                   "wait", "trap", "ulimit", "module", "ml", "pushd", "popd", "which", "pip", "git", "sed", "awk",
+                   "grep", "tee", "chmod", "touch", "wget", "curl", "conda", "nvidia-smi", "hostname"):
+            if cmd == "conda" and len(words) > 1 and words[1].text == "run":
+                pass
+            else:
+                return
+        if cmd in self.functions and self.call_depth < MAX_CALL_DEPTH:
+            fnode, fsrc = self.functions[cmd]
+            self.called.add(cmd)
+            self._call(cmd, fnode, fsrc)
+            return
+        if cmd in ("bash", "sh", "zsh") and len(words) >= 3 and words[1].text == "-c":
+            return  # a string run by another shell: see _shell_c (not followed to keep positions)
+        if not self.record:
+            return
+        env = self.exported_env()
+        for c in prefix_env:
+            name_n = c.child_by_field_name("name")
+            value_n = c.child_by_field_name("value")
+            if name_n is None:
+                continue
+            pieces = self._expand_one(value_n, src) if value_n is not None else []
+            v = Var("scalar", pieces, exported=True, span=src.span(c.start_byte, c.end_byte))
+            env[name_n.text.decode("utf-8", "replace")] = v.as_value(name_n.text.decode("utf-8", "replace"))
+        ctx = cmdline.Context(env=env, scheduler=dict(self.scheduler), scheduler_facts=self.sched_facts)
+        span = src.span(node.start_byte, node.end_byte)
+        span = Span(span.path, span.line, span.column, span.line, span.column + len(words[0].text))
+        try:
+            la = cmdline.parse_command(words, ctx, span)
+        except (ValueError, TypeError, IndexError, KeyError):
+            la = None
+        if la is not None:
+            self.launches.append(la)
+
+    def _call(self, name: str, body, src: Src) -> None:
+        self.call_depth += 1
+        self.in_function += 1
+        saved_pos = {k: self.vars.get(k) for k in ("@", "*", "#")}
+        try:
+            self._stmt(body, src)
+        finally:
+            self.call_depth -= 1
+            self.in_function -= 1
+            for k, v in saved_pos.items():
+                if v is None:
+                    self.vars.pop(k, None)
+                else:
+                    self.vars[k] = v
+
+    def _source(self, words: list[Word], src: Src) -> None:
+        if not words:
+            return
+        w = words[0]
+        if self.record:
+            self.data.sources.append(w.value(0, "source"))
+        target = self._resolve(w, src)
+        if target is None or target in self.sourcing or len(self.sourcing) >= MAX_SOURCE_DEPTH:
+            self.data.sources_unresolved = True
+            return
+        try:
+            data = target.read_bytes()[:MAX_BYTES]
+        except OSError:
+            self.data.sources_unresolved = True
+            return
+        disp = _display_path(self.path, self.abspath, target)
+        sub = Src(disp, data, abspath=target)
+        self.sourcing.append(target)
+        rec = self.record
+        self.record = False
+        try:
+            tree = _parser().parse(data)
+            self._stmts(tree.root_node.children, sub)
+        finally:
+            self.record = rec
+            self.sourcing.pop()
+
+    def _resolve(self, w: Word, src: Src) -> Path | None:
+        if not w.known or not w.text:
+            return None
+        p = Path(w.text).expanduser()
+        bases = []
+        if src.abspath is not None:
+            bases.append(src.abspath.parent)
+        if self.abspath is not None:
+            bases.append(self.abspath.parent)
+        if self.root is not None:
+            bases.append(self.root)
+        cands = [p] if p.is_absolute() else [b / p for b in bases]
+        for c in cands:
+            try:
+                if c.is_file():
+                    return c.resolve()
+            except OSError:
+                continue
+        return None
+
+    def exported_env(self) -> dict[str, Value]:
+        out = {}
+        for k, v in self.vars.items():
+            if v.exported and not k.startswith("SLURM_"):
+                out[k] = v.as_value(k)
+        return out
+
+    # ---- words
+    def _words(self, node, src: Src) -> list[Word]:
+        """A command word -> the words after expansion and splitting."""
+        out = []
+        for f in self._expand(node, src, keep_splat=True):
+            if f is None:
+                out.append(Word.unknown("unknown expansion", src.span(node.start_byte, node.end_byte), splat=True))
+                continue
+            out.append(_to_word(f, src.span(node.start_byte, node.end_byte)))
+        return out
+
+    def _expand_one(self, node, src: Src) -> list[Piece]:
+        """An assignment value: no word splitting."""
+        chunks = self._chunks(node, src, quoted=True)
+        ps: list[Piece] = []
+        for kind, data in chunks:
+            if kind == "array":
+                for k, item in enumerate(data):
+                    if k:
+                        ps.append(Piece(" ", None, 0, True, "", False))
+                    ps.extend(item)
+            else:
+                ps.extend(data)
+        return _placeholders(ps)
+
+    def _expand(self, node, src: Src, keep_splat: bool = False) -> list[list[Piece] | None]:
+        """A word -> fields (lists of pieces). None is an unknown splat (any number of words)."""
+        chunks = self._chunks(node, src, quoted=False)
+        fields: list[list[Piece] | None] = []
+        cur: list[Piece] = []
+        started = False
+        for kind, data in chunks:
+            if kind == "lit":
+                cur.extend(data)
+                started = True
+            elif kind == "split":
+                # unquoted expansion: split on whitespace
+                if any(not p.known for p in data):
+                    if len(chunks) == 1:
+                        return [None]
+                    cur.extend([p for p in data])
+                    started = True
+                    continue
+                parts = _split_pieces(data)
+                if not parts:
+                    continue
+                lead_ws = _pieces_text(data)[:1].isspace()
+                trail_ws = _pieces_text(data)[-1:].isspace()
+                if lead_ws and started:
+                    fields.append(cur)
+                    cur = []
+                    started = False
+                for k, part in enumerate(parts):
+                    if k > 0:
+                        fields.append(cur)
+                        cur = []
+                    cur.extend(part)
+                    started = True
+                if trail_ws:
+                    fields.append(cur)
+                    cur = []
+                    started = False
+            elif kind == "array":
+                for k, item in enumerate(data):
+                    if k > 0:
+                        fields.append(cur)
+                        cur = []
+                    cur.extend(item)
+                    started = True
+                if not data and not started:
+                    pass
+            elif kind == "splitarray":
+                for item in data:
+                    for part in _split_pieces(item):
+                        if started:
+                            fields.append(cur)
+                            cur = []
+                        cur.extend(part)
+                        started = True
+                if started:
+                    fields.append(cur)
+                    cur = []
+                    started = False
+        if started:
+            fields.append(cur)
+        return [_placeholders(f) if f is not None else None for f in fields]
+
+    def _chunks(self, node, src: Src, quoted: bool) -> list[tuple[str, list]]:
+        """("lit", pieces) | ("split", pieces) | ("array", [pieces...]) | ("splitarray", [...])."""
+        t = node.type
+        if t in ("word", "number", "extglob_pattern", "special_variable_name", "variable_name",
+                 "command_name", "test_operator", "regex"):
+            if t == "command_name":
+                out = []
+                for c in node.children:
+                    out.extend(self._chunks(c, src, quoted))
+                return out
+            return [("lit", _literal(node, src, unquoted=not quoted))]
+        if t == "raw_string":
+            raw = node.text.decode("utf-8", "replace")
+            return [("lit", [Piece(raw[1:-1], src, node.start_byte + 1)])]
+        if t == "ansi_c_string":
+            raw = node.text.decode("utf-8", "replace")[2:-1]
+            try:
+                txt = raw.encode().decode("unicode_escape")
+            except UnicodeDecodeError:
+                txt = raw
+            return [("lit", [Piece(txt, src, node.start_byte + 2, exact=txt == raw)])]
+        if t in ("string", "translated_string"):
+            out: list[tuple[str, list]] = []
+            kids = node.children
+            pos = node.start_byte + (2 if t == "translated_string" else 1)
+            end = node.end_byte - 1
+            for c in kids:
+                if c.type == '"' or c.type == '$"':
+                    continue
+                if c.start_byte > pos:
+                    out.append(("lit", _dq_literal(src, pos, c.start_byte)))
+                if c.type == "string_content":
+                    out.append(("lit", _dq_literal(src, c.start_byte, c.end_byte)))
+                else:
+                    sub = self._chunks(c, src, quoted=True)
+                    for kind, data in sub:
+                        out.append(("lit" if kind == "split" else kind, data))
+                pos = max(pos, c.end_byte)
+            if pos < end:
+                out.append(("lit", _dq_literal(src, pos, end)))
+            if not out:
+                out.append(("lit", [Piece("", src, node.start_byte + 1)]))
+            return out
+        if t == "concatenation":
+            out = []
+            for c in node.children:
+                out.extend(self._chunks(c, src, quoted))
+            return out
+        if t == "simple_expansion":
+            name_node = node.named_children[0] if node.named_children else None
+            name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
+            return self._var_chunks(name, src, node, quoted)
+        if t == "expansion":
+            return self._expansion(node, src, quoted)
+        if t == "arithmetic_expansion":
+            val = self._arith_node(node.named_children[0] if node.named_children else None, src)
+            if val is None:
+                return [("lit", [unknown_piece("arithmetic on unknown values", src, node.start_byte)])]
+            return [("lit", [Piece(str(val), src, node.start_byte, exact=False)])]
+        if t in ("command_substitution", "process_substitution"):
+            return [("split" if not quoted else "lit",
+                     [unknown_piece("command substitution", src, node.start_byte)])]
+        if t == "brace_expression":
+            return [("lit", [unknown_piece("brace expansion", src, node.start_byte)])]
+        return [("lit", [unknown_piece(f"unsupported shell syntax ({t})", src, node.start_byte)])]
+
+    def _var_chunks(self, name: str, src: Src, node, quoted: bool, index: str | None = None):
+        v = self._lookup(name)
+        if v is None:
+            why = (f"positional parameter ${name}" if name.isdigit() or name in ("@", "*", "#")
+                   else f"environment variable {name}")
+            return [("split" if not quoted else "lit", [unknown_piece(why, src, node.start_byte)])]
+        if v.unknown_why:
+            return [("split" if not quoted else "lit", [unknown_piece(v.unknown_why, src, node.start_byte)])]
+        if v.kind == "array":
+            if index in ("@", "*"):
+                if quoted and index == "@":
+                    return [("array", [list(i) for i in v.items])]
+                if quoted:
+                    joined: list[Piece] = []
+                    for k, it in enumerate(v.items):
+                        if k:
+                            joined.append(Piece(" ", None, 0, True, "", False))
+                        joined.extend(it)
+                    return [("lit", joined)]
+                return [("splitarray", [list(i) for i in v.items])]
+            idx = 0
+            if index is not None:
+                if not index.isdigit():
+                    return [("lit", [unknown_piece(f"{name}[{index}]", src, node.start_byte)])]
+                idx = int(index)
+            if idx < len(v.items):
+                return [("lit" if quoted else "split", list(v.items[idx]))]
+            return [("lit", [])]
+        if index is not None and index not in ("0", "@", "*"):
+            return [("lit", [])]
+        return [("lit" if quoted else "split", list(v.pieces))]
+
+    def _lookup(self, name: str) -> Var | None:
+        return self.vars.get(name)
+
+    def _expansion(self, node, src: Src, quoted: bool):
+        kids = node.children
+        inner = [c for c in kids if c.type not in ("${", "}")]
+        if not inner:
+            return [("lit", [unknown_piece("empty expansion", src, node.start_byte)])]
+        prefix = ""
+        if inner[0].type in ("#", "!"):
+            prefix = inner[0].type
+            inner = inner[1:]
+        if not inner:
+            return [("lit", [unknown_piece("unsupported expansion", src, node.start_byte)])]
+        target = inner[0]
+        index = None
+        if target.type == "subscript":
+            nm = target.child_by_field_name("name")
+            ix = target.child_by_field_name("index")
+            name = nm.text.decode("utf-8", "replace") if nm is not None else ""
+            index = ix.text.decode("utf-8", "replace") if ix is not None else None
+        elif target.type in ("variable_name", "special_variable_name", "word", "number"):
+            name = target.text.decode("utf-8", "replace")
+        else:
+            return [("lit", [unknown_piece("unsupported expansion", src, node.start_byte)])]
+        rest = inner[1:]
+        if prefix == "!":
+            return [("lit", [unknown_piece("indirect expansion", src, node.start_byte)])]
+        if prefix == "#":
+            v = self._lookup(name)
+            if v is None or v.unknown_why or any(not p.known for p in v.pieces):
+                return [("lit", [unknown_piece(f"length of {name}", src, node.start_byte)])]
+            n = len(v.items) if (v.kind == "array" and index in ("@", "*")) else len(_pieces_text(v.pieces))
+            return [("lit", [Piece(str(n), src, node.start_byte, exact=False)])]
+        if not rest:
+            return self._var_chunks(name, src, node, quoted, index)
+        op = rest[0].text.decode("utf-8", "replace") if not rest[0].is_named else ""
+        operand = [c for c in rest[1:]]
+        v = self._lookup(name)
+        is_set = v is not None
+        is_null = v is None or (not v.unknown_why and v.kind == "scalar" and _pieces_text(v.pieces) == "")
+        unknown_state = v is not None and (v.unknown_why or any(not p.known for p in v.pieces))
+        if v is None and (name.isdigit() or name in ("@", "*")):
+            unknown_state = True  # positional parameters: may be given
+        if op in (":-", "-", ":=", "=", ":?", "?", ":+", "+"):
+            colon = op.startswith(":")
+            use_default = (not is_set) or (colon and is_null)
+            if op in (":+", "+"):
+                if unknown_state:
+                    return [("lit", [unknown_piece(f"{name} may or may not be set", src, node.start_byte)])]
+                if use_default:
+                    return [("lit", [])]
+                return self._operand_chunks(operand, src, quoted, node)
+            if unknown_state and v is not None:
+                return self._var_chunks(name, src, node, quoted, index)
+            if unknown_state and v is None:
+                # positional parameter with a default: the default is what the script states
+                pass
+            if use_default:
+                chunks = self._operand_chunks(operand, src, quoted, node)
+                if op in (":=", "="):
+                    ps: list[Piece] = []
+                    for kind, data in chunks:
+                        if kind in ("lit", "split"):
+                            ps.extend(data)
+                    self.vars[name] = Var("scalar", ps, exported=bool(v and v.exported),
+                                          span=src.span(node.start_byte, node.end_byte))
+                    if self.record:
+                        self.data.assignments.append((name, self.vars[name].as_value(name)))
+                if op in (":?", "?"):
+                    return [("lit", [unknown_piece(f"{name} required", src, node.start_byte)])]
+                return chunks
+            return self._var_chunks(name, src, node, quoted, index)
+        # substitutions, case changes, substrings: only when everything is known
+        if v is None or unknown_state or v.kind == "array":
+            return [("lit", [unknown_piece(f"expansion of {name}", src, node.start_byte)])]
+        text = _pieces_text(v.pieces)
+        ops = "".join(c.text.decode("utf-8", "replace") for c in rest)
+        try:
+            res = _string_op(text, op, ops[len(op):])
+        except Exception:  # noqa: BLE001 - any odd operand: unknown
+            res = None
+        if res is None:
+            return [("lit", [unknown_piece(f"expansion of {name}", src, node.start_byte)])]
+        return [("lit" if quoted else "split", [Piece(res, src, node.start_byte, exact=False)])]
+
+    def _operand_chunks(self, operand, src: Src, quoted: bool, node):
+        out = []
+        for c in operand:
+            for kind, data in self._chunks(c, src, quoted=True):
+                if kind == "lit" and not quoted and c.type not in ("string", "raw_string"):
+                    kind = "split"
+                out.append((kind, data))
+        if not out:
+            out.append(("lit", []))
+        return out
+
+    # ---- arithmetic
+    def _arith_node(self, node, src: Src, depth: int = 0):
+        if node is None or depth > 50:
+            return None
+        t = node.type
+        if t == "number":
+            txt = node.text.decode("utf-8", "replace")
+            try:
+                return int(txt, 0)
+            except ValueError:
+                return None
+        if t in ("variable_name", "word"):
+            name = node.text.decode("utf-8", "replace")
+            if name.isdigit():
+                return int(name)
+            return self._int_var(name)
+        if t in ("simple_expansion", "expansion"):
+            chunks = self._chunks(node, src, quoted=True)
+            txt = "".join(_pieces_text(d) if k in ("lit", "split") else "" for k, d in chunks)
+            if UNKNOWN in txt:
+                return None
+            try:
+                return int(txt.strip())
+            except ValueError:
+                return self._int_var(txt.strip()) if txt.strip() else None
+        if t == "parenthesized_expression":
+            kids = node.named_children
+            return self._arith_node(kids[0], src, depth + 1) if kids else None
+        if t == "unary_expression":
+            kids = node.children
+            if len(kids) == 2:
+                v = self._arith_node(kids[1], src, depth + 1)
+                op = kids[0].type
+                if v is None:
+                    return None
+                return -v if op == "-" else v if op == "+" else None
+            return None
+        if t == "binary_expression":
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            opn = node.child_by_field_name("operator")
+            op = opn.type if opn is not None else ""
+            a = self._arith_node(left, src, depth + 1)
+            b = self._arith_node(right, src, depth + 1)
+            if a is None or b is None:
+                return None
+            try:
+                if op == "+":
+                    return a + b
+                if op == "-":
+                    return a - b
+                if op == "*":
+                    return a * b
+                if op == "/":
+                    return int(a / b) if b else None
+                if op == "%":
+                    return a - b * int(a / b) if b else None
+                if op == "**":
+                    return a ** b if 0 <= b < 64 else None
+            except (OverflowError, ZeroDivisionError):
+                return None
+            return None
+        return None
+
+    def _int_var(self, name: str):
+        v = self._lookup(name)
+        if v is None:
+            return None
+        if v.unknown_why or v.kind != "scalar":
+            return None
+        txt = _pieces_text(v.pieces).strip()
+        if UNKNOWN in txt:
+            return None
+        if txt == "":
+            return 0
+        try:
+            return int(txt, 0)
+        except ValueError:
+            return None
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _tokens_with_pos(text: str):
+    """shlex-like tokens of a directive line with their character offsets."""
+    lex = shlex.shlex(text, posix=True, punctuation_chars=False)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    pos = 0
+    for tok in lex:
+        # find the token's start in the text (approximate for quoted tokens)
+        idx = text.find(tok.split("=")[0][:3], pos) if tok else pos
+        if idx < 0:
+            idx = pos
+        start = idx
+        end = start + len(tok)
+        pos = end
+        yield tok, start, end
+
+
+def _literal(node, src: Src, unquoted: bool) -> list[Piece]:
+    raw = node.text.decode("utf-8", "replace")
+    if "\\" not in raw:
+        return [Piece(raw, src, node.start_byte)]
+    out: list[Piece] = []
+    buf_start = 0
+    i = 0
+    base = node.start_byte
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            if i > buf_start:
+                out.append(Piece(raw[buf_start:i], src, base + len(raw[:buf_start].encode())))
+            nxt = raw[i + 1]
+            if nxt != "\n":
+                out.append(Piece(nxt, src, base + len(raw[:i].encode()), exact=False))
+            i += 2
+            buf_start = i
+            continue
+        i += 1
+    if buf_start < len(raw):
+        out.append(Piece(raw[buf_start:], src, base + len(raw[:buf_start].encode())))
+    return out
+
+
+def _dq_literal(src: Src, a: int, b: int) -> list[Piece]:
+    raw = src.data[a:b].decode("utf-8", "replace")
+    if "\\" not in raw:
+        return [Piece(raw, src, a)]
+    out: list[Piece] = []
+    i = 0
+    buf = 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+            if i > buf:
+                out.append(Piece(raw[buf:i], src, a + len(raw[:buf].encode())))
+            if raw[i + 1] != "\n":
+                out.append(Piece(raw[i + 1], src, a + len(raw[:i].encode()), exact=False))
+            else:
+                out.append(Piece(" ", src, a + len(raw[:i].encode()), exact=False))
+            i += 2
+            buf = i
+            continue
+        i += 1
+    if buf < len(raw):
+        out.append(Piece(raw[buf:], src, a + len(raw[:buf].encode())))
+    return out
+
+
+def _split_pieces(ps: list[Piece]) -> list[list[Piece]]:
+    """Word splitting of an unquoted expansion, keeping each part's position."""
+    fields: list[list[Piece]] = []
+    cur: list[Piece] = []
+    for p in ps:
+        if not p.known:
+            cur.append(p)
+            continue
+        text = p.text
+        i = 0
+        while i < len(text):
+            if text[i].isspace():
+                if cur:
+                    fields.append(cur)
+                    cur = []
+                i += 1
+                continue
+            j = i
+            while j < len(text) and not text[j].isspace():
+                j += 1
+            if p.exact:
+                start = p.start + len(text[:i].encode())
+                cur.append(Piece(text[i:j], p.src, start, True, "", True))
+            else:
+                cur.append(Piece(text[i:j], p.src, p.start, True, "", False))
+            i = j
+            if i < len(text) and cur:
+                fields.append(cur)
+                cur = []
+    if cur:
+        fields.append(cur)
+    return fields
+
+
+def _placeholders(ps: list[Piece]) -> list[Piece]:
+    """A word that is a placeholder (<NUM_NODES>, your_num_nodes, XXX) becomes unknown."""
+    text = "".join(p.text for p in ps if p.known)
+    if text and PLACEHOLDER_RE.search(text):
+        m = PLACEHOLDER_RE.search(text)
+        # keep an option name before '=' known: `--nnodes=<NUM_NODES>`
+        if "=" in text and text.index("=") < m.start():
+            k = text.index("=") + 1
+            head = text[:k]
+            first = next((p for p in ps if p.known), None)
+            return [Piece(head, first.src if first else None, first.start if first else 0, True, "",
+                          bool(first and first.exact)),
+                    unknown_piece(f"placeholder {text[k:]!r}", first.src if first else None,
+                                  first.start if first else 0)]
+        first = ps[0] if ps else None
+        return [unknown_piece(f"placeholder {text!r}", first.src if first else None, first.start if first else 0)]
+    return ps
+
+
+def _to_word(f: list[Piece], usage: Span) -> Word:
+    text = ""
+    segs: list[Seg] = []
+    for p in f:
+        a = len(text)
+        text += p.text if p.known else UNKNOWN
+        segs.append(Seg(a, len(text), p.span() if p.src is not None else None, p.known, p.why))
+    return Word(text, usage, segs)
+
+
+def _string_op(text: str, op: str, arg: str) -> str | None:
+    import fnmatch
+
+    if op in ("/", "//"):
+        pat, _, rep = arg.partition("/")
+        if any(ch in pat for ch in "*?["):
+            return None
+        return text.replace(pat, rep) if op == "//" else text.replace(pat, rep, 1)
+    if op in ("%", "%%", "#", "##"):
+        pat = arg
+        if op in ("#", "##"):
+            rng = range(len(text) + 1) if op == "#" else range(len(text), -1, -1)
+            for k in rng:
+                if fnmatch.fnmatchcase(text[:k], pat):
+                    return text[k:]
+            return text
+        rng = range(len(text), -1, -1) if op == "%" else range(len(text) + 1)
+        for k in rng:
+            if fnmatch.fnmatchcase(text[k:], pat):
+                return text[:k]
+        return text
+    if op in ("^^",):
+        return text.upper()
+    if op in (",,",):
+        return text.lower()
+    if op == ":":
+        parts = arg.split(":")
+        off = int(parts[0])
+        if len(parts) > 1:
+            return text[off: off + int(parts[1])]
+        return text[off:]
+    return None
+
+
+def _display_path(path: str, abspath: Path | None, target: Path) -> str:
+    if abspath is None:
+        return target.as_posix()
+    try:
+        rel = os.path.relpath(target, abspath.parent)
+    except ValueError:
+        return target.as_posix()
+    base = os.path.dirname(path)
+    return os.path.normpath(os.path.join(base, rel)).replace(os.sep, "/")
+
+
+def _root_of(abspath: Path | None) -> Path | None:
+    if abspath is None:
+        return None
+    for d in abspath.parents:
+        if (d / ".git").exists() or (d / "pyproject.toml").is_file():
+            return d
+    return None
+
+
+def syn001(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic("SYN001", "parse-error", Severity.ERROR, message, Span(path, line, column))
+
+
+def evaluate(text: str | bytes, path: str, abspath: Path | None = None, env: dict[str, Value] | None = None,
+             line_offset: int = 0, col_offset: int = 0, scheduler_facts: FactMap | None = None) -> Evaluator:
+    """Evaluate shell text; used by the shell, Makefile and Kubernetes readers."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    ev = Evaluator(path, abspath, _root_of(abspath))
+    for k, v in (env or {}).items():
+        if v.known:
+            ev.vars[k] = Var("scalar", [Piece(str(v.value), None, 0, True, "", False)], exported=True, span=v.span)
+        else:
+            ev.vars[k] = Var("scalar", [], exported=True, span=v.span,
+                             unknown_why=v.why or f"environment variable {k}")
+    if scheduler_facts is not None:
+        ev.sched_facts = scheduler_facts
+    src = Src(path, data[:MAX_BYTES], line_offset, col_offset, abspath)
+    try:
+        ev.run_file(src)
+    except (_Abort, RecursionError):
+        pass
+    return ev
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    ff = FileFacts(path=path, abspath=abspath, kind="shell", text=text)
+    if "\x00" in text[:8192]:
+        ff.diagnostics.append(syn001(path, "binary content in a shell file"))
+        return ff
+    try:
+        ev = evaluate(text, path, abspath)
+    except Exception as exc:  # noqa: BLE001 - a reader never raises
+        ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
+        return ff
+    ff.launches = ev.launches
+    ff.data = ev.data
+    if not ev.launches:
+        ff.facts.extend(ev.sched_facts)
+    for la in ev.launches:
+        for link in la.links:
+            ff.links.append(link)
+    return ff
