@@ -171,3 +171,16 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     if not (has_shape or _posint(model.get("param_count")) or model.get("preset")):
         return None
     return copy.deepcopy(spec)
+
+
+def spec_for_job(job, config: dict | None = None) -> dict | None:
+    """The spec of a linked job: a job-spec file's own content, else :func:`spec_from_facts`."""
+    config = config or {}
+    root = getattr(job, "root", None)
+    data = getattr(root, "data", None)
+    if getattr(root, "kind", None) == "jobspec" and getattr(data, "valid", False):
+        spec = copy.deepcopy(data.spec)
+        if not (spec.get("hardware") or {}).get("gpu") and config.get("gpu"):
+            spec.setdefault("hardware", {})["gpu"] = config["gpu"]
+        return spec
+    return spec_from_facts(job.facts, config)

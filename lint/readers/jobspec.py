@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parallint.facts import FACT_KEYS, FileFacts
+from parallint.facts import FACT_KEYS, FileFacts, Value
 from parallint.readers.cfgutil import load_tree, new_facts, syn001, to_value, unknown_reason
 from parallint.readers.yamlpos import PNode
 
@@ -34,13 +34,23 @@ class JobSpecData:
     valid: bool
 
 
-def _clean(node: PNode) -> Any:
+#: keys whose value may literally be the word "none" (generic readers take it for "unset")
+_NONE_IS_A_VALUE = frozenset({"training.recompute"})
+
+
+def _is_literal_none(dotted: str, v: Any) -> bool:
+    return dotted in _NONE_IS_A_VALUE and isinstance(v, str) and v.strip().lower() == "none"
+
+
+def _clean(node: PNode, dotted: str = "") -> Any:
     """Plain value with unknown scalars (placeholders, env, auto) dropped (None)."""
     if node.is_map:
-        return {k: _clean(v) for k, v in node.items()}
+        return {k: _clean(v, f"{dotted}.{k}" if dotted else k) for k, v in node.items()}
     if node.is_seq:
-        return [_clean(v) for v in node.value]
+        return [_clean(v, dotted) for v in node.value]
     v = node.value
+    if _is_literal_none(dotted, v):
+        return "none"
     return None if unknown_reason(v) else v
 
 
@@ -102,7 +112,11 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             fact = f"{section}.{key}"
             if fact not in FACT_KEYS or node.is_map:
                 continue
-            v = to_value(node, f"{ff.path.rsplit('/', 1)[-1]} {fact}")
+            source = f"{ff.path.rsplit('/', 1)[-1]} {fact}"
+            if _is_literal_none(fact, node.value):
+                v = Value("none", node.span, True, "", source)
+            else:
+                v = to_value(node, source)
             if v is not None:
                 ff.facts.add(fact, v)
     ff.data = JobSpecData(spec if valid else {}, valid)

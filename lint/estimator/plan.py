@@ -1,0 +1,148 @@
+"""``parallint plan``: the layouts of N GPUs that satisfy the layout rules and fit in memory.
+
+A layout is TP x PP x DP (x the job's CP and EP), a ZeRO stage and a recompute mode. Candidates
+obey the LAY rules: TP divides the heads (LAY003) and stays inside a node (LAY002), GQA groups
+and TP are multiples or divisors of each other (LAY010), PP divides the layers (LAY004), ZeRO >= 2
+is never combined with PP (LAY006), sequence parallelism only with TP > 1 (LAY005), the experts
+divide by EP (LAY008); and the global batch stays divisible by micro x DP (BAT002) when known.
+
+Order (best first): least recomputation (none, then selective at a few % extra compute, then full
+at ~33 %); then the fewest model-parallel ranks TP x PP (less communication, smaller pipeline
+bubble); then fewer pipeline stages for the same product (TP inside a node is cheaper than a
+bubble); then the lowest ZeRO stage (ZeRO-3 moves 1.5x the data of DP); then the lowest memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parallint.estimator.gpus import resolve_gpu
+from parallint.estimator.memory import Estimate, estimate
+from parallint.estimator.params import ShapeError, shape_of
+from parallint.estimator.spec import normalize
+
+ORDER_REASON = ("best first: least recomputation (none < selective < full), then fewest "
+                "model-parallel ranks (TP x PP), then fewer pipeline stages, then lower ZeRO "
+                "stage, then lower memory")
+_RECOMPUTE_RANK = {"none": 0, "selective": 1, "full": 2}
+
+
+@dataclass
+class Layout:
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    zero_stage: int
+    recompute: str
+    sequence_parallel: bool
+    estimate: Estimate
+
+    def describe(self) -> str:
+        parts = [f"TP={self.tp}", f"PP={self.pp}", f"DP={self.dp}"]
+        if self.cp > 1:
+            parts.append(f"CP={self.cp}")
+        if self.ep > 1:
+            parts.append(f"EP={self.ep}")
+        z = f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO"
+        rc = {"none": "no recompute", "selective": "selective recompute",
+              "full": "full recompute"}[self.recompute]
+        sp = ", sequence parallel" if self.sequence_parallel else ""
+        return " x ".join(parts[:3]) + (", " + ", ".join(parts[3:]) if parts[3:] else "") + \
+            f", {z}, {rc}{sp}"
+
+    def sort_key(self) -> tuple:
+        return (_RECOMPUTE_RANK[self.recompute], self.tp * self.pp, self.pp, self.zero_stage,
+                self.estimate.total)
+
+    def to_json(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
+                "zero_stage": self.zero_stage, "recompute": self.recompute,
+                "sequence_parallel": self.sequence_parallel,
+                "estimate": self.estimate.to_json()}
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
+         gpus_per_node: int | None = None) -> list[Layout]:
+    """Every layout of ``gpus`` GPUs that passes the layout rules and whose estimate stays within
+    ``headroom`` x the GPU's memory, best first (see the module docstring for the order)."""
+    if gpus < 1:
+        return []
+    base = normalize(spec)
+    if gpu:
+        base["hardware"]["gpu"] = gpu
+        base["hardware"].pop("gpu_memory_bytes", None)
+    g = resolve_gpu(base["hardware"].get("gpu")) if base["hardware"].get("gpu") else None
+    mem = base["hardware"].get("gpu_memory_bytes") or (g.memory_bytes if g else None)
+    if mem is None:
+        return []
+    gpn = gpus_per_node or base["parallel"].get("gpus_per_node") or (g.gpus_per_node if g else 8)
+    model, tr = base["model"], base["training"]
+    try:
+        shape = shape_of(model)
+    except ShapeError:
+        shape = None
+    cp = base["parallel"].get("cp") or 1
+    ep = base["parallel"].get("ep") or 1
+    if gpus % cp:
+        cp = 1
+    micro = tr.get("micro_batch") or 1
+    gb = tr.get("global_batch")
+    out: list[Layout] = []
+    for tp in _divisors(gpus // cp):
+        if tp > gpn:
+            continue
+        if shape is not None:
+            if shape.heads % tp:
+                continue
+            kv = shape.kv_heads
+            if kv % tp and tp % kv:
+                continue
+        for pp in _divisors(gpus // (cp * tp)):
+            if shape is not None and shape.layers % pp:
+                continue
+            if shape is None and pp > 1:
+                continue
+            dp = gpus // (cp * tp * pp)
+            if shape is not None and shape.num_experts:
+                if shape.num_experts % ep or (gpus % (ep * pp)):
+                    continue
+            if gb and gb % (micro * dp):
+                continue
+            for zero in (0, 1, 2, 3):
+                if zero and dp * cp == 1:
+                    continue  # nothing to shard over
+                if zero >= 2 and pp > 1:
+                    continue
+                for rc in ("none", "selective", "full"):
+                    s = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+                    s["parallel"].update(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero_stage=zero,
+                                         sequence_parallel=tp > 1, world_size=gpus,
+                                         distributed_optimizer=False, fsdp=False)
+                    s["parallel"].pop("vpp", None)
+                    s["training"].update(recompute=rc, micro_batch=micro)
+                    s["training"]["num_microbatches"] = None
+                    if gb:
+                        s["training"]["num_microbatches"] = gb // (micro * dp)
+                    s["hardware"]["gpu_memory_bytes"] = mem
+                    if g:
+                        s["hardware"]["gpu"] = g.name
+                    try:
+                        est = estimate(s)
+                    except ShapeError:
+                        return []
+                    if est.total <= headroom * mem:
+                        out.append(Layout(tp, pp, dp, cp, ep, zero, rc, tp > 1, est))
+    # per TP x PP, keep only layouts no other beats on both recomputation and ZeRO stage
+    kept = [a for a in out if not any(
+        b is not a and (b.tp, b.pp) == (a.tp, a.pp)
+        and _RECOMPUTE_RANK[b.recompute] <= _RECOMPUTE_RANK[a.recompute]
+        and b.zero_stage <= a.zero_stage
+        and (b.recompute, b.zero_stage) != (a.recompute, a.zero_stage) for b in out)]
+    kept.sort(key=Layout.sort_key)
+    return kept

@@ -1,0 +1,282 @@
+"""MEM: memory feasibility, from parallint's estimator (``parallint estimate`` shows the numbers)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parallint.diagnostics import Related, Severity, Span
+from parallint.rule import Example, Rule
+
+GIB = float(1 << 30)
+
+#: facts whose unknown value could lower the estimate: when any is unknown the rules stay silent
+_LAYOUT_KEYS = ("parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.etp",
+                "parallel.vpp", "parallel.zero_stage", "parallel.fsdp", "parallel.dp_shard",
+                "parallel.distributed_optimizer", "parallel.sequence_parallel",
+                "training.recompute", "model.param_count", "model.layers", "model.hidden",
+                "model.preset", "hardware.gpu", "hardware.gpu_memory_bytes")
+_ANCHORS = ("parallel.tp", "parallel.pp", "parallel.zero_stage", "parallel.world_size",
+            "parallel.dp", "parallel.nodes", "training.micro_batch", "model.param_count",
+            "model.preset", "model.layers")
+_OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
+
+
+def _gib(x: float) -> str:
+    return f"{x / GIB:.1f}"
+
+
+def _setup(job, ctx):
+    """(spec, estimate, gpu name, gpu memory) for a job the MEM rules can judge, else None."""
+    from parallint.estimator.gpus import largest_gpu, resolve_gpu
+    from parallint.estimator.memory import estimate
+    from parallint.estimator.params import ShapeError
+    from parallint.estimator.spec import spec_for_job
+
+    facts = job.facts
+    for key in _LAYOUT_KEYS:
+        if any(not v.known for v in facts.all(key)):
+            return None
+    for f in job.files:  # CPU/NVMe offload moves states off the GPU: not modelled, stay silent
+        if f.kind in ("deepspeed", "accelerate", "nemo", "foundry", "torchtitan", "torchtitan_py",
+                      "python") and _OFFLOAD.search(f.text or ""):
+            return None
+    config = getattr(ctx, "config", None) or {}
+    spec = spec_for_job(job, config)
+    if spec is None:
+        return None
+    hw = spec.setdefault("hardware", {})
+    if hw.get("gpu_memory_bytes"):
+        name, mem = str(hw.get("gpu") or "GPU"), int(hw["gpu_memory_bytes"])
+    else:
+        g = resolve_gpu(hw.get("gpu")) if hw.get("gpu") else None
+        if g is None:
+            g = largest_gpu()
+            name = f"largest catalogued GPU ({g.name})"
+        else:
+            name = g.name
+        hw["gpu"], mem = g.name, g.memory_bytes
+    try:
+        est = estimate(spec, lower_bound=True)
+    except (ShapeError, ValueError, ZeroDivisionError):
+        return None
+    return spec, est, name, mem
+
+
+def _anchor(job) -> Span:
+    for key in _ANCHORS:
+        v = job.facts.get(key)
+        if v is not None and v.span is not None:
+            return v.span
+    return Span.whole_file(job.root.path)
+
+
+def _related(job, span: Span) -> list[Related]:
+    out = []
+    for key, what in (("hardware.gpu", "GPU type"), ("model.param_count", "model size"),
+                      ("model.preset", "model"), ("model.layers", "model shape"),
+                      ("training.micro_batch", "micro batch")):
+        v = job.facts.get(key)
+        if v is not None and v.span is not None and v.span != span:
+            out.append(Related.at(v.span, f"{what}: {v.value}"))
+    return out
+
+
+class PureDataParallelOversized(Rule):
+    code = "MEM001"
+    name = "pure-data-parallel-oversized"
+    severity = Severity.ERROR
+    summary = ("Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, "
+               "gradients and optimizer states alone exceed one GPU.")
+    doc = """
+    ## What it does
+    Estimates the model states every rank holds when the job uses no model parallelism
+    (TP = PP = 1) and does not shard parameters (ZeRO < 3, no FSDP full shard): 16-bit weights
+    and gradients plus fp32 master weights and Adam moments, 16 bytes per parameter (ZeRO paper
+    accounting; ZeRO-1/2 shard the optimizer states and gradients over the data-parallel ranks).
+    It reports the job when these exceed `memory-headroom` (default 0.9) × one GPU's memory. The
+    GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
+    `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
+    Values parallint cannot resolve (environment variables, `auto`) keep the rule silent.
+
+    ## Why it matters
+    Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs
+    ~260 GB for its fp16 weights alone and ~2 TB with gradients and Adam states: every rank dies
+    with CUDA out-of-memory while building the model or at the first optimizer step, after the
+    whole allocation has been queued for and started.
+
+    ## Example
+    ```yaml
+    model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}  # ~131B
+    parallel: {world_size: 32, tp: 1, pp: 1}
+    hardware: {gpu: A100-80GB}
+    ```
+
+    ## How to fix
+    Split the model: tensor parallelism inside a node and pipeline parallelism across nodes
+    (`tp: 8, pp: 4` here), or shard parameters with ZeRO-3 / FSDP full shard. `parallint plan
+    PATH --gpus N` lists the layouts that fit, best first.
+    """
+    valid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel:
+          world_size: 32
+          tp: 8
+          pp: 4
+        training: {micro_batch: 1, recompute: selective}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-7b}
+        parallel: {world_size: 8, tp: 1, pp: 1, zero_stage: 2}
+        training: {micro_batch: 1}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-70b}
+        parallel: {world_size: 64, zero_stage: 3}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel: {world_size: 32, tp: "${TP}", pp: 1}
+        hardware: {gpu: A100-80GB}
+        """}),
+    )
+    invalid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel:
+          world_size: 32
+          tp: 1
+          pp: 1
+        training: {micro_batch: 1, precision: bf16}
+        hardware: {gpu: A100-80GB}
+        """}, line=4),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-70b}
+        parallel: {world_size: 64, zero_stage: 1}
+        """}, line=2),
+    )
+
+    def check_job(self, job, ctx) -> Iterable:
+        got = _setup(job, ctx)
+        if got is None:
+            return
+        spec, est, gpu_name, mem = got
+        lay = est.layout
+        if lay["tp"] != 1 or lay["pp"] != 1 or lay["zero_stage"] >= 3:
+            return
+        headroom = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
+        states = est.model_states
+        if states <= headroom * mem:
+            return
+        zero = f" with ZeRO-{lay['zero_stage']}" if lay["zero_stage"] else ""
+        span = _anchor(job)
+        yield self.report(
+            span,
+            f"pure data parallelism{zero}: every GPU holds the whole {est.param_count / 1e9:.1f}B-"
+            f"parameter model, {_gib(states)} GiB of weights, gradients and optimizer states "
+            f"(weights {_gib(est.weights)}, gradients {_gib(est.gradients)}, optimizer "
+            f"{_gib(est.optimizer)} GiB), more than {headroom:.0%} of the {gpu_name}'s "
+            f"{_gib(mem)} GiB; use tensor/pipeline parallelism or ZeRO-3/FSDP "
+            f"(`parallint plan` lists layouts that fit)",
+            related=_related(job, span),
+        )
+
+
+class PredictedOom(Rule):
+    code = "MEM002"
+    name = "predicted-oom"
+    severity = Severity.ERROR
+    summary = "The estimated peak memory of the most loaded rank exceeds the GPU's memory."
+    doc = """
+    ## What it does
+    Estimates the peak memory of the most loaded rank — model states after TP, PP and ZeRO/FSDP
+    sharding (the first pipeline stage also holds the embeddings), activations after Korthikanti
+    et al. 2022 for the micro batch, sequence length, tensor/sequence parallelism and recompute
+    mode times the microbatches a 1F1B first stage keeps in flight, plus the CUDA context and
+    buffers — and reports the job when it exceeds the GPU's memory. The message gives the
+    breakdown and the best layout `parallint plan` finds for the same number of GPUs. Only
+    values the job states count: an unknown micro batch or sequence length means no activations,
+    an unknown data-parallel size means fully sharded ZeRO states, and any unknown parallel degree
+    keeps the rule silent.
+
+    ## Why it matters
+    An out-of-memory error surfaces only after the job has waited for and started on its GPUs,
+    usually in the first forward or backward pass, sometimes only at the first optimizer step.
+
+    ## Example
+    ```yaml
+    model: {preset: llama-2-13b, seq_len: 4096}
+    parallel: {world_size: 8, tp: 2, pp: 1}
+    training: {micro_batch: 4, recompute: none}
+    hardware: {gpu: A100-40GB}
+    ```
+
+    ## How to fix
+    Follow the layout in the message, or lower the micro batch, turn on selective or full
+    recomputation, shard the optimizer states (ZeRO-1 / distributed optimizer) or the parameters
+    (ZeRO-3 / FSDP). `parallint estimate PATH` prints the breakdown, `parallint plan PATH
+    --gpus N` every layout that fits.
+    """
+    valid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel: {world_size: 32, tp: 8, pp: 4, sequence_parallel: true}
+        training: {micro_batch: 1, global_batch: 512, recompute: selective}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-13b, seq_len: 4096}
+        parallel: {world_size: 8, tp: 2, pp: 1, zero_stage: 1}
+        training: {micro_batch: "${MBS}", recompute: none}
+        hardware: {gpu: A100-80GB}
+        """}),
+    )
+    invalid = (
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-13b, seq_len: 4096}
+        parallel:
+          world_size: 8
+          tp: 2
+          pp: 1
+        training: {micro_batch: 4, recompute: none}
+        hardware: {gpu: A100-40GB}
+        """}, line=4),
+    )
+
+    def check_job(self, job, ctx) -> Iterable:
+        got = _setup(job, ctx)
+        if got is None:
+            return
+        spec, est, gpu_name, mem = got
+        if est.total <= mem:
+            return
+        where = "" if est.layout["pp"] == 1 else f" ({est.stage} pipeline stage)"
+        acts = f"activations {_gib(est.activations)}"
+        if est.activations_known and est.layers_per_stage:
+            acts += (f" ({est.microbatches_in_flight} microbatch"
+                     f"{'es' if est.microbatches_in_flight != 1 else ''} in flight x "
+                     f"{est.layers_per_stage} layers)")
+        msg = (f"predicted peak {_gib(est.total)} GiB on the most loaded rank{where} exceeds the "
+               f"{gpu_name}'s {_gib(mem)} GiB: weights {_gib(est.weights)}, gradients "
+               f"{_gib(est.gradients)}, optimizer {_gib(est.optimizer)}, {acts}, other "
+               f"{_gib(est.other)} GiB")
+        from parallint.estimator.spec import normalize
+
+        world = normalize(spec)["parallel"].get("world_size")
+        if world:
+            from parallint.estimator.plan import plan
+
+            headroom = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
+            layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom)
+            if layouts:
+                best = layouts[0]
+                msg += (f"; a layout of {world} GPUs that fits: {best.describe()} "
+                        f"({_gib(best.estimate.total)} GiB)")
+            else:
+                msg += f"; no layout of {world} GPUs fits this model on the {gpu_name}"
+        span = _anchor(job)
+        yield self.report(span, msg, related=_related(job, span))
