@@ -392,8 +392,9 @@ def _inherit(launch: Launch, ctx: Context) -> None:
                     "parallel.world_size"):
             if key == "parallel.world_size" and w.launcher != "mpirun":
                 continue
+            have = launch.facts.all(key)
             for v in w.facts.all(key):
-                if v.source.startswith("#SBATCH"):
+                if any(v is h or (v.span == h.span and v.source == h.source) for h in have):
                     continue  # already there from the scheduler
                 launch.facts.add(key, v)
 

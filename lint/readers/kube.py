@@ -1,0 +1,458 @@
+"""Kubernetes training jobs: Kubeflow PyTorchJob (v1), Kubeflow Trainer TrainJob, MPIJob and Volcano
+Job. Multi-document YAML through :func:`parallint.readers.yamlpos.load_all`.
+
+Each job becomes a wrapper :class:`Launch` (``pytorchjob`` / ``trainjob`` / ``mpijob`` /
+``volcano``) whose facts are what the manifest states: nodes (replicas), processes per node
+(``nprocPerNode``, ``numProcPerNode``, ``slotsPerWorker``), GPUs requested per node
+(``nvidia.com/gpu``) and the GPU model (``nvidia.com/gpu.product`` node selectors). The container
+command is parsed like a shell command line (``sh -c "..."`` scripts through the shell evaluator);
+a launcher found there is returned with the job as its ``wrapper``. Environment variables the
+operator injects (``MASTER_ADDR``, ``PET_NNODES``, ``WORLD_SIZE`` ...) are unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from parallint import cmdline
+from parallint.cmdline import Word
+from parallint.diagnostics import Diagnostic, Severity, Span
+from parallint.facts import FactMap, FileFacts, Value
+from parallint.launch import Launch
+
+JOB_KINDS = {"PyTorchJob", "TrainJob", "MPIJob", "Job", "TrainingRuntime", "ClusterTrainingRuntime"}
+K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic("SYN001", "parse-error", Severity.ERROR, message, Span(path, line, column))
+
+
+def _val(node, source: str) -> Value | None:
+    if node is None:
+        return None
+    return Value(node.value, node.span, True, "", source)
+
+
+def _int(node, source: str) -> Value | None:
+    """A Kubernetes integer or quantity: 8, "8"; anything else is unknown."""
+    if node is None:
+        return None
+    v = node.value
+    if isinstance(v, bool):
+        return Value.unknown(f"{source} is not an integer", node.span, source)
+    if isinstance(v, int):
+        return Value(v, node.span, True, "", source)
+    if isinstance(v, str) and v.strip().isdigit():
+        return Value(int(v.strip()), node.span, True, "", source)
+    return Value.unknown(f"{source} {v!r} is not a fixed integer", node.span, source)
+
+
+def _gpu_request(container, source: str) -> Value | None:
+    res = container.get("resources") if container is not None else None
+    if res is None:
+        return None
+    for section in ("limits", "requests"):
+        sec = res.get(section)
+        if sec is not None and sec.is_map:
+            for key in ("nvidia.com/gpu", "amd.com/gpu"):
+                node = sec.get(key)
+                if node is not None:
+                    return _int(node, f"{source} resources.{section}.{key}")
+    return None
+
+
+def _gpu_product(pod_spec) -> Value | None:
+    if pod_spec is None:
+        return None
+    sel = pod_spec.get("nodeSelector")
+    if sel is not None and sel.is_map:
+        for key in ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "node.kubernetes.io/instance-type",
+                    "karpenter.k8s.aws/instance-gpu-name"):
+            node = sel.get(key)
+            if node is not None and isinstance(node.value, str):
+                name = _gpu_from_label(node.value)
+                if name:
+                    return Value(name, node.span, True, "", f"nodeSelector {key}")
+    return None
+
+
+def _gpu_from_label(text: str) -> str | None:
+    for tok in re.split(r"[\s_]+", text.strip()):
+        for cand in (tok, tok.lower().removeprefix("nvidia-").removeprefix("tesla-")):
+            n = cmdline.gpu_name(cand)
+            if n:
+                return n
+    low = text.lower()
+    m = re.search(r"(a100|h100|h200|b200|gb200|v100|l40s|l4|a10g|t4)(?:[-_ ]?(?:sxm\d?|pcie))?(?:[-_ ]?(\d+)gb)?", low)
+    if m:
+        return m.group(1) + (f"-{m.group(2)}gb" if m.group(2) else "")
+    return None
+
+
+def _env(container, path: str) -> dict[str, Value]:
+    env: dict[str, Value] = {}
+    node = container.get("env") if container is not None else None
+    if node is None or not node.is_seq:
+        return env
+    for item in node.value:
+        if not item.is_map:
+            continue
+        name = item.get("name")
+        if name is None or not isinstance(name.value, str):
+            continue
+        val = item.get("value")
+        if val is not None and val.value is not None and not isinstance(val.value, (dict, list)):
+            text = str(val.value) if not isinstance(val.value, bool) else str(val.value).lower()
+            env[name.value] = Value(text, val.span, True, "", name.value)
+        else:
+            env[name.value] = Value.unknown(f"{name.value} comes from valueFrom", item.span, name.value)
+    return env
+
+
+def _command_words(container, env: dict[str, Value]) -> tuple[list[Word], list, Span | None]:
+    """The container's command + args as words; the YAML nodes too (for `sh -c` scripts)."""
+    nodes = []
+    for key in ("command", "args"):
+        n = container.get(key)
+        if n is None:
+            continue
+        if n.is_seq:
+            nodes.extend(n.value)
+        elif isinstance(n.value, str):
+            nodes.append(n)
+    words: list[Word] = []
+    for n in nodes:
+        if isinstance(n.value, (dict, list)) or n.value is None:
+            words.append(Word.unknown("not a string", n.span))
+            continue
+        text = str(n.value)
+        words.append(_k8s_word(text, n.span, env))
+    first = nodes[0].span if nodes else None
+    return words, nodes, first
+
+
+def _k8s_word(text: str, span: Span, env: dict[str, Value]) -> Word:
+    """Kubernetes expands $(VAR) from the container's env in command and args."""
+    if "$(" not in text:
+        return Word.lit(text, span)
+    out = ""
+    segs = []
+    pos = 0
+    for m in K8S_VAR.finditer(text):
+        if m.start() > pos:
+            a = len(out)
+            out += text[pos:m.start()]
+            segs.append(cmdline.Seg(a, len(out), span))
+        name = m.group(1)
+        v = env.get(name)
+        a = len(out)
+        if v is not None and v.known:
+            out += str(v.value)
+            segs.append(cmdline.Seg(a, len(out), v.span))
+        else:
+            out += cmdline.UNKNOWN
+            segs.append(cmdline.Seg(a, len(out), span, False, f"{name} is set at run time"))
+        pos = m.end()
+    if pos < len(text):
+        a = len(out)
+        out += text[pos:]
+        segs.append(cmdline.Seg(a, len(out), span))
+    return Word(out, span, segs)
+
+
+OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK",
+                "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
+                "OMPI_MCA_orte_default_hostfile", "K_MPI_JOB_ROLE")
+
+
+def _launches_of_container(container, wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
+    env = dict(_env(container, path))
+    words, nodes, first = _command_words(container, env)
+    if not words:
+        return []
+    run_env = {k: Value.unknown(f"{k} is set by the operator", None, k) for k in OPERATOR_ENV}
+    run_env.update(env)
+    wrapper.env = dict(run_env)
+    ctx = cmdline.Context(env=run_env, scheduler={}, scheduler_facts=wrapper.facts)
+    # `sh -c "script"` / `bash -lc "script"`: evaluate the script
+    w0 = words[0].text if words[0].known else ""
+    if w0.rsplit("/", 1)[-1] in ("sh", "bash", "zsh", "dash") and len(words) >= 3:
+        flag_i = next((i for i, w in enumerate(words[1:3], 1) if w.known and w.text.startswith("-")
+                       and "c" in w.text), None)
+        if flag_i is not None and flag_i + 1 < len(nodes):
+            node = nodes[flag_i + 1]
+            if isinstance(node.value, str):
+                return _shell_launches(node, run_env, wrapper, path, abspath)
+    la = cmdline.parse_command(words, ctx, first)
+    if la is None:
+        return []
+    _rewrap(la, wrapper)
+    return [la]
+
+
+def _rewrap(la: Launch, wrapper: Launch) -> None:
+    """Make the job the outermost wrapper of a parsed launch chain."""
+    inner = la
+    while inner.wrapper is not None:
+        inner = inner.wrapper
+    if inner is not wrapper:
+        inner.wrapper = wrapper
+
+
+def _shell_launches(node, env: dict[str, Value], wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
+    from parallint.readers import shell
+
+    text = node.value
+    sp = node.span
+    # block scalars start on the next line; quoted strings one column in
+    line_off, col_off = sp.line - 1, sp.column
+    if "\n" in text:
+        line_off = sp.line
+        col_off = 0
+    ev = shell.evaluate(text, path, abspath, env=env, line_offset=line_off, col_offset=col_off,
+                        scheduler_facts=wrapper.facts)
+    out = []
+    for la in ev.launches:
+        _rewrap(la, wrapper)
+        out.append(la)
+    return out
+
+
+def _pod_spec(template):
+    if template is None:
+        return None
+    return template.get("spec")
+
+
+def _containers(pod_spec):
+    if pod_spec is None:
+        return []
+    cs = pod_spec.get("containers")
+    if cs is None or not cs.is_seq:
+        return []
+    return [c for c in cs.value if c.is_map]
+
+
+def _main_container(pod_spec, preferred: str = "pytorch"):
+    cs = _containers(pod_spec)
+    for c in cs:
+        n = c.get("name")
+        if n is not None and n.value == preferred:
+            return c
+    return cs[0] if cs else None
+
+
+def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
+    spec = doc.get("spec")
+    if spec is None or not spec.is_map:
+        return []
+    replicas = spec.get("pytorchReplicaSpecs")
+    if replicas is None or not replicas.is_map:
+        return []
+    job = Launch("pytorchjob", doc.span)
+    counts = []
+    for rtype, rspec in replicas.items():
+        if not rspec.is_map:
+            continue
+        r = rspec.get("replicas")
+        v = _int(r, f"pytorchReplicaSpecs.{rtype}.replicas") if r is not None else Value(1, rspec.span, True, "", f"pytorchReplicaSpecs.{rtype} (default 1)")
+        job.options[f"replicas.{rtype}"] = v
+        counts.append(v)
+    elastic = spec.get("elasticPolicy")
+    elastic_range = False
+    if elastic is not None and elastic.is_map:
+        mn, mx = elastic.get("minReplicas"), elastic.get("maxReplicas")
+        if mn is not None or mx is not None:
+            if not (mn is not None and mx is not None and mn.value == mx.value):
+                elastic_range = True
+    if counts and not elastic_range:
+        if all(c.known for c in counts):
+            total = sum(c.value for c in counts)
+            job.facts.add("parallel.nodes", Value(total, counts[0].span, True, "",
+                                                  "PyTorchJob replicas (Master + Worker)"))
+    nproc = spec.get("nprocPerNode")
+    if nproc is None and elastic is not None and elastic.is_map:
+        nproc = elastic.get("nProcPerNode")
+    if nproc is not None:
+        v = _int(nproc, "PyTorchJob nprocPerNode")
+        job.options["nproc_per_node"] = v
+        job.facts.add("parallel.procs_per_node", v)
+    out: list[Launch] = []
+    seen_cmds: set[str] = set()
+    gpus_added = False
+    for rtype in ("Master", "Worker"):
+        rspec = replicas.get(rtype)
+        if rspec is None or not rspec.is_map:
+            continue
+        pod = _pod_spec(rspec.get("template"))
+        c = _main_container(pod)
+        if c is None:
+            continue
+        if not gpus_added:
+            g = _gpu_request(c, f"{rtype}")
+            if g is not None:
+                job.facts.add("hardware.gpus_per_node_requested", g)
+                gpus_added = True
+            prod = _gpu_product(pod)
+            if prod is not None:
+                job.facts.add("hardware.gpu", prod)
+        key = repr([c.get("command") and c.get("command").plain(), c.get("args") and c.get("args").plain()])
+        if key in seen_cmds:
+            continue
+        seen_cmds.add(key)
+        out.extend(_launches_of_container(c, job, path, abspath))
+    job.scheduler = {}
+    return out or [job]
+
+
+def _trainjob(doc, path: str, abspath: Path) -> list[Launch]:
+    spec = doc.get("spec")
+    if spec is None or not spec.is_map:
+        return []
+    trainer = spec.get("trainer")
+    job = Launch("trainjob", doc.span)
+    if trainer is None or not trainer.is_map:
+        return [job]
+    n = trainer.get("numNodes")
+    if n is not None:
+        job.facts.add("parallel.nodes", _int(n, "TrainJob trainer.numNodes"))
+    p = trainer.get("numProcPerNode")
+    if p is not None:
+        v = _int(p, "TrainJob trainer.numProcPerNode")
+        job.options["nproc_per_node"] = v
+        job.facts.add("parallel.procs_per_node", v)
+    res = trainer.get("resourcesPerNode")
+    if res is not None:
+        g = _gpu_request(_Wrap(res), "trainer")
+        if g is not None:
+            job.facts.add("hardware.gpus_per_node_requested", g)
+    out = _launches_of_container(trainer, job, path, abspath)
+    return out or [job]
+
+
+class _Wrap:
+    """Lets _gpu_request read a bare `resourcesPerNode` mapping."""
+
+    def __init__(self, res) -> None:
+        self.res = res
+
+    def get(self, key):
+        return self.res if key == "resources" else None
+
+
+def _mpijob(doc, path: str, abspath: Path) -> list[Launch]:
+    spec = doc.get("spec")
+    if spec is None or not spec.is_map:
+        return []
+    replicas = spec.get("mpiReplicaSpecs")
+    job = Launch("mpijob", doc.span)
+    if replicas is None or not replicas.is_map:
+        return [job]
+    worker = replicas.get("Worker")
+    if worker is not None and worker.is_map:
+        r = worker.get("replicas")
+        if r is not None:
+            job.facts.add("parallel.nodes", _int(r, "MPIJob Worker.replicas"))
+        pod = _pod_spec(worker.get("template"))
+        c = _main_container(pod)
+        g = _gpu_request(c, "Worker")
+        if g is not None:
+            job.facts.add("hardware.gpus_per_node_requested", g)
+        prod = _gpu_product(pod)
+        if prod is not None:
+            job.facts.add("hardware.gpu", prod)
+    spw = spec.get("slotsPerWorker")
+    if spw is not None:
+        v = _int(spw, "MPIJob slotsPerWorker")
+        job.options["slots_per_worker"] = v
+        job.facts.add("parallel.procs_per_node", v)
+    out: list[Launch] = []
+    launcher = replicas.get("Launcher")
+    if launcher is not None and launcher.is_map:
+        c = _main_container(_pod_spec(launcher.get("template")))
+        if c is not None:
+            out.extend(_launches_of_container(c, job, path, abspath))
+    return out or [job]
+
+
+def _volcano(doc, path: str, abspath: Path) -> list[Launch]:
+    spec = doc.get("spec")
+    if spec is None or not spec.is_map:
+        return []
+    tasks = spec.get("tasks")
+    job = Launch("volcano", doc.span)
+    out: list[Launch] = []
+    if tasks is None or not tasks.is_seq:
+        return [job]
+    for task in tasks.value:
+        if not task.is_map:
+            continue
+        pod = _pod_spec(task.get("template"))
+        c = _main_container(pod)
+        if c is not None:
+            out.extend(_launches_of_container(c, job, path, abspath))
+    return out or [job]
+
+
+def _batch_job(doc, path: str, abspath: Path) -> list[Launch]:
+    spec = doc.get("spec")
+    pod = _pod_spec(spec.get("template")) if spec is not None else None
+    out: list[Launch] = []
+    for c in _containers(pod):
+        holder = Launch("kubejob", doc.span)
+        g = _gpu_request(c, "container")
+        if g is not None:
+            holder.facts.add("hardware.gpus_per_node_requested", g)
+        for la in _launches_of_container(c, holder, path, abspath):
+            out.append(la)
+    return out
+
+
+def read(path: str, abspath: Path, text: str) -> FileFacts:
+    from parallint.readers import yamlpos
+
+    ff = FileFacts(path=path, abspath=abspath, kind="kube", text=text)
+    try:
+        docs = yamlpos.load_all(text, path)
+    except Exception as exc:  # noqa: BLE001 - yaml errors, limits, odd input: SYN001
+        if "{{" in text and "}}" in text:
+            return ff  # a Helm/Jinja template: not YAML until rendered
+        line, col = yamlpos.error_position(exc)
+        msg = getattr(exc, "problem", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        ff.diagnostics.append(_syn(path, f"invalid YAML at line {line}, column {col}: {msg}", line, col))
+        return ff
+    docs_out = []
+    for doc in docs:
+        if not doc.is_map:
+            continue
+        kind = doc.get("kind")
+        api = doc.get("apiVersion")
+        kind_s = kind.value if kind is not None and isinstance(kind.value, str) else ""
+        api_s = api.value if api is not None and isinstance(api.value, str) else ""
+        try:
+            if kind_s == "PyTorchJob":
+                launches = _pytorchjob(doc, path, abspath)
+            elif kind_s == "TrainJob":
+                launches = _trainjob(doc, path, abspath)
+            elif kind_s == "MPIJob":
+                launches = _mpijob(doc, path, abspath)
+            elif kind_s == "Job" and api_s.startswith("batch.volcano.sh"):
+                launches = _volcano(doc, path, abspath)
+            elif kind_s == "Job" and api_s.startswith("batch/"):
+                launches = _batch_job(doc, path, abspath)
+            else:
+                continue
+        except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
+            ff.diagnostics.append(_syn(path, f"cannot read {kind_s}: {type(exc).__name__}", doc.span.line,
+                                       doc.span.column))
+            continue
+        docs_out.append((kind_s, doc))
+        ff.launches.extend(launches)
+    ff.data = docs_out
+    for la in ff.launches:
+        ff.links.extend(la.links)
+    if len(ff.launches) == 1 and ff.launches[0].launcher in ("pytorchjob", "trainjob", "mpijob"):
+        ff.standalone_job = True
+    return ff
