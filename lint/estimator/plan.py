@@ -68,7 +68,7 @@ def _divisors(n: int) -> list[int]:
 
 
 def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
-         gpus_per_node: int | None = None) -> list[Layout]:
+         gpus_per_node: int | None = None, pareto: bool = True) -> list[Layout]:
     """Every layout of ``gpus`` GPUs that passes the layout rules and whose estimate stays within
     ``headroom`` x the GPU's memory, best first (see the module docstring for the order)."""
     if gpus < 1:
@@ -138,6 +138,9 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
                         return []
                     if est.total <= headroom * mem:
                         out.append(Layout(tp, pp, dp, cp, ep, zero, rc, tp > 1, est))
+    if not pareto:
+        out.sort(key=Layout.sort_key)
+        return out
     # per TP x PP, keep only layouts no other beats on both recomputation and ZeRO stage
     kept = [a for a in out if not any(
         b is not a and (b.tp, b.pp) == (a.tp, a.pp)
