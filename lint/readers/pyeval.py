@@ -187,6 +187,16 @@ class Evaluator:
             raise _Unknown(f"environment variable {name}", f"env:{name}")
         func = node.func
         fname = func.value if isinstance(func, cst.Name) else None
+        if fname == "range" and script.is_builtin(func) and 1 <= len(node.args) <= 3:
+            xs = []
+            for a in node.args:
+                if a.keyword is not None or a.star:
+                    raise _Unknown("range() call")
+                xs.append(_num(self._eval(a.value, frame, depth + 1)[0]))
+            r = range(*[int(x) for x in xs])
+            if len(r) > 4096:
+                raise _Unknown("huge range")
+            return list(r), ""
         if fname in ("int", "float", "str", "bool", "len", "dict", "tuple", "list") and script.is_builtin(func):
             if fname == "dict":
                 out = {}

@@ -1195,3 +1195,41 @@ def _facts(s: Script, f: FileFacts) -> None:
                 f.links.append(Value(v.value, v.span, True, "", f"deepspeed.initialize({kw}=...)"))
     if s.has("fsdp", "fully_shard"):
         f.facts.add("parallel.fsdp", Value(True, s.by("fsdp", "fully_shard")[0].span, True, "", "FSDP wrapping"))
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers for the script rules (rules/ddp.py, pg.py, dat.py, ckp.py, pip.py, lay_mesh.py)
+def script_of(f: FileFacts) -> Script | None:
+    """The :class:`Script` of a file read by this reader, else None."""
+    d = getattr(f, "data", None)
+    return d if isinstance(d, Script) else None
+
+
+def launch_world_size(job) -> tuple[int | None, Value | None]:
+    """The world size the job's launcher starts (explicit, or nodes × processes per node)."""
+    launch = getattr(job, "launch", None)
+    facts = getattr(launch, "facts", None)
+    if facts is None:
+        return None, None
+    ws = facts.get("parallel.world_size")
+    if known_int(ws) is not None:
+        return known_int(ws), ws
+    nodes, ppn = facts.get("parallel.nodes"), facts.get("parallel.procs_per_node")
+    n, p = known_int(nodes), known_int(ppn)
+    if n is not None and p is not None:
+        return n * p, Value(n * p, ppn.span, True, "", f"{nodes.source} × {ppn.source}")
+    # torchrun without --nnodes runs on one node, unless a scheduler starts it on several
+    if (n is None and p is not None and not facts.all("parallel.nodes")
+            and getattr(launch, "launcher", "") in ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+            and getattr(launch, "wrapper", None) is None and not getattr(launch, "scheduler", None)):
+        return p, ppn
+    return None, None
+
+
+def job_scripts(job) -> list[tuple[FileFacts, Script]]:
+    out = []
+    for f in getattr(job, "files", ()):
+        s = script_of(f)
+        if s is not None:
+            out.append((f, s))
+    return out

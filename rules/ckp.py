@@ -1,0 +1,178 @@
+"""CKP — checkpoints (CKP001, CKP002)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Severity
+from parallint.readers.python import Script, script_of
+from parallint.rule import Example, Rule
+
+_PY = frozenset({"python"})
+_PER_RANK = re.compile(r"rank|process_index|ordinal|procid", re.I)
+
+
+def _plain_distributed(s: Script) -> bool:
+    """The script sets up torch.distributed itself (frameworks guard saves and map devices)."""
+    return s.is_distributed() and not s.framework_managed()
+
+
+class UnguardedCheckpointSave(Rule):
+    code = "CKP001"
+    name = "unguarded-checkpoint-save"
+    severity = Severity.WARNING
+    summary = "torch.save in a distributed script not guarded by a rank-0 condition"
+    kinds = _PY
+    doc = """
+    ## What it does
+    In a script that sets up torch.distributed itself, flags `torch.save(...)` reached from the
+    script's entry point on a path with no rank condition (`if rank == 0:`, `if is_main_process():`,
+    `if local_rank in [-1, 0]:`, an early `return` on the other ranks, a `@rank_zero_only`
+    decorator). Saves to per-rank paths (a file name built from the rank) are fine. Scripts
+    driven by accelerate, Lightning or the HF Trainer are left alone.
+
+    ## Why it matters
+    Every rank writes the same file at the same time: N times the I/O, and on shared file
+    systems interleaved or truncated checkpoints that fail to load.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        train(...)
+        torch.save(model.state_dict(), "ckpt.pt")
+    ```
+
+    ## How to fix
+    Save on one rank: `if dist.get_rank() == 0: torch.save(...)`, followed by `dist.barrier()` on
+    all ranks if the others read it; or write per-rank files on purpose.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save_on_master(obj, path):
+                if not is_main_process():
+                    return
+                torch.save(obj, path)
+            def main():
+                dist.init_process_group("nccl")
+                save_on_master(model.state_dict(), "ckpt.pt")
+            main()
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            torch.save(shard, f"shard_{rank}.pt")
+        """),
+        Example("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            torch.save(model.state_dict(), "ckpt.pt")
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            def main():
+                dist.init_process_group("nccl")
+                model = DDP(net)
+                for epoch in range(10):
+                    train(model)
+                    torch.save(model.state_dict(), "ckpt.pt")
+            if __name__ == "__main__":
+                main()
+        """, line=9),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or not _plain_distributed(s):
+            return
+        for c in s.by("save"):
+            dest = c.arg_node("f", 1)
+            if c.has_star() or dest is None or _PER_RANK.search(s.code(dest)):
+                continue
+            paths = s.effective_guards(c)
+            if not paths:
+                continue  # the file never calls the function that saves: unknown
+            if any(not any(g.rank for g in p) for p in paths):
+                yield self.report(
+                    c.span,
+                    "torch.save() runs on every rank: all processes write the same file; "
+                    "guard it with `if rank == 0:` (or save per-rank files on purpose)",
+                )
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "CKP002"
+    name = "load-without-map-location"
+    severity = Severity.WARNING
+    summary = "torch.load without map_location in a distributed script"
+    kinds = _PY
+    doc = """
+    ## What it does
+    In a script that sets up torch.distributed itself, flags `torch.load(...)` without
+    `map_location` (outside rank-specific branches).
+
+    ## Why it matters
+    Tensors saved from `cuda:0` are restored onto `cuda:0` on every rank: all processes allocate
+    the checkpoint on GPU 0, which runs out of memory or slows down, and the other GPUs' copies
+    end up on the wrong device.
+
+    ## Example
+    ```python
+    state = torch.load("ckpt.pt")
+    ```
+
+    ## How to fix
+    `torch.load(path, map_location="cpu")` then `model.load_state_dict(state)`, or
+    `map_location=f"cuda:{local_rank}"`.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            state = torch.load("ckpt.pt", map_location="cpu")
+        """),
+        Example("""
+            import torch
+            state = torch.load("ckpt.pt")
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            state = torch.load("ckpt.pt")
+        """, line=4),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or not _plain_distributed(s):
+            return
+        for c in s.by("load"):
+            if s.arg(c, "map_location", 1) is not None:
+                continue
+            if any(g.rank for g in c.frame.base_guards + c.guards):
+                continue
+            yield self.report(
+                c.span,
+                "torch.load() without map_location: every rank restores the tensors onto the GPU "
+                "they were saved from (usually cuda:0); pass map_location=\"cpu\" or the local device",
+            )

@@ -1,0 +1,297 @@
+"""DAT — data loading (DAT001–DAT003)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import re
+
+from parallint.diagnostics import Diagnostic, Severity
+from parallint.readers.python import Call, Script, script_of
+from parallint.rule import Example, Rule
+
+_PY = frozenset({"python"})
+#: text that means the script shards its data some other way (or streams it)
+_OWN_SHARDING = ("DistributedSampler", "IterableDataset", "split_dataset_by_node", ".shard(",
+                 "num_replicas", "DistributedBatchSampler", "webdataset", "wds.", "streaming=True",
+                 "ElasticDistributedSampler", "StatefulDistributedSampler")
+_TRAINISH = re.compile(r"train", re.I)
+
+
+def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool | None:
+    """True when an argument is passed and is surely not None; None when it cannot be said."""
+    import libcst as cst
+
+    n = c.arg_node(keyword, pos)
+    if n is None:
+        return None if c.has_star() else False
+    if isinstance(n, cst.Name) and n.value == "None":
+        return False
+    if isinstance(n, (cst.Call, cst.List, cst.Tuple)):
+        return True
+    if isinstance(n, cst.Name):
+        b = s.binding(n.value, c.frame)
+        if b is not None and isinstance(b[0], cst.Call):
+            return True
+    return None
+
+
+class MissingDistributedSampler(Rule):
+    code = "DAT001"
+    name = "missing-distributed-sampler"
+    severity = Severity.WARNING
+    summary = "a DDP/FSDP script iterates a training DataLoader with no DistributedSampler"
+    kinds = _PY
+    doc = """
+    ## What it does
+    In a script that wraps its model in DDP or FSDP itself, flags a training `DataLoader` (one that
+    shuffles, or whose name or dataset says `train`) built with no `sampler=`/`batch_sampler=`,
+    when nothing in the script shards the data another way (`DistributedSampler`,
+    `IterableDataset`, `split_dataset_by_node`, `.shard(...)`). Scripts driven by accelerate,
+    Lightning or the HF Trainer are left alone: those shard the data themselves.
+
+    ## Why it matters
+    Without a distributed sampler every rank iterates the whole dataset in the same order: N GPUs
+    compute the same batches, the run costs N times more for the same progress, and the effective
+    batch size is not what the hyper-parameters say.
+
+    ## Example
+    ```python
+    model = DDP(model, device_ids=[local_rank])
+    loader = DataLoader(train_set, batch_size=32, shuffle=True)
+    ```
+
+    ## How to fix
+    `sampler = DistributedSampler(train_set)`, pass `sampler=sampler` (and drop `shuffle=True`),
+    and call `sampler.set_epoch(epoch)` at the start of every epoch.
+    """
+    valid = [
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader, DistributedSampler
+            model = DDP(model, device_ids=[local_rank])
+            loader = DataLoader(train_set, batch_size=32, sampler=DistributedSampler(train_set))
+        """),
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader
+            accelerator = Accelerator()
+            loader = DataLoader(train_set, batch_size=32, shuffle=True)
+            model, loader = accelerator.prepare(model, loader)
+        """),
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            model = DDP(model, device_ids=[local_rank])
+            val_loader = DataLoader(val_set, batch_size=64)
+        """),
+    ]
+    invalid = [
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            model = DDP(model, device_ids=[local_rank])
+            loader = DataLoader(train_set, batch_size=32, shuffle=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    step(x, y)
+        """, line=4),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or not s.has("ddp", "fsdp", "fully_shard") or s.framework_managed():
+            return
+        if any(w in s.text for w in _OWN_SHARDING):
+            return
+        for c in s.by("dataloader"):
+            if _passed_not_none(s, c, "sampler", 3) is not False:
+                continue
+            if _passed_not_none(s, c, "batch_sampler", 4) is not False:
+                continue
+            if any(g.rank for g in c.guards):
+                continue
+            shuffle = s.arg(c, "shuffle", 2)
+            ds = c.arg_node("dataset", 0)
+            ds_text = s.code(ds) if ds is not None else ""
+            trainish = bool(_TRAINISH.search(ds_text) or _TRAINISH.search(c.target or ""))
+            if not ((shuffle is not None and shuffle.known and shuffle.value is True) or trainish):
+                continue
+            yield self.report(
+                c.span,
+                "DataLoader without a DistributedSampler in a script that wraps its model in "
+                f"{'DDP' if s.has('ddp') else 'FSDP'}: every rank iterates the same samples",
+            )
+
+
+def _loader_uses(s: Script, sampler: Call) -> list[Call]:
+    out = []
+    for dl in s.by("dataloader"):
+        n = dl.arg_node("sampler", 3)
+        if n is None:
+            continue
+        if n is sampler.node or (sampler.target and s.code(n) == sampler.target):
+            out.append(dl)
+    return out
+
+
+class SamplerSetEpochMissing(Rule):
+    code = "DAT002"
+    name = "sampler-set-epoch-missing"
+    severity = Severity.WARNING
+    summary = "a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags a `DistributedSampler` that shuffles (the default) whose DataLoader is iterated in an
+    epoch loop, when the script never calls `set_epoch`.
+
+    ## Why it matters
+    The sampler seeds its shuffle with `seed + epoch`. Without `set_epoch(epoch)` the epoch stays
+    0: every epoch visits the samples in exactly the same order, which hurts convergence.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, sampler=sampler)
+    for epoch in range(epochs):
+        for batch in loader: ...
+    ```
+
+    ## How to fix
+    Call `sampler.set_epoch(epoch)` at the start of each epoch, before iterating the loader.
+    """
+    valid = [
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(train_set)
+            loader = DataLoader(train_set, sampler=sampler)
+            for epoch in range(10):
+                sampler.set_epoch(epoch)
+                for batch in loader:
+                    step(batch)
+        """),
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(val_set, shuffle=False)
+            loader = DataLoader(val_set, sampler=sampler)
+            for epoch in range(10):
+                for batch in loader:
+                    evaluate(batch)
+        """),
+    ]
+    invalid = [
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(train_set)
+            loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+            for epoch in range(10):
+                for batch in loader:
+                    step(batch)
+        """, line=2),
+        Example("""
+            import torch.utils.data as tud
+            train_loader = tud.DataLoader(train_set, sampler=tud.distributed.DistributedSampler(train_set, shuffle=True))
+            for epoch in range(args.epochs):
+                train_one_epoch(model, train_loader)
+        """, line=2),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or "set_epoch" in s.text:
+            return
+        for c in s.by("distributed_sampler"):
+            sh = s.arg(c, "shuffle", 3)
+            if sh is not None and not (sh.known and sh.value is True):
+                continue
+            if any(l.epoch for l in c.loops):
+                continue  # a new sampler every epoch
+            loaders = [dl.target for dl in _loader_uses(s, c) if dl.target]
+            if not loaders:
+                continue
+            if not self._iterated_per_epoch(s, set(loaders)):
+                continue
+            yield self.report(
+                c.span,
+                "DistributedSampler shuffles but set_epoch() is never called: every epoch sees the "
+                "samples in the same order; call sampler.set_epoch(epoch) each epoch",
+            )
+
+    @staticmethod
+    def _iterated_per_epoch(s: Script, names: set[str]) -> bool:
+        for loop, outer, _frame in s.loops:
+            if loop.names & names and (loop.epoch or any(o.epoch for o in outer)):
+                return True
+        import libcst as cst
+
+        for c in s.calls:
+            if any(l.epoch for l in c.loops):
+                for a in c.node.args:
+                    if isinstance(a.value, cst.Name) and a.value.value in names:
+                        return True
+        return False
+
+
+class SamplerWithShuffle(Rule):
+    code = "DAT003"
+    name = "sampler-with-shuffle"
+    severity = Severity.ERROR
+    summary = "DataLoader(sampler=..., shuffle=True) raises at construction"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags a `DataLoader` given both a sampler (or batch sampler) and `shuffle=True`.
+
+    ## Why it matters
+    PyTorch raises "sampler option is mutually exclusive with shuffle" when the DataLoader is
+    built: the job dies at start-up, after the GPUs are allocated.
+
+    ## Example
+    ```python
+    DataLoader(train_set, sampler=DistributedSampler(train_set), shuffle=True)
+    ```
+
+    ## How to fix
+    Drop `shuffle=True`: the sampler shuffles (`DistributedSampler(shuffle=True)` is its default).
+    """
+    valid = [
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(train_set, sampler=DistributedSampler(train_set), shuffle=False)
+        """),
+        Example("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(train_set, sampler=sampler, shuffle=(sampler is None))
+        """),
+        Example("""
+            from torch.utils.data import DataLoader
+            sampler = None
+            if distributed:
+                sampler = make_sampler()
+            loader = DataLoader(train_set, sampler=sampler, shuffle=True)
+        """),
+    ]
+    invalid = [
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set), shuffle=True)
+        """, line=2),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        for c in s.by("dataloader"):
+            sh = s.arg(c, "shuffle", 2)
+            if sh is None or not sh.known or sh.value is not True:
+                continue
+            for kw, pos in (("sampler", 3), ("batch_sampler", 4)):
+                if _passed_not_none(s, c, kw, pos) is True:
+                    yield self.report(
+                        sh.span or c.span,
+                        f"DataLoader got both {kw}= and shuffle=True: PyTorch raises \"{kw} option is "
+                        "mutually exclusive with shuffle\"",
+                    )
+                    break

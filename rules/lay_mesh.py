@@ -1,0 +1,112 @@
+"""LAY007 — a device mesh whose shape does not multiply to the world size."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.readers.python import job_scripts, launch_world_size, script_of
+from parallint.rule import Example, Rule
+
+
+class DeviceMeshSizeMismatch(Rule):
+    code = "LAY007"
+    name = "device-mesh-size-mismatch"
+    severity = Severity.ERROR
+    summary = "the product of an init_device_mesh/DeviceMesh shape differs from the world size"
+    kinds = frozenset({"python"})
+    doc = """
+    ## What it does
+    Multiplies the shape given to `init_device_mesh(device, mesh_shape)` (or the nested rank list
+    of `DeviceMesh(device, [[...], ...])`) and compares it with the world size: the one passed to
+    `init_process_group(world_size=...)` in the same script, or the one the launch starts.
+
+    ## Why it matters
+    A mesh must cover every rank exactly once. `init_device_mesh` raises at start-up when the
+    shape does not multiply to the world size, after the job got its GPUs.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl", world_size=16)
+    mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
+    ```
+
+    ## How to fix
+    Derive one dimension from the world size: `(world_size // tp, tp)`.
+    """
+    valid = [
+        Example("""
+            import torch.distributed as dist
+            from torch.distributed.device_mesh import init_device_mesh
+            dist.init_process_group("nccl", world_size=8)
+            mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
+        """),
+        Example("""
+            import torch.distributed as dist
+            from torch.distributed.device_mesh import init_device_mesh
+            world = dist.get_world_size()
+            mesh = init_device_mesh("cuda", (world // 4, 4))
+        """),
+        Example(files={
+            "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                from torch.distributed.device_mesh import init_device_mesh
+                TP = 8
+                mesh = init_device_mesh("cuda", (2, TP), mesh_dim_names=("dp", "tp"))
+            """,
+        }),
+    ]
+    invalid = [
+        Example("""
+            import torch.distributed as dist
+            from torch.distributed.device_mesh import init_device_mesh
+            dist.init_process_group("nccl", world_size=16)
+            mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
+        """, line=4),
+        Example("""
+            import torch.distributed as dist
+            from torch.distributed.device_mesh import DeviceMesh
+            dist.init_process_group("nccl", world_size=8)
+            mesh = DeviceMesh("cuda", [[0, 1], [2, 3]])
+        """, line=4),
+        Example(files={
+            "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                from torch.distributed.device_mesh import init_device_mesh
+                mesh = init_device_mesh("cuda", (4, 8), mesh_dim_names=("dp", "tp"))
+            """,
+        }, line=2),
+    ]
+
+    def _check(self, s, ws: int, what: str, related=()) -> Iterable[Diagnostic]:
+        for m in s.meshes:
+            if m.shape is None:
+                continue
+            n = math.prod(m.shape)
+            if n != ws:
+                shape = "×".join(str(d) for d in m.shape)
+                yield self.report(
+                    m.span,
+                    f"device mesh {shape} covers {n} ranks but {what} is {ws}",
+                    related=related,
+                )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        ws = f.facts.get("parallel.world_size")
+        if ws is not None and isinstance(ws.value, int):
+            rel = [Related.at(ws.span, "world size stated here")] if ws.span else []
+            yield from self._check(s, ws.value, "init_process_group(world_size=...)", rel)
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        ws, wv = launch_world_size(job)
+        if ws is None:
+            return
+        rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
+        for f, s in job_scripts(job):
+            if f.facts.int("parallel.world_size") is not None:
+                continue  # checked against the script's own world size
+            yield from self._check(s, ws, "the number of processes the launch starts", rel)

@@ -1,0 +1,506 @@
+"""PG — process groups (PG001–PG005)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.readers.python import Call, Script, job_scripts, launch_world_size, script_of
+from parallint.rule import Example, Rule
+
+_PY = frozenset({"python"})
+
+
+def _backend(s: Script, c: Call):
+    v = s.arg(c, "backend", 0)
+    if v is None or not v.known or not isinstance(v.value, str):
+        return None, v
+    return v.value.strip().lower(), v
+
+
+def _reached(s: Script, c: Call) -> list | None:
+    """Guard chains under which the call runs from module level (None: the file never calls it)."""
+    return s.effective_guards(c)
+
+
+def _unconditional(s: Script, c: Call) -> bool:
+    paths = _reached(s, c)
+    return bool(paths) and any(all(g.main for g in p) for p in paths)
+
+
+class NcclWithoutSetDevice(Rule):
+    code = "PG001"
+    name = "nccl-without-set-device"
+    severity = Severity.WARNING
+    summary = "NCCL process group initialised with no torch.cuda.set_device(...) or device_id="
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags `init_process_group("nccl")` in a script that never selects its GPU with
+    `torch.cuda.set_device(...)` (or `device_id=` on the call, a `torch.cuda.device` context or
+    `CUDA_VISIBLE_DEVICES`), when the script itself runs that call.
+
+    ## Why it matters
+    Without a current device every rank's NCCL communicator and CUDA context start on GPU 0:
+    GPU 0 runs out of memory, or barrier/collectives pick the wrong device and hang. PyTorch's
+    own examples were changed to call `set_device` for this reason.
+
+    ## Example
+    ```python
+    dist.init_process_group(backend="nccl")
+    model = DDP(model.to(local_rank), device_ids=[local_rank])
+    ```
+
+    ## How to fix
+    Call `torch.cuda.set_device(local_rank)` before `init_process_group`, or pass
+    `device_id=torch.device("cuda", local_rank)` to it.
+    """
+    valid = [
+        Example("""
+            import os
+            import torch
+            import torch.distributed as dist
+            local_rank = int(os.environ["LOCAL_RANK"])
+            torch.cuda.set_device(local_rank)
+            dist.init_process_group("nccl")
+        """),
+        Example("""
+            import torch.distributed as dist
+            def setup(backend):
+                dist.init_process_group(backend)
+            setup("gloo")
+        """),
+        Example("""
+            import torch.distributed as dist
+            def setup():
+                dist.init_process_group("nccl")
+        """),
+    ]
+    invalid = [
+        Example("""
+            import os
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            def main():
+                dist.init_process_group(backend="nccl")
+                local_rank = int(os.environ["LOCAL_RANK"])
+                model = DDP(net.to(local_rank), device_ids=[local_rank])
+            if __name__ == "__main__":
+                main()
+        """, line=5),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        text = s.text
+        if s.has("set_device") or "set_device" in text or "CUDA_VISIBLE_DEVICES" in text:
+            return
+        for c in s.by("init_process_group"):
+            b, _ = _backend(s, c)
+            if b != "nccl" or c.has_keyword("device_id") or c.has_star():
+                continue
+            if _reached(s, c) is None:
+                continue
+            yield self.report(
+                c.span,
+                "NCCL process group initialised but the script never calls torch.cuda.set_device(): "
+                "every rank starts its CUDA context and communicator on GPU 0",
+            )
+
+
+class BackendDeviceMismatch(Rule):
+    code = "PG002"
+    name = "backend-device-mismatch"
+    severity = Severity.WARNING
+    summary = "gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags `init_process_group("gloo")` in a script that trains on CUDA (it sets a CUDA device or
+    gives DDP `device_ids`), and, as an error, `init_process_group("nccl")` in a script that wraps a
+    model in DDP but never mentions CUDA or a device at all.
+
+    ## Why it matters
+    gloo all-reduces CUDA tensors through host memory: many times slower than NCCL. NCCL only
+    works on CUDA tensors: a CPU model under NCCL fails at the first all-reduce.
+
+    ## Example
+    ```python
+    dist.init_process_group("gloo")
+    torch.cuda.set_device(local_rank)
+    ```
+
+    ## How to fix
+    Use `nccl` for GPU training and `gloo` for CPU training, or pick by device:
+    `"nccl" if torch.cuda.is_available() else "gloo"`.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            torch.cuda.set_device(local_rank)
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend)
+            torch.cuda.set_device(local_rank)
+        """),
+        Example("""
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("gloo")
+            model = DDP(model)
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="gloo")
+            torch.cuda.set_device(local_rank)
+        """, line=3),
+        Example("""
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("nccl")
+            model = DDP(model)
+        """, line=3),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        for c in s.by("init_process_group"):
+            b, v = _backend(s, c)
+            if b == "gloo":
+                uses_cuda = any(
+                    cc.qnames & {"torch.cuda.set_device"} for cc in s.by("set_device")
+                ) or any(
+                    (n := cc.arg_node("device_ids", 1)) is not None
+                    and not (hasattr(n, "value") and getattr(n, "value", None) == "None")
+                    for cc in s.by("ddp")
+                )
+                if uses_cuda:
+                    yield self.report(
+                        v.span or c.span,
+                        "gloo backend for a script that trains on CUDA: gloo moves every all-reduce "
+                        "through host memory; use nccl for GPU tensors",
+                    )
+            elif b == "nccl" and s.has("ddp"):
+                low = s.text.lower()
+                if any(w in low for w in ("cuda", "device", "gpu", "local_rank")):
+                    continue
+                yield self.report(
+                    v.span or c.span,
+                    "nccl backend in a script that never puts anything on CUDA: NCCL only reduces "
+                    "GPU tensors, the first all-reduce of the CPU model fails; use gloo or move the model to the GPU",
+                    severity=Severity.ERROR,
+                )
+
+
+class WorldSizeConflict(Rule):
+    code = "PG003"
+    name = "world-size-conflict"
+    severity = Severity.ERROR
+    summary = "world_size=/rank= given to init_process_group disagree with the launcher"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Compares `world_size=` and `rank=` hard-coded in `init_process_group(...)` with the number of
+    processes the launch starts (torchrun `--nnodes × --nproc_per_node`, srun tasks, ...).
+
+    ## Why it matters
+    The rendezvous waits for `world_size` processes. More started than declared: the extra ranks
+    fail or join the wrong group; fewer: everyone waits until the timeout. A constant `rank=` makes
+    every process claim the same rank.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl", world_size=8)   # launched with torchrun --nnodes 2 --nproc_per_node 8
+    ```
+
+    ## How to fix
+    Leave `world_size` and `rank` out under torchrun (they come from the environment), or read
+    them from `WORLD_SIZE`/`RANK`.
+    """
+    valid = [
+        Example(files={
+            "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+            """,
+        }),
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 4 train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl", world_size=4)
+            """,
+        }),
+    ]
+    invalid = [
+        Example(files={
+            "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl", world_size=8)
+            """,
+        }, line=2),
+    ]
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        ws, wv = launch_world_size(job)
+        if ws is None:
+            return
+        related = [Related.at(wv.span, f"the launch starts {ws} processes ({wv.source})")] if wv.span else []
+        for f, s in job_scripts(job):
+            for c in s.by("init_process_group"):
+                v = s.arg(c, "world_size")
+                if v is not None and v.known and isinstance(v.value, int) and not isinstance(v.value, bool):
+                    if v.value != ws:
+                        yield self.report(
+                            v.span or c.span,
+                            f"init_process_group(world_size={v.value}) but the launch starts {ws} processes",
+                            related=related,
+                        )
+                r = s.arg(c, "rank")
+                if r is not None and r.known and isinstance(r.value, int) and not isinstance(r.value, bool) and ws > 1:
+                    yield self.report(
+                        r.span or c.span,
+                        f"init_process_group(rank={r.value}) is a constant but the launch starts {ws} "
+                        "processes: every process claims the same rank",
+                        related=related,
+                    )
+
+
+_RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+
+
+class EnvRendezvousWithoutLauncher(Rule):
+    code = "PG004"
+    name = "env-rendezvous-without-launcher"
+    severity = Severity.ERROR
+    summary = "env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags `init_process_group()` with the default `env://` rendezvous in a script that a launch
+    file starts with plain `python` (not torchrun, srun, deepspeed or accelerate), when neither
+    the launch nor the script sets `MASTER_ADDR`, `MASTER_PORT`, `RANK` or `WORLD_SIZE`.
+
+    ## Why it matters
+    `env://` reads those variables; plain `python` does not set them, so the process stops with
+    "environment variable RANK expected, but not set" — or, with some of them set by hand on
+    several machines, waits forever for peers.
+
+    ## Example
+    ```sh
+    python train.py        # train.py: dist.init_process_group("nccl")
+    ```
+
+    ## How to fix
+    Start the script with `torchrun --nproc_per_node N train.py` (or srun/deepspeed/accelerate),
+    or pass `init_method="tcp://host:port"` with `rank` and `world_size`.
+    """
+    valid = [
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 8 train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+            """,
+        }),
+        Example(files={
+            "run.sh": "MASTER_ADDR=localhost MASTER_PORT=29500 RANK=0 WORLD_SIZE=1 python train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+            """,
+        }),
+        Example(files={
+            "run.sh": "python train.py\n",
+            "train.py": """
+                import os
+                import torch.distributed as dist
+                if "RANK" in os.environ:
+                    dist.init_process_group("nccl")
+            """,
+        }),
+    ]
+    invalid = [
+        Example(files={
+            "run.sh": "python train.py --epochs 3\n",
+            "train.py": """
+                import torch.distributed as dist
+                def main():
+                    dist.init_process_group(backend="nccl")
+                if __name__ == "__main__":
+                    main()
+            """,
+        }, line=3),
+    ]
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        launch = job.launch
+        if launch is None or getattr(launch, "launcher", None) != "python" or getattr(launch, "wrapper", None):
+            return
+        env = getattr(launch, "env", {}) or {}
+        if any(k in env for k in _RENDEZVOUS_ENV):
+            return
+        for f, s in job_scripts(job):
+            if any(k in s.text for k in ("MASTER_ADDR", "MASTER_PORT")) or s.has("spawn"):
+                continue
+            for c in s.by("init_process_group"):
+                if c.has_star() or c.has_keyword("store"):
+                    continue
+                im = s.arg(c, "init_method", 1)
+                if im is not None and not (im.known and im.value in (None, "env://")):
+                    continue
+                if not _unconditional(s, c):
+                    continue
+                yield self.report(
+                    c.span,
+                    "init_process_group() uses env:// rendezvous but the launch starts the script with "
+                    "plain python and sets none of MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE",
+                    related=[Related.at(launch.span, "started here by plain python")],
+                )
+
+
+# collective -> index of its positional `group` argument
+_GROUP_POS = {
+    "barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "broadcast": 2, "all_gather": 2,
+    "all_gather_into_tensor": 2, "reduce_scatter": 3, "reduce_scatter_tensor": 3, "reduce": 3,
+    "gather": 3, "scatter": 3, "all_to_all": 2, "all_to_all_single": 4, "all_gather_object": 2,
+    "broadcast_object_list": 2, "gather_object": 3, "scatter_object_list": 3,
+}
+
+
+class CollectiveInRankBranch(Rule):
+    code = "PG005"
+    name = "collective-in-rank-branch"
+    severity = Severity.ERROR
+    summary = "a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags a collective (`barrier`, `all_reduce`, `broadcast`, `all_gather`, `reduce_scatter`,
+    `reduce`, ..., an FSDP model's full `state_dict()`, `torch.distributed.checkpoint.save`)
+    inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`, after
+    `if rank != 0: return`), when the same function has no matching call on the other ranks' path.
+    Collectives on an explicit `group=` are left alone.
+
+    ## Why it matters
+    Every rank of the group must enter the same collective. The ranks that skip the branch never
+    do: the rank inside it blocks until the NCCL watchdog kills the job after 30 minutes.
+
+    ## Example
+    ```python
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+        dist.barrier()
+    ```
+
+    ## How to fix
+    Move the collective out of the branch so that every rank calls it (save on rank 0, then
+    `dist.barrier()` on all ranks); gather FSDP state dicts on all ranks and only write on rank 0.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+            dist.barrier()
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            def load(local_rank):
+                if local_rank not in [-1, 0]:
+                    dist.barrier()  # wait for rank 0 to download
+                download()
+                if local_rank == 0:
+                    dist.barrier()
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if args.local_rank != -1:
+                dist.all_reduce(t)
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if rank in first_group_ranks:
+                dist.all_reduce(t, group=first_group)
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+                dist.barrier()
+        """, line=5),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            def log_metrics(loss):
+                if dist.get_rank() != 0:
+                    return
+                dist.all_reduce(loss)
+                print(loss.item())
+        """, line=6),
+        Example("""
+            import torch
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            model = FSDP(model)
+            if rank == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+        """, line=5),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        cands: list[tuple[Call, str]] = []
+        for c in s.by("collective"):
+            short = next(iter(c.qnames)).rsplit(".", 1)[-1] if c.qnames else c.func_text
+            gp = _GROUP_POS.get(short)
+            g = c.arg_node("group", gp)
+            if g is not None and not (getattr(g, "value", None) == "None"):
+                continue
+            if c.has_star() or any(a.keyword is not None and a.keyword.value in ("process_group", "pg") for a in c.node.args):
+                continue
+            cands.append((c, short))
+        for c in s.by("dcp_save"):
+            cands.append((c, "checkpoint.save"))
+        fsdp_names = {c.target for c in s.by("fsdp") if c.target}
+        for c in s.methods("state_dict"):
+            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.node.args:
+                cands.append((c, "FSDP state_dict"))
+        for c, short in cands:
+            branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main]
+            if not branch:
+                continue
+            twins = [o for o, sh in cands if sh == short and o is not c and o.frame is c.frame]
+            if twins:
+                continue  # paired with a call on the other ranks' path (the download-barrier pattern)
+            g = branch[-1]
+            what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
+                    "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
+            yield self.report(
+                c.span,
+                f"{what} runs only on the ranks where `{g.text}` is {'true' if g.branch else 'false'}; "
+                "the other ranks never enter it and the job hangs",
+                related=[Related.at(g.span, "rank-dependent condition")],
+            )

@@ -1,0 +1,306 @@
+"""PIP — hand-written pipeline partitions (PIP001–PIP003)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.readers.python import Partition, Script, job_scripts, launch_world_size, script_of
+from parallint.rule import Example, Rule
+
+_PY = frozenset({"python"})
+_LAYERISH = re.compile(r"layer|block|stage|(^|\.)h$|module", re.I)
+
+
+def _partitions(s: Script) -> list[Partition]:
+    return [p for p in s.partitions if p.selector == "rank" or _LAYERISH.search(p.base)]
+
+
+def _bounds(p: Partition) -> list[tuple[int, int | None]] | None:
+    """(start, stop) per stage with negative indices resolved; stop None = to the end."""
+    out = []
+    for sl in p.slices:
+        a, b = sl.start, sl.stop
+        if a is None:
+            a = 0
+        if (a < 0 or (b is not None and b < 0)) and p.total is None:
+            return None
+        if a < 0:
+            a += p.total
+        if b is not None and b < 0:
+            b += p.total
+        out.append((a, b))
+    return out
+
+
+def _problems(p: Partition) -> list[tuple[int, str]]:
+    """(slice index, message) for every gap, overlap or missing end."""
+    bs = _bounds(p)
+    if bs is None:
+        return []
+    out = []
+    a0, _ = bs[0]
+    if a0 > 0:
+        out.append((0, f"stage 0 starts at layer {a0}: layers 0..{a0 - 1} of {p.base} belong to no stage"))
+    for i in range(1, len(bs)):
+        prev_stop = bs[i - 1][1]
+        start = bs[i][0]
+        if prev_stop is None:
+            out.append((i, f"stage {i - 1} already runs to the end of {p.base}; stage {i} (from layer {start}) overlaps it"))
+            continue
+        if start > prev_stop:
+            gap = f"layer {prev_stop}" if start == prev_stop + 1 else f"layers {prev_stop}..{start - 1}"
+            out.append((i, f"gap between stage {i - 1} (ends before layer {prev_stop}) and stage {i} (starts at {start}): {gap} belong to no stage"))
+        elif start < prev_stop:
+            out.append((i, f"stage {i} starts at layer {start} but stage {i - 1} runs to layer {prev_stop - 1}: layers {start}..{prev_stop - 1} are in two stages"))
+    last = bs[-1][1]
+    if last is not None and p.total is not None:
+        if last < p.total:
+            out.append((len(bs) - 1, f"the last stage ends before layer {last} but {p.base} has {p.total} layers: layers {last}..{p.total - 1} belong to no stage"))
+        elif last > p.total:
+            out.append((len(bs) - 1, f"the last stage runs to layer {last} but {p.base} has only {p.total} layers"))
+    return out
+
+
+class PartitionGapOrOverlap(Rule):
+    code = "PIP001"
+    name = "partition-gap-or-overlap"
+    severity = Severity.ERROR
+    summary = "layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Reads hand-written pipeline partitions — a list of slices of one module list, such as
+    `[model.layers[:4], model.layers[4:8]]`, usually indexed by the rank — and flags slices that
+    overlap, leave layers out between stages, or miss the first or last layers (when the script
+    shows how many layers there are).
+
+    ## Why it matters
+    A skipped layer silently trains a different, shallower model; an overlapping layer runs
+    twice and is updated by two stages with diverging weights. Neither raises an error.
+
+    ## Example
+    ```python
+    stages = [model.layers[:4], model.layers[5:8]]   # layer 4 is in no stage
+    stage = stages[rank]
+    ```
+
+    ## How to fix
+    Make each stage start where the previous one ends (`[:4]`, `[4:8]`) and let the last one run
+    to the end; better, compute the bounds from the layer count and the number of stages.
+    """
+    valid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            stages = [model.layers[:4], model.layers[4:8]]
+            stage = stages[dist.get_rank()]
+        """),
+        Example("""
+            import torch.nn as nn
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            N = 12
+            layers = nn.ModuleList([Block() for _ in range(N)])
+            parts = [nn.Sequential(*layers[0:6]), nn.Sequential(*layers[6:])]
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            train, val = [data[:1000], data[2000:3000]]
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            stages = [model.layers[:4], model.layers[5:8]]
+            stage = stages[dist.get_rank()]
+        """, line=3),
+        Example("""
+            import torch.nn as nn
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            layers = nn.ModuleList([Block() for _ in range(8)])
+            parts = [nn.Sequential(*layers[0:4]), nn.Sequential(*layers[3:6])]
+            stage = parts[dist.get_rank()]
+        """, count=2, line=5),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        for p in _partitions(s):
+            for i, msg in _problems(p):
+                yield self.report(p.slices[i].span, f"pipeline partition: {msg}")
+
+
+def _sizes(p: Partition) -> list[int] | None:
+    bs = _bounds(p)
+    if bs is None or _problems(p):
+        return None
+    out = []
+    for a, b in bs:
+        if b is None:
+            if p.total is None:
+                return None
+            b = p.total
+        out.append(b - a)
+    return out
+
+
+class PartitionCountMismatch(Rule):
+    code = "PIP002"
+    name = "partition-count-mismatch"
+    severity = Severity.ERROR
+    summary = "the number of partitions differs from the PP degree or from the ranks that select them"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Compares the number of stages of a hand-written partition that is chosen by the rank
+    (`stages[rank]`) with the number of ranks: the world size the script passes to
+    `init_process_group`, or the one the launch starts, or the pipeline degree stated for the job.
+
+    ## Why it matters
+    With fewer stages than ranks the extra ranks index past the list (`IndexError`) or get no
+    layers; with more, some stages are never run and the model is cut short.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl", world_size=4)
+    stages = [model.layers[:4], model.layers[4:8]]
+    stage = stages[dist.get_rank()]
+    ```
+
+    ## How to fix
+    Split the layers into exactly as many stages as there are pipeline ranks.
+    """
+    valid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl", world_size=2)
+            stages = [model.layers[:4], model.layers[4:8]]
+            stage = stages[dist.get_rank()]
+        """),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 2 pipe.py\n",
+            "pipe.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+                stages = [model.layers[:4], model.layers[4:]]
+                stage = stages[dist.get_rank()]
+            """,
+        }),
+    ]
+    invalid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl", world_size=4)
+            stages = [model.layers[:4], model.layers[4:8]]
+            stage = stages[dist.get_rank()]
+        """, line=3),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 4 pipe.py\n",
+            "pipe.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+                stages = [model.layers[:4], model.layers[4:]]
+                stage = stages[dist.get_rank()]
+            """,
+        }, line=3),
+    ]
+
+    def _check(self, s: Script, n: int, what: str, related=()) -> Iterable[Diagnostic]:
+        for p in _partitions(s):
+            if p.selector != "rank":
+                continue
+            k = len(p.slices)
+            if k != n:
+                yield self.report(
+                    p.span,
+                    f"pipeline partition has {k} stages, chosen by rank, but {what} is {n}: "
+                    + ("ranks beyond the last stage index past the list" if k < n else f"{k - n} stage(s) never run"),
+                    related=related,
+                )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        ws = f.facts.int("parallel.world_size")
+        if ws is not None:
+            yield from self._check(s, ws, "init_process_group(world_size=...)")
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        pp = job.int("parallel.pp")
+        ws, wv = launch_world_size(job)
+        for f, s in job_scripts(job):
+            if f.facts.int("parallel.world_size") is not None:
+                continue  # the file's own world size was checked by check_file
+            if pp is not None:
+                yield from self._check(s, pp, "the pipeline-parallel degree")
+            elif ws is not None:
+                rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
+                yield from self._check(s, ws, "the number of processes the launch starts", rel)
+
+
+class PartitionImbalance(Rule):
+    code = "PIP003"
+    name = "partition-imbalance"
+    severity = Severity.INFO
+    summary = "pipeline stage sizes differ by more than one layer"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Reports a hand-written pipeline partition whose stages differ in size by more than one layer.
+
+    ## Why it matters
+    A pipeline runs at the pace of its slowest stage: with stages of 2 and 6 layers, the small
+    stage idles most of every step, and the large one may also run out of memory first.
+
+    ## Example
+    ```python
+    stages = [model.layers[:2], model.layers[2:8]]
+    ```
+
+    ## How to fix
+    Balance the layers (`[:4]`, `[4:8]`); if the imbalance is deliberate (embeddings on the first
+    stage, the head on the last), suppress it with `# noqa: PIP003`.
+    """
+    valid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            stages = [model.layers[:4], model.layers[4:8]]
+            stage = stages[dist.get_rank()]
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            stages = [model.layers[:4], model.layers[4:9]]
+            stage = stages[dist.get_rank()]
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            stages = [model.layers[:2], model.layers[2:8]]
+            stage = stages[dist.get_rank()]
+        """, line=3),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        for p in _partitions(s):
+            sizes = _sizes(p)
+            if sizes and max(sizes) - min(sizes) > 1:
+                yield self.report(
+                    p.span,
+                    f"pipeline stages of {p.base} hold {sizes} layers: the largest stage sets the pace "
+                    "and the others idle",
+                )
