@@ -19,6 +19,12 @@ _LAYOUT_KEYS = ("parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "par
 _ANCHORS = ("parallel.tp", "parallel.pp", "parallel.zero_stage", "parallel.world_size",
             "parallel.dp", "parallel.nodes", "training.micro_batch", "model.param_count",
             "model.preset", "model.layers")
+#: at least one of these must be known: a model file alone says nothing about how it is trained
+_LAYOUT_STATED = ("parallel.world_size", "parallel.nodes", "parallel.procs_per_node",
+                  "parallel.gpus_per_node", "parallel.tp", "parallel.pp", "parallel.dp",
+                  "parallel.zero_stage", "parallel.fsdp", "parallel.dp_shard")
+#: architectures the transformer estimator does not model (state-space, recurrent, hybrid)
+_OTHER_ARCH = re.compile(r"mamba|griffin|rwkv|hyena|recurrent_?gemma|\bssm\b|hybrid_override", re.I)
 _OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
 
 
@@ -34,12 +40,17 @@ def _setup(job, ctx):
     from parallint.estimator.spec import spec_for_job
 
     facts = job.facts
+    if not any(facts.get(k) is not None for k in _LAYOUT_STATED):
+        return None
     for key in _LAYOUT_KEYS:
         if any(not v.known for v in facts.all(key)):
             return None
     for f in job.files:  # CPU/NVMe offload moves states off the GPU: not modelled, stay silent
         if f.kind in ("deepspeed", "accelerate", "nemo", "foundry", "torchtitan", "torchtitan_py",
                       "python") and _OFFLOAD.search(f.text or ""):
+            return None
+    for f in job.files:
+        if f.kind != "python" and _OTHER_ARCH.search(f.text or ""):
             return None
     config = getattr(ctx, "config", None) or {}
     spec = spec_for_job(job, config)
@@ -97,7 +108,8 @@ class PureDataParallelOversized(Rule):
     It reports the job when these exceed `memory-headroom` (default 0.9) × one GPU's memory. The
     GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
     `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
-    Values parallint cannot resolve (environment variables, `auto`) keep the rule silent.
+    Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
+    does a model file that states no world size or parallel layout at all.
 
     ## Why it matters
     Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs
@@ -118,6 +130,10 @@ class PureDataParallelOversized(Rule):
     PATH --gpus N` lists the layouts that fit, best first.
     """
     valid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        hardware: {gpu: A100-80GB}
+        """}),
         Example(files={"job.yaml": """
         model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
         parallel:
@@ -268,10 +284,14 @@ class PredictedOom(Rule):
 
         world = normalize(spec)["parallel"].get("world_size")
         if world:
-            from parallint.estimator.plan import plan
+            from parallint.estimator.plan import FRAMEWORK_ZERO, plan
 
             headroom = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
-            layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom)
+            fw = job.facts.get("framework")
+            stages = FRAMEWORK_ZERO.get(str(fw.value).lower() if fw is not None else "",
+                                        (0, 1, 2, 3))
+            layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom,
+                           zero_stages=stages)
             if layouts:
                 best = layouts[0]
                 msg += (f"; a layout of {world} GPUs that fits: {best.describe()} "

@@ -67,10 +67,18 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+#: ZeRO stages each framework offers (Megatron/NeMo/nanotron: distributed optimizer = ZeRO-1;
+#: torchtitan: FSDP2 full shard); frameworks not listed: all stages
+FRAMEWORK_ZERO = {"megatron": (0, 1), "nemo": (0, 1), "nanotron": (0, 1), "neox": (0, 1, 2, 3),
+                  "torchtitan": (0, 3)}
+
+
 def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
-         gpus_per_node: int | None = None, pareto: bool = True) -> list[Layout]:
+         gpus_per_node: int | None = None, pareto: bool = True,
+         zero_stages: tuple[int, ...] = (0, 1, 2, 3)) -> list[Layout]:
     """Every layout of ``gpus`` GPUs that passes the layout rules and whose estimate stays within
-    ``headroom`` x the GPU's memory, best first (see the module docstring for the order)."""
+    ``headroom`` x the GPU's memory, best first (see the module docstring for the order).
+    ``zero_stages`` limits the ZeRO stages to those the job's framework offers."""
     if gpus < 1:
         return []
     base = normalize(spec)
@@ -114,7 +122,7 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
                     continue
             if gb and gb % (micro * dp):
                 continue
-            for zero in (0, 1, 2, 3):
+            for zero in zero_stages:
                 if zero and dp * cp == 1:
                     continue  # nothing to shard over
                 if zero >= 2 and pp > 1:
