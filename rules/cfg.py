@@ -1,0 +1,383 @@
+"""CFG — config hygiene: unknown keys and invalid values (validated against the framework schemas
+in ``schemas/``), fp16 together with bf16, ignored offload settings, duplicate keys."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from typing import Any, Iterator
+
+from parallint.diagnostics import Related, Severity, Span
+from parallint.rule import Example, Rule
+
+SCHEMAS = {"deepspeed": "deepspeed.schema.json", "accelerate": "accelerate.schema.json",
+           "torchtitan": "torchtitan.schema.json"}
+PYTORCHJOB = "pytorchjob.schema.json"
+DUP_KINDS = frozenset({"deepspeed", "nemo", "megatron_yaml", "accelerate", "neox", "foundry", "nanotron",
+                       "hf_model", "hftrainargs"})
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    from importlib.resources import files
+
+    return json.loads(files("parallint.schemas").joinpath(name).read_text(encoding="utf-8"))
+
+
+def _tree(f):
+    data = getattr(f, "data", None)
+    return getattr(data, "tree", None)
+
+
+def _trees(f) -> list[tuple[Any, str]]:
+    """(positioned tree, schema file) pairs to validate for one file."""
+    if f.kind in SCHEMAS:
+        t = _tree(f)
+        return [(t, SCHEMAS[f.kind])] if t is not None and t.is_map else []
+    if f.kind == "kube":
+        from parallint.readers.yamlpos import load_all
+
+        try:
+            docs = load_all(f.text, f.path)
+        except Exception:
+            return []
+        out = []
+        for d in docs:
+            if d.is_map and d.plain().get("kind") == "PyTorchJob" and d.plain().get("apiVersion") == "kubeflow.org/v1":
+                out.append((d, PYTORCHJOB))
+        return out
+    return []
+
+
+def _node_at(tree, path) -> Any:
+    node = tree
+    for p in path:
+        if node is None:
+            return None
+        if isinstance(p, int) and node.is_seq:
+            node = node.value[p] if p < len(node.value) else None
+        else:
+            node = node.get(str(p))
+    return node
+
+
+def _dotted(path) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
+    """('unknown' | 'invalid', span, message) for one positioned tree."""
+    from jsonschema import Draft202012Validator
+
+    from parallint.readers.cfgutil import unknown_reason
+
+    schema = load_schema(schema_name)
+    validator = Draft202012Validator(schema)
+    instance = tree.plain()
+    seen: set = set()
+    for err in validator.iter_errors(instance):
+        for kind, span, msg in _explain(err, tree, unknown_reason):
+            if (kind, span) not in seen:
+                seen.add((kind, span))
+                yield kind, span, msg
+
+
+def _explain(err, tree, unknown_reason):
+    path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = list((err.schema.get("properties") or {}).keys())
+        strict = bool(err.schema.get("x-parallint-strict"))
+        node = _node_at(tree, path)
+        for key in err.instance:
+            if key in known:
+                continue
+            guess = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            if not guess and not strict:
+                continue
+            where = _dotted(path) or "top level"
+            span = node.key_spans.get(key) if node is not None else None
+            if span is None:
+                continue
+            hint = f"; did you mean '{guess[0]}'?" if guess else ""
+            what = "silently ignored" if not strict else "rejected"
+            yield "unknown", span, f"unknown key '{key}' in {where} ({what} by the framework){hint}"
+        return
+    if err.validator in ("anyOf", "oneOf", "allOf") and err.context:
+        # a composite failed; explain with the instance itself
+        pass
+    inst = err.instance
+    if isinstance(inst, (str,)) and unknown_reason(inst):
+        return
+    if inst is None and err.validator in ("type", "anyOf"):
+        return
+    if isinstance(inst, (dict, list)) and err.validator not in ("type",):
+        return
+    node = _node_at(tree, path)
+    if node is None:
+        return
+    key = _dotted(path) or "value"
+    if err.validator == "enum":
+        allowed = ", ".join(repr(x) for x in err.validator_value if x is not None and x is not False)
+        msg = f"{key} = {inst!r} is not one of {allowed}"
+    elif err.validator in ("minimum", "maximum"):
+        msg = f"{key} = {inst!r} is out of range ({err.validator} {err.validator_value})"
+    elif err.validator == "const":
+        msg = f"{key} = {inst!r}; expected {err.validator_value!r}"
+    elif err.validator == "not":
+        msg = f"{key} = {inst!r} is not allowed"
+    elif err.validator == "anyOf":
+        kinds = []
+        for sub in err.validator_value:
+            if "const" in sub:
+                kinds.append(repr(sub["const"]))
+            elif "type" in sub:
+                t = sub["type"]
+                kinds.append(("a non-negative " if sub.get("minimum") == 0 else "a positive " if sub.get("minimum") == 1 else "")
+                             + (t if isinstance(t, str) else "/".join(t)))
+        msg = f"{key} = {inst!r}; expected {' or '.join(kinds) or 'another value'}"
+    elif err.validator == "type":
+        t = err.validator_value
+        msg = f"{key} = {inst!r}; expected {t if isinstance(t, str) else ' or '.join(t)}"
+    else:
+        msg = f"{key}: {err.message}"
+    yield "invalid", node.span, msg
+
+
+class _SchemaRule(Rule):
+    kinds = frozenset(SCHEMAS) | {"kube"}
+    _which = ""
+
+    def check_file(self, f, ctx):
+        for tree, name in _trees(f):
+            try:
+                problems = list(schema_problems(tree, name))
+            except RecursionError:
+                continue
+            for kind, span, msg in problems:
+                if kind == self._which:
+                    yield self.report(span, msg)
+
+
+class UnknownConfigKey(_SchemaRule):
+    code = "CFG001"
+    name = "unknown-config-key"
+    severity = Severity.WARNING
+    summary = "A config key the framework does not know (ignored or rejected), with a did-you-mean"
+    _which = "unknown"
+    doc = """
+    ## What it does
+    Validates DeepSpeed configs, accelerate configs, torchtitan TOML job configs and Kubeflow
+    PyTorchJobs against the framework's documented fields (`schemas/`) and reports keys the
+    framework does not know, with the closest known key. Where the framework tolerates extra keys
+    (DeepSpeed's top level, torchtitan's extensible sections) only keys that look like a
+    misspelling of a known one are reported; where it rejects them (DeepSpeed `zero_optimization`,
+    `fp16`, `bf16`, offload sections; accelerate's top level; PyTorchJob `spec`) every unknown key is.
+
+    ## Why it matters
+    A misspelled `train_micro_batch_size_per_gpu` is silently ignored by DeepSpeed, which then
+    derives a different micro batch; a misspelled `zero_optimization` key stops the job inside
+    every worker.
+
+    ## Example
+    `"train_micro_batch_size_per_gpus": 4` in `ds_config.json`.
+
+    ## How to fix
+    Use the suggested key (or remove it).
+    """
+    valid = (Example('{\n  "train_micro_batch_size_per_gpu": 4,\n  "gradient_accumulation_steps": 2,\n'
+                     '  "zero_optimization": {"stage": 2, "overlap_comm": true}\n}\n', filename="ds_config.json"),
+             Example('{\n  "train_micro_batch_size_per_gpu": 4,\n  "my_script_setting": 3\n}\n', filename="ds_config.json"))
+    invalid = (
+        Example('{\n  "train_micro_batch_size_per_gpus": 4,\n  "gradient_accumulation_steps": 2,\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="ds_config.json", line=2),
+        Example('{\n  "train_batch_size": 16,\n  "zero_optimization": {\n    "stage": 2,\n    "overlap_com": true\n  }\n}\n',
+                filename="ds_config.json", line=5),
+        Example("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\nnum_machine: 1\n"
+                "mixed_precision: bf16\n", filename="accelerate.yaml", line=4),
+    )
+
+
+class InvalidConfigValue(_SchemaRule):
+    code = "CFG002"
+    name = "invalid-config-value"
+    severity = Severity.ERROR
+    summary = "A config value of the wrong type or outside its allowed values"
+    _which = "invalid"
+    doc = """
+    ## What it does
+    Validates the values of DeepSpeed, accelerate, torchtitan and Kubeflow PyTorchJob configs
+    against the framework's documented types and ranges (`schemas/`): a ZeRO stage outside 0–3,
+    a batch size that is not a positive integer or `"auto"`, an unknown `distributed_type` or
+    `mixed_precision`, a non-integer parallel degree. Placeholders, `"auto"` where allowed and
+    interpolations are never reported.
+
+    ## Why it matters
+    The framework rejects the value when the workers start (pydantic validation in DeepSpeed,
+    enum parsing in accelerate, dataclass parsing in torchtitan).
+
+    ## Example
+    `"zero_optimization": {"stage": 4}`.
+
+    ## How to fix
+    Use one of the allowed values.
+    """
+    valid = (Example('{\n  "train_batch_size": "auto",\n  "zero_optimization": {"stage": 3}\n}\n', filename="ds_config.json"),)
+    invalid = (
+        Example('{\n  "train_batch_size": 16,\n  "zero_optimization": {"stage": 4}\n}\n', filename="ds_config.json", line=3),
+        Example("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\n"
+                "mixed_precision: bfloat16\n", filename="accelerate.yaml", line=4),
+    )
+
+
+class Fp16AndBf16(Rule):
+    code = "CFG003"
+    name = "fp16-and-bf16"
+    severity = Severity.ERROR
+    summary = "fp16 and bf16 are both enabled"
+    kinds = frozenset({"deepspeed", "neox", "megatron_yaml", "hftrainargs"})
+    doc = """
+    ## What it does
+    Flags a config (DeepSpeed `fp16.enabled` and `bf16.enabled`, Megatron `--fp16` and `--bf16`,
+    HF `fp16: true` and `bf16: true`) or a launch command that enables both half-precision modes.
+
+    ## Why it matters
+    They are mutually exclusive; DeepSpeed stops with "bfloat16 and fp16 modes cannot be
+    simultaneously enabled", Megatron and the HF Trainer refuse it too.
+
+    ## Example
+    `"fp16": {"enabled": true}, "bf16": {"enabled": true}`.
+
+    ## How to fix
+    Keep one of them (bf16 on Ampere and newer GPUs).
+    """
+    valid = (Example('{\n  "train_batch_size": 16,\n  "fp16": {"enabled": false},\n  "bf16": {"enabled": true}\n}\n',
+                     filename="ds_config.json"),
+             Example('{\n  "train_batch_size": 16,\n  "fp16": {"enabled": "auto"},\n  "bf16": {"enabled": "auto"}\n}\n',
+                     filename="ds_config.json"))
+    invalid = (Example('{\n  "train_batch_size": 16,\n  "fp16": {"enabled": true},\n  "bf16": {"enabled": true}\n}\n',
+                       filename="ds_config.json", line=4),
+               Example(files={"run.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --fp16 --bf16\n",
+                              "pretrain_gpt.py": "import sys\nprint(sys.argv)\n"}, line=1))
+
+    def _check(self, values):
+        fp16 = [v for v in values if v.known and v.value == "fp16" and v.span is not None]
+        bf16 = [v for v in values if v.known and v.value == "bf16" and v.span is not None]
+        if fp16 and bf16:
+            at, other = max(fp16[0], bf16[0], key=lambda v: (v.span.line, v.span.column)), None
+            other = fp16[0] if at is bf16[0] else bf16[0]
+            yield self.report(at.span, "fp16 and bf16 are both enabled; they are mutually exclusive",
+                              [Related.at(other.span, f"{other.value} enabled here")])
+
+    def check_file(self, f, ctx):
+        yield from self._check(f.facts.all("training.precision"))
+
+    def check_job(self, job, ctx):
+        launch = getattr(job, "launch", None)
+        facts = getattr(launch, "facts", None)
+        if facts is None or not hasattr(facts, "all"):
+            return
+        vals = [v for v in facts.all("training.precision")
+                if v.span is not None and not any(f.path == v.span.path and f.kind in self.kinds for f in job.files)]
+        yield from self._check(vals)
+
+
+class OffloadParamIgnored(Rule):
+    code = "CFG004"
+    name = "offload-param-ignored"
+    severity = Severity.WARNING
+    summary = "DeepSpeed offload_param with ZeRO stage < 3 is silently ignored"
+    kinds = frozenset({"deepspeed", "neox"})
+    doc = """
+    ## What it does
+    Warns when a DeepSpeed config offloads parameters (`zero_optimization.offload_param` with a
+    `cpu` or `nvme` device) while the ZeRO stage is below 3.
+
+    ## Why it matters
+    Only ZeRO-3 partitions (and can offload) parameters; with stage 1 or 2 the section is silently
+    ignored and the memory the user counted on is not saved.
+
+    ## Example
+    `"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}`.
+
+    ## How to fix
+    Use stage 3, or use `offload_optimizer` (which stages 1 and 2 support) instead.
+    """
+    valid = (Example('{\n  "zero_optimization": {\n    "stage": 3,\n    "offload_param": {"device": "cpu"}\n  }\n}\n',
+                     filename="ds_config.json"),
+             Example('{\n  "zero_optimization": {\n    "stage": 2,\n    "offload_optimizer": {"device": "cpu"}\n  }\n}\n',
+                     filename="ds_config.json"))
+    invalid = (Example('{\n  "zero_optimization": {\n    "stage": 2,\n    "offload_param": {"device": "cpu"}\n  }\n}\n',
+                       filename="ds_config.json", line=4),)
+
+    def check_file(self, f, ctx):
+        from parallint.readers.cfgutil import unknown_reason
+
+        tree = _tree(f)
+        if tree is None or not tree.is_map:
+            return
+        zero = tree.get("zero_optimization")
+        if zero is None or not zero.is_map:
+            return
+        stage = zero.get("stage")
+        if stage is None or isinstance(stage.value, bool) or not isinstance(stage.value, int):
+            return
+        if stage.value >= 3:
+            return
+        off = zero.get("offload_param")
+        if off is not None and off.is_map:
+            dev = off.get("device")
+            if dev is None or not isinstance(dev.value, str) or unknown_reason(dev.value):
+                return
+            if dev.value.lower() not in ("cpu", "nvme"):
+                return
+            span = zero.key_spans.get("offload_param", off.span)
+            yield self.report(span, f"offload_param ({dev.value}) is ignored with ZeRO stage {stage.value}; "
+                                    f"only stage 3 offloads parameters",
+                              [Related.at(stage.span, f"ZeRO stage {stage.value}")])
+        legacy = zero.get("cpu_offload_param")
+        if legacy is not None and legacy.value is True:
+            span = zero.key_spans.get("cpu_offload_param", legacy.span)
+            yield self.report(span, f"cpu_offload_param is ignored with ZeRO stage {stage.value}; only stage 3 "
+                                    f"offloads parameters", [Related.at(stage.span, f"ZeRO stage {stage.value}")])
+
+
+class DuplicateKey(Rule):
+    code = "CFG005"
+    name = "duplicate-key"
+    severity = Severity.ERROR
+    summary = "A key repeated in one JSON/YAML mapping"
+    kinds = DUP_KINDS
+    doc = """
+    ## What it does
+    Reports a key that appears twice in the same mapping of a JSON or YAML config.
+
+    ## Why it matters
+    DeepSpeed rejects duplicate keys when it loads its config; YAML and JSON loaders elsewhere
+    silently keep the last one, so the value the author reads first is not the one used.
+
+    ## Example
+    `"train_micro_batch_size_per_gpu"` written twice with different values.
+
+    ## How to fix
+    Keep one occurrence.
+    """
+    valid = (Example('{\n  "train_batch_size": 16,\n  "fp16": {"enabled": true}\n}\n', filename="ds_config.json"),)
+    invalid = (
+        Example('{\n  "train_batch_size": 16,\n  "fp16": {"enabled": true},\n  "train_batch_size": 32\n}\n',
+                filename="ds_config.json", line=4),
+        Example("trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  micro_batch_size: 1\n  tensor_model_parallel_size: 2\n"
+                "  micro_batch_size: 2\n", filename="conf/gpt.yaml", line=7),
+    )
+
+    def check_file(self, f, ctx):
+        tree = _tree(f)
+        if tree is None:
+            return
+        nodes = [("", tree)] + list(tree.walk())
+        for path, node in nodes:
+            for key, first, again in getattr(node, "duplicates", ()) or ():
+                where = f" in {path}" if path else ""
+                yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}); "
+                                         f"the frameworks reject it or silently keep the last value",
+                                  [Related.at(first, f"first '{key}'")])
