@@ -110,6 +110,8 @@ def job_view(job: "Job", config: dict | None = None) -> View:
         lf = getattr(launch, "facts", None)
         if isinstance(lf, FactMap):
             launch_world = _world_of(lf)
+            if launch_world is None:
+                launch_world = _deepspeed_single_node(launch, lf)
         for a in getattr(launch, "args", []) or []:
             if a.known and isinstance(a.value, str) and a.value.startswith("--"):
                 flags.add(a.value[2:].split("=", 1)[0].replace("_", "-").lower())
@@ -119,6 +121,24 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     if w is None:
         w = _world_of(job.facts)
     return View(job.facts, w, _frameworks(job.facts), launch_world, _gpn(job.facts, config), flags, config)
+
+
+def _deepspeed_single_node(launch, lf: FactMap) -> Value | None:
+    """``deepspeed --num_gpus N`` with no hostfile, node count, include/exclude list or scheduler
+    wrapper runs on the local machine only: the world is N."""
+    if getattr(launch, "launcher", "") != "deepspeed" or getattr(launch, "wrapper", None) is not None:
+        return None
+    opts = getattr(launch, "options", {}) or {}
+    if any(k in opts for k in ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H")):
+        return None
+    if getattr(launch, "scheduler", None):
+        return None
+    if lf.all("parallel.nodes"):
+        return None
+    ppn = lf.get("parallel.procs_per_node")
+    if known_int(ppn) is None:
+        return None
+    return Value(known_int(ppn), ppn.span, True, "", f"{ppn.source} (single node: no hostfile)")
 
 
 @dataclass
