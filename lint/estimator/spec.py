@@ -142,10 +142,9 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
             if v is not None and v.known and v.value is not None:
                 spec[section][name] = v.value
     par = spec["parallel"]
-    if "procs_per_node" in facts.keys() and "gpus_per_node" not in par:
-        v = facts.get("parallel.procs_per_node")
-        if v is not None:
-            par["gpus_per_node"] = v.value
+    ppn = facts.get("parallel.procs_per_node")
+    if ppn is not None and "gpus_per_node" not in par:
+        par["gpus_per_node"] = ppn.value
     if "dp" not in par:  # torchtitan style: dp_replicate x dp_shard (-1 = inferred: unknown)
         r, s = facts.get("parallel.dp_replicate"), facts.get("parallel.dp_shard")
         rv = _posint(r.value) if r is not None else 1
