@@ -377,6 +377,8 @@ class DuplicateKey(Rule):
         nodes = [("", tree)] + list(tree.walk())
         for path, node in nodes:
             for key, first, again in getattr(node, "duplicates", ()) or ():
+                if (first.line, first.column) < (node.span.line, node.span.column):
+                    continue  # the first one came in through a `<<: *anchor` merge: an override, not a repeat
                 where = f" in {path}" if path else ""
                 yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}); "
                                          f"the frameworks reject it or silently keep the last value",

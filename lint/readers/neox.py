@@ -37,7 +37,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     pp = em.add("parallel.pp", "pipe_parallel_size", lambda v: max(1, as_int(v)))
     em.add("model.layers", "num_layers", as_int)
     em.add("model.hidden", "hidden_size", as_int)
-    em.add("model.heads", "num_attention_heads", as_int)
+    att = root.get("attention_config")
+    att_text = str(att.plain()).lower() if att is not None else ""
+    if not any(w in att_text for w in ("mamba", "rwkv", "gmlp", "amlp")):
+        em.add("model.heads", "num_attention_heads", as_int)  # attention-free blocks have no heads
     em.add("model.kv_heads", "num_kv_heads", as_int)
     em.add("model.seq_len", "seq_length", as_int)
     em.add("model.num_experts", "moe_num_experts", as_int)
