@@ -56,6 +56,13 @@ def _setup(job, ctx):
     spec = spec_for_job(job, config)
     if spec is None:
         return None
+    fw = facts.get("framework")
+    tr = spec.setdefault("training", {})
+    if fw is not None and str(fw.value).lower().startswith("torchtitan") and \
+            tr.get("recompute") == "selective":
+        # torchtitan's selective AC ("op" policy or every n-th layer) keeps far less than
+        # Korthikanti's selective recompute; only full recomputation is a safe lower bound
+        tr["recompute"] = "full"
     hw = spec.setdefault("hardware", {})
     if hw.get("gpu_memory_bytes"):
         name, mem = str(hw.get("gpu") or "GPU"), int(hw["gpu_memory_bytes"])
@@ -216,8 +223,9 @@ class PredictedOom(Rule):
     buffers — and reports the job when it exceeds the GPU's memory. The message gives the
     breakdown and the best layout `parallint plan` finds for the same number of GPUs. Only
     values the job states count: an unknown micro batch or sequence length means no activations,
-    an unknown data-parallel size means fully sharded ZeRO states, and any unknown parallel degree
-    keeps the rule silent.
+    an unknown data-parallel size means fully sharded ZeRO states, torchtitan's selective
+    activation checkpointing counts as full recomputation (its policies keep less than
+    Megatron's selective recompute), and any unknown parallel degree keeps the rule silent.
 
     ## Why it matters
     An out-of-memory error surfaces only after the job has waited for and started on its GPUs,

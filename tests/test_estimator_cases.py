@@ -310,6 +310,8 @@ def check_measured(case):
         assert rel_close(est.total / MIB, e["gpu_memory_MiB_measured"], tol["rel"])
         return
     spec = spec_of(case)
+    if spec["parallel"].get("tp", 1) > 1:  # torchtitan's TP plan always shards the sequence
+        spec["parallel"]["sequence_parallel"] = True
     if spec["parallel"].get("pp", 1) > 1:
         # torchtitan's "local batch" is split into pipeline microbatches of 1 (its default)
         spec["training"]["num_microbatches"] = spec["training"]["micro_batch"]
