@@ -105,7 +105,7 @@ def _env(container, path: str) -> dict[str, Value]:
         val = item.get("value")
         if val is not None and val.value is not None and not isinstance(val.value, (dict, list)):
             text = str(val.value) if not isinstance(val.value, bool) else str(val.value).lower()
-            env[name.value] = Value(text, val.span, True, "", name.value)
+            env[name.value] = Value(text, item.span, True, "", name.value)
         else:
             env[name.value] = Value.unknown(f"{name.value} comes from valueFrom", item.span, name.value)
     return env

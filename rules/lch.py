@@ -1,0 +1,785 @@
+"""LCH: launchers and schedulers (sbatch, srun, torchrun, deepspeed, accelerate, Kubernetes)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.facts import Value, known_int
+from parallint.rule import Example, Rule
+
+LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube"})
+FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
+                     "composer"})
+KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
+                "nodeSelector")
+
+
+# -- helpers shared with rules/env.py ---------------------------------------------------------
+def layer(v: Value) -> str:
+    """Which launch layer stated a fact: scheduler, srun, kube or the launcher itself."""
+    s = v.source or ""
+    if s.startswith("#SBATCH"):
+        return "scheduler"
+    if s.startswith("srun"):
+        return "srun"
+    if s.startswith("mpirun"):
+        return "mpirun"
+    if s.startswith(KUBE_SOURCES):
+        return "kube"
+    return "launcher"
+
+
+def first(*vals):
+    """The first of ``vals`` that is not None (Values have no truthiness)."""
+    for v in vals:
+        if v is not None:
+            return v
+    return None
+
+
+def by_layer(la, key: str) -> dict[str, Value]:
+    """The first known value of ``key`` stated by each layer of a launch."""
+    out: dict[str, Value] = {}
+    for v in la.facts.all(key):
+        if v.known and known_int(v) is not None:
+            out.setdefault(layer(v), v)
+    return out
+
+
+def outer_nodes(la) -> Value | None:
+    """The node count the scheduler/wrapper gives the launcher: srun's, else #SBATCH's, else the
+    Kubernetes job's."""
+    lay = by_layer(la, "parallel.nodes")
+    return first(lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+
+
+def effective_nodes(la) -> int | None:
+    lay = by_layer(la, "parallel.nodes")
+    v = first(lay.get("launcher"), lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    if v is None and la.launcher == "accelerate":
+        return None
+    return known_int(v)
+
+
+def procs_per_node(la) -> Value | None:
+    """Processes the launch starts on each node (the launcher's own count, else the job's)."""
+    lay = by_layer(la, "parallel.procs_per_node")
+    v = first(lay.get("launcher"), lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    if v is not None:
+        return v
+    if la.launcher == "accelerate":
+        ws = by_layer(la, "parallel.world_size").get("launcher")
+        n = by_layer(la, "parallel.nodes").get("launcher")
+        if ws is not None and n is not None and n.value and ws.value % n.value == 0:
+            return Value(ws.value // n.value, ws.span, True, "", "accelerate --num_processes / --num_machines")
+    return None
+
+
+def gpus_requested(la) -> Value | None:
+    lay = by_layer(la, "hardware.gpus_per_node_requested")
+    return first(lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+
+
+def launches(f) -> Iterable:
+    return list(f.launches or ())
+
+
+def desc(v: Value) -> str:
+    return v.source or "stated value"
+
+
+# -- rules ------------------------------------------------------------------------------------
+class LauncherWorldSizeMismatch(Rule):
+    code = "LCH001"
+    name = "launcher-world-size-mismatch"
+    severity = Severity.ERROR
+    summary = "Two launch layers disagree on the number of nodes or processes per node."
+    kinds = LAUNCH_FILE_KINDS | {"accelerate"}
+    doc = """
+    ## What it does
+    Compares the node count (and processes per node) stated by each layer of a launch: `#SBATCH
+    --nodes`/`-N`, `srun --nodes`, Kubeflow replicas (`Master` + `Worker`), `TrainJob numNodes`,
+    `nprocPerNode`, and the launcher's own `torchrun --nnodes`/`--nproc_per_node`, `deepspeed
+    --num_nodes`, `accelerate --num_machines` (or `num_machines` in its config file). Reported at
+    the launcher's value with the scheduler's as a related location.
+
+    ## Why it matters
+    The rendezvous waits for `--nnodes` agents. With fewer nodes allocated than the launcher
+    expects, the job hangs until the rendezvous timeout; with more, the extra nodes idle (and are
+    billed) or form a second, separate job.
+
+    ## Example
+    ```bash
+    #SBATCH --nodes=4
+    srun torchrun --nnodes=2 --nproc_per_node=8 train.py
+    ```
+
+    ## How to fix
+    Derive the launcher's count from the allocation (`--nnodes=$SLURM_NNODES`, omit `--nnodes` under
+    the Kubeflow operator) or make the two numbers agree.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --ntasks-per-node=1
+        srun torchrun --nnodes=$SLURM_NNODES --nproc_per_node=8 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        NNODES=${NNODES:-$SLURM_JOB_NUM_NODES}
+        srun torchrun --nnodes=$NNODES --nproc_per_node=8 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: ok}
+        spec:
+          nprocPerNode: "8"
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nnodes=2, --nproc_per_node=8, train.py]
+            Worker:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nnodes=2, --nproc_per_node=8, train.py]
+        """, filename="job.yaml"),
+        Example("""
+        #!/bin/bash
+        # the torchrun runs on every node of an elastic 1..4 allocation
+        #SBATCH --nodes=4
+        srun torchrun --nnodes=1:4 --nproc_per_node=8 train.py
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --ntasks-per-node=1
+        srun torchrun --nnodes=2 --nproc_per_node=8 train.py
+        """, filename="train.sbatch", line=4),
+        Example("""
+        #!/bin/bash
+        #SBATCH -N 2
+        NUM_NODES=4
+        deepspeed --num_nodes $NUM_NODES --num_gpus 8 train.py --deepspeed_config ds.json
+        """, filename="run.sh", line=3),
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: mismatch}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nnodes=4, --nproc_per_node=8, train.py]
+            Worker:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nnodes=4, --nproc_per_node=8, train.py]
+        """, filename="job.yaml", line=13),
+        Example(files={
+            "launch.sbatch": """
+            #!/bin/bash
+            #SBATCH --nodes=2
+            #SBATCH --ntasks-per-node=1
+            srun accelerate launch --config_file accel.yaml train.py
+            """,
+            "accel.yaml": """
+            compute_environment: LOCAL_MACHINE
+            distributed_type: MULTI_GPU
+            num_machines: 4
+            num_processes: 32
+            machine_rank: 0
+            main_training_function: main
+            """,
+        }, line=3, paths=["launch.sbatch"]),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            for d in self._check_launch(la):
+                key = (d.span, d.message)
+                if key not in seen:
+                    seen.add(key)
+                    yield d
+
+    def _check_launch(self, la) -> Iterable[Diagnostic]:
+        lay = by_layer(la, "parallel.nodes")
+        own = lay.get("launcher")
+        srun = lay.get("srun")
+        sched = lay.get("scheduler")
+        kube = lay.get("kube")
+        outer = first(srun, sched, kube)
+        if own is not None and outer is not None and own.value != outer.value:
+            yield self.report(
+                own.span or la.span,
+                f"{desc(own)} is {own.value} but {desc(outer)} gives {outer.value} node(s): the "
+                f"rendezvous {'waits for nodes that never join' if own.value > outer.value else 'leaves allocated nodes idle'}",
+                related=[Related.at(outer.span, f"{desc(outer)} = {outer.value}")] if outer.span else (),
+            )
+        if srun is not None and sched is not None and srun.value > sched.value:
+            yield self.report(
+                srun.span or la.span,
+                f"srun asks for {srun.value} nodes but the allocation (#SBATCH --nodes) has {sched.value}",
+                related=[Related.at(sched.span, f"#SBATCH --nodes = {sched.value}")] if sched.span else (),
+            )
+        pl = by_layer(la, "parallel.procs_per_node")
+        pown, pkube = pl.get("launcher"), pl.get("kube")
+        if pown is not None and pkube is not None and pown.value != pkube.value:
+            yield self.report(
+                pown.span or la.span,
+                f"{desc(pown)} is {pown.value} but {desc(pkube)} is {pkube.value}: the operator computes "
+                f"WORLD_SIZE from its own value",
+                related=[Related.at(pkube.span, f"{desc(pkube)} = {pkube.value}")] if pkube.span else (),
+            )
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        """accelerate: num_machines from its config file (when the command line does not override it)
+        against the allocation."""
+        la = job.launch
+        if la is None or la.launcher != "accelerate":
+            return
+        if "num_machines" in la.options:
+            return
+        outer = outer_nodes(la)
+        if outer is None:
+            return
+        for cfg in job.of_kind("accelerate"):
+            v = cfg.facts.get("parallel.nodes")
+            n = known_int(v)
+            if n is not None and n != outer.value:
+                yield self.report(
+                    v.span,
+                    f"accelerate num_machines is {n} but {desc(outer)} gives {outer.value} node(s)",
+                    related=[Related.at(outer.span, f"{desc(outer)} = {outer.value}")] if outer.span else (),
+                )
+
+
+class MoreProcessesThanGpus(Rule):
+    code = "LCH002"
+    name = "more-processes-than-gpus"
+    severity = Severity.ERROR
+    summary = "More processes per node than GPUs requested per node."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Compares the processes a launch starts on each node (`torchrun --nproc_per_node`, `deepspeed
+    --num_gpus`, srun tasks per node for a plain `python`, Kubeflow `nprocPerNode`) with the GPUs
+    requested per node (`#SBATCH --gpus-per-node`, `--gres=gpu[:type]:N`, `--gpus`/`--gpus-per-task`,
+    `srun` options, Kubernetes `nvidia.com/gpu` limits).
+
+    ## Why it matters
+    Two ranks end up on one GPU: NCCL stops with "Duplicate GPU detected", or the ranks that index
+    `cuda:LOCAL_RANK` past the visible devices fail with "invalid device ordinal" — after the job
+    has waited in the queue.
+
+    ## Example
+    ```bash
+    #SBATCH --gres=gpu:4
+    srun torchrun --nproc_per_node=8 train.py
+    ```
+
+    ## How to fix
+    Request as many GPUs per node as processes (`--gres=gpu:8`), or start fewer processes.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --gres=gpu:a100:8
+        srun --ntasks-per-node=1 torchrun --nnodes=2 --nproc_per_node=8 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --gpus-per-node=8
+        srun torchrun --nproc_per_node=$GPUS train.py
+        """, filename="train.sbatch"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=1
+        #SBATCH --gres=gpu:4
+        srun --ntasks-per-node=1 torchrun --nproc_per_node=8 train.py
+        """, filename="train.sbatch", line=4),
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: too-many}
+        spec:
+          nprocPerNode: "8"
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [python, train.py]
+                      resources:
+                        limits:
+                          nvidia.com/gpu: 4
+        """, filename="job.yaml", line=5),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            p = procs_per_node(la)
+            g = gpus_requested(la)
+            pi, gi = known_int(p), known_int(g)
+            if pi is None or gi is None or gi == 0 or pi <= gi:
+                continue
+            key = (p.span, g.span)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield self.report(
+                p.span or la.span,
+                f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per node ({desc(g)}): "
+                f"ranks would share a GPU",
+                related=[Related.at(g.span, f"{desc(g)} = {gi}")] if g.span else (),
+            )
+
+
+class DoubleLaunch(Rule):
+    code = "LCH003"
+    name = "double-launch"
+    severity = Severity.ERROR
+    summary = "srun/mpirun starts several tasks per node and each task is a launcher that forks workers."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Finds `srun` (or `mpirun`) starting more than one task per node (its own `--ntasks-per-node`, or
+    the one it inherits from `#SBATCH`) where each task is `torchrun`, `deepspeed`, `accelerate
+    launch` or `torch.distributed.launch` with more than one process per node.
+
+    ## Why it matters
+    Every task runs a complete launcher: 8 tasks × `--nproc_per_node=8` is 64 processes per node
+    on 8 GPUs, and 8 separate rendezvous that collide on one port. The job hangs or fails with
+    address-in-use or duplicate-GPU errors.
+
+    ## Example
+    ```bash
+    #SBATCH --ntasks-per-node=8
+    srun torchrun --nproc_per_node=8 train.py
+    ```
+
+    ## How to fix
+    Start one launcher per node (`srun --ntasks-per-node=1 torchrun ...`), or let srun start the
+    workers itself and run the script with plain `python`.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=8
+        srun --ntasks-per-node=1 torchrun --nnodes=2 --nproc_per_node=8 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=8
+        srun python train.py
+        """, filename="train.sbatch"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=8
+        #SBATCH --gpus-per-node=8
+        srun torchrun --nnodes=2 --nproc_per_node=8 train.py
+        """, filename="train.sbatch", line=3),
+        Example("""
+        #!/bin/bash
+        srun -N 2 --ntasks-per-node=4 python -m torch.distributed.run --nproc_per_node 4 train.py
+        """, filename="run.sh", line=2),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        for la in launches(f):
+            w = la.wrapper
+            if la.launcher not in FORKING or w is None or w.launcher not in ("srun", "mpirun"):
+                continue
+            tpn = w.options.get("ntasks_per_node_effective")
+            t = known_int(tpn)
+            p = procs_per_node(la)
+            pi = known_int(p)
+            if t is None or pi is None or t <= 1 or pi <= 1 or layer(p) != "launcher":
+                continue
+            yield self.report(
+                tpn.span or la.span,
+                f"{w.launcher} starts {t} tasks per node ({desc(tpn)}) and each runs {la.launcher} with "
+                f"{pi} processes: {t * pi} processes per node in {t} separate rendezvous",
+                related=[Related.at(p.span, f"{desc(p)} = {pi}")] if p.span else (),
+            )
+
+
+class DeprecatedLauncher(Rule):
+    code = "LCH004"
+    name = "deprecated-launcher"
+    severity = Severity.WARNING
+    summary = "python -m torch.distributed.launch is deprecated; use torchrun."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Reports launches through `python -m torch.distributed.launch`.
+
+    ## Why it matters
+    The module is deprecated (it prints a FutureWarning) in favour of `torchrun`. Without
+    `--use_env` it passes `--local_rank` (or `--local-rank` since PyTorch 2.0) as an argument that
+    the script must parse, a frequent source of "unrecognized arguments" crashes when the PyTorch
+    version changes.
+
+    ## Example
+    ```bash
+    python -m torch.distributed.launch --nproc_per_node=8 train.py
+    ```
+
+    ## How to fix
+    Use `torchrun --nproc_per_node=8 train.py` and read `LOCAL_RANK` from the environment.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nproc_per_node=8 train.py
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        python -m torch.distributed.run --nproc_per_node=8 train.py
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        python -m torch.distributed.launch --nproc_per_node=8 train.py
+        """, filename="run.sh", line=2),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        for la in launches(f):
+            if la.launcher == "torch.distributed.launch":
+                yield self.report(la.span, "python -m torch.distributed.launch is deprecated: use torchrun "
+                                           "(and read LOCAL_RANK from the environment)")
+
+
+class PyTorchJobMasterReplicas(Rule):
+    code = "LCH005"
+    name = "pytorchjob-master-replicas"
+    severity = Severity.ERROR
+    summary = "Kubeflow PyTorchJob Master.replicas must be 1."
+    kinds = frozenset({"kube"})
+    doc = """
+    ## What it does
+    Reports a Kubeflow `PyTorchJob` whose `pytorchReplicaSpecs.Master.replicas` is not 1.
+
+    ## Why it matters
+    The Master pod is rank 0 and the rendezvous address of every other pod. The training
+    operator's admission webhook rejects the job ("must be 1"); older operators without the webhook
+    start several rank-0 pods that fight over the master address.
+
+    ## Example
+    ```yaml
+    pytorchReplicaSpecs:
+      Master:
+        replicas: 2
+    ```
+
+    ## How to fix
+    Set `Master.replicas: 1` and put the other nodes under `Worker.replicas`.
+    """
+    valid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: ok}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers: [{name: pytorch, image: img, command: [python, train.py]}]
+            Worker:
+              replicas: 3
+              template:
+                spec:
+                  containers: [{name: pytorch, image: img, command: [python, train.py]}]
+        """, filename="job.yaml"),
+    )
+    invalid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: two-masters}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 2
+              template:
+                spec:
+                  containers: [{name: pytorch, image: img, command: [python, train.py]}]
+        """, filename="job.yaml", line=7),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            job = la
+            while job is not None and job.launcher != "pytorchjob":
+                job = job.wrapper
+            if job is None or id(job) in seen:
+                continue
+            seen.add(id(job))
+            v = job.options.get("replicas.Master")
+            n = known_int(v)
+            if n is not None and n != 1:
+                yield self.report(v.span, f"PyTorchJob Master.replicas is {n}; it must be 1 (use Worker.replicas "
+                                          f"for the other nodes)")
+
+
+class MultiNodeRendezvous(Rule):
+    code = "LCH006"
+    name = "multi-node-rendezvous"
+    severity = Severity.ERROR
+    summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    For a launch on more than one node, reports a master/rendezvous address that is loopback
+    (`localhost`, `127.0.0.1`, `::1`) in `--master_addr`, `--rdzv_endpoint`, `--main_process_ip` or
+    an exported `MASTER_ADDR` used by env:// rendezvous, and a literal `--node_rank`/`--machine_rank`
+    in a command that srun, mpirun or a Kubernetes replica set runs on every node.
+
+    ## Why it matters
+    Every node must reach the same rendezvous on the first node; with a loopback address each node
+    talks to itself and the job hangs until the rendezvous timeout. With the same node rank on every
+    node, the agents collide on rank 0 (pytorch#76367).
+
+    ## Example
+    ```bash
+    srun torchrun --nnodes=2 --node_rank=0 --master_addr=localhost train.py
+    ```
+
+    ## How to fix
+    Use the first node's hostname (`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`) and
+    `--rdzv_backend=c10d --rdzv_endpoint=$HEAD:29500` so that ranks are assigned by the rendezvous,
+    or pass `$SLURM_NODEID` as the node rank.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+        srun torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=$HEAD:29500 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=1 --nproc_per_node=8 --master_addr=localhost --node_rank=0 train.py
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        srun torchrun --nnodes=2 --nproc_per_node=8 --master_addr=127.0.0.1 --master_port=29500 train.py
+        """, filename="train.sbatch", line=3),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --ntasks-per-node=1
+        srun torchrun --nnodes=4 --nproc_per_node=8 --node_rank=0 --master_addr=$HEAD train.py
+        """, filename="train.sbatch", line=4),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            n = effective_nodes(la)
+            if n is None or n <= 1:
+                continue
+            for d in self._check(la, n):
+                if (d.span, d.message) not in seen:
+                    seen.add((d.span, d.message))
+                    yield d
+
+    def _check(self, la, n: int) -> Iterable[Diagnostic]:
+        from parallint.cmdline import is_loopback
+
+        for key in ("master_addr", "rdzv_endpoint", "main_process_ip"):
+            v = la.options.get(key)
+            if v is None or not v.known or not isinstance(v.value, str):
+                continue
+            host = v.value
+            if key == "rdzv_endpoint":
+                host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+                host = host.strip("[]")
+            if is_loopback(host):
+                yield self.report(v.span or la.span,
+                                  f"{n} nodes rendezvous at loopback address {v.value!r} ({v.source}): every node "
+                                  f"would wait for itself")
+        if la.launcher == "python" and la.wrapper is not None:
+            v = la.env.get("MASTER_ADDR")
+            if v is not None and v.known and is_loopback(str(v.value)):
+                yield self.report(v.span or la.span,
+                                  f"{n} nodes use env:// rendezvous with MASTER_ADDR={v.value}: the other nodes "
+                                  f"cannot reach it")
+        # a literal node rank in a command that every node runs
+        every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
+                                                                        "mpijob", "volcano", "kubejob")
+        if not every_node:
+            return
+        for key in ("node_rank", "machine_rank"):
+            v = la.options.get(key)
+            r = known_int(v) if v is not None else None
+            if r is None and v is not None and v.known:
+                try:
+                    r = int(str(v.value))
+                except ValueError:
+                    r = None
+            if r is not None:
+                yield self.report(v.span or la.span,
+                                  f"every one of the {n} nodes runs this command with --{key.replace('_', '-')} {r}: "
+                                  f"the node ranks collide")
+
+
+class AccelerateProcessesPerMachine(Rule):
+    code = "LCH007"
+    name = "accelerate-processes-per-machine"
+    severity = Severity.ERROR
+    summary = "accelerate num_processes is the total over all machines: it must be a multiple of num_machines."
+    kinds = LAUNCH_FILE_KINDS | {"accelerate"}
+    doc = """
+    ## What it does
+    Checks accelerate's `num_processes` against `num_machines`, from `accelerate launch` options,
+    from an accelerate config file, or one from each (the command line overrides the file):
+    `num_processes` must be at least `num_machines` and divisible by it.
+
+    ## Why it matters
+    `num_processes` is the total across machines; accelerate computes the processes per machine as
+    `num_processes // num_machines` without checking (accelerate#2521). Putting the per-node count
+    there (`num_processes: 8` on 2 machines of 8 GPUs) silently halves the job; a count that does not
+    divide leaves ranks missing and the rendezvous hangs.
+
+    ## Example
+    ```yaml
+    num_machines: 2
+    num_processes: 3
+    ```
+
+    ## How to fix
+    Set `num_processes` to machines × GPUs per machine (16 for 2 × 8).
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        accelerate launch --num_machines 2 --num_processes 16 --machine_rank $RANK train.py
+        """, filename="run.sh"),
+        Example("""
+        compute_environment: LOCAL_MACHINE
+        distributed_type: MULTI_GPU
+        num_machines: 2
+        num_processes: 16
+        machine_rank: 0
+        """, filename="accelerate_config.yaml"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        accelerate launch --multi_gpu --num_machines 2 --num_processes 3 --machine_rank $RANK train.py
+        """, filename="run.sh", line=2),
+        Example("""
+        compute_environment: LOCAL_MACHINE
+        distributed_type: MULTI_GPU
+        num_machines: 4
+        num_processes: 2
+        machine_rank: 0
+        """, filename="accelerate_config.yaml", line=4),
+        Example(files={
+            "run.sh": """
+            #!/bin/bash
+            accelerate launch --config_file accel.yaml --num_processes 6 train.py
+            """,
+            "accel.yaml": """
+            compute_environment: LOCAL_MACHINE
+            distributed_type: MULTI_GPU
+            num_machines: 4
+            num_processes: 32
+            machine_rank: 0
+            """,
+        }, line=2, paths=["run.sh"]),
+    )
+
+    def _verdict(self, np_: Value, nm: Value, related_note: bool = False) -> Diagnostic | None:
+        p, m = known_int(np_), known_int(nm)
+        if p is None or m is None or m <= 0:
+            return None
+        if p >= m and p % m == 0:
+            return None
+        why = "fewer processes than machines" if p < m else f"{p} is not divisible by {m}"
+        return self.report(
+            np_.span,
+            f"accelerate num_processes is the total over all machines: {p} processes on {m} machines ({why})",
+            related=[Related.at(nm.span, f"num_machines = {m}")] if nm.span and nm.span != np_.span else (),
+        )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        if f.kind == "accelerate":
+            np_, nm = f.facts.get("parallel.world_size"), f.facts.get("parallel.nodes")
+            if np_ is not None and nm is not None:
+                d = self._verdict(np_, nm)
+                if d is not None:
+                    yield d
+            return
+        for la in launches(f):
+            if la.launcher != "accelerate":
+                continue
+            np_ = by_layer(la, "parallel.world_size").get("launcher")
+            nm = by_layer(la, "parallel.nodes").get("launcher")
+            if np_ is not None and nm is not None:
+                d = self._verdict(np_, nm)
+                if d is not None:
+                    yield d
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        la = job.launch
+        if la is None or la.launcher != "accelerate":
+            return
+        cli_np = by_layer(la, "parallel.world_size").get("launcher")
+        cli_nm = by_layer(la, "parallel.nodes").get("launcher")
+        if cli_np is not None and cli_nm is not None:
+            return  # both on the command line: check_file's case
+        for cfg in job.of_kind("accelerate"):
+            np_ = first(cli_np, cfg.facts.get("parallel.world_size"))
+            nm = first(cli_nm, cfg.facts.get("parallel.nodes"))
+            if np_ is None or nm is None or (np_ is not cli_np and nm is not cli_nm):
+                continue  # both from the config file: reported on the file itself
+            d = self._verdict(np_, nm)
+            if d is not None:
+                yield d
+            return
