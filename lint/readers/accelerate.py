@@ -23,7 +23,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     em = Emitter(ff, root)
     em.framework("accelerate")
     dtype = to_value(root.get("distributed_type"), f"{em.name} distributed_type")
-    single = dtype is not None and dtype.known and str(dtype.value).upper() == "NO"
+    # YAML 1.1 reads an unquoted NO as false
+    single = dtype is not None and dtype.known and (dtype.value is False or str(dtype.value).upper() == "NO")
     if not single:
         nproc = em.add("parallel.world_size", "num_processes", _positive)
         nmach = em.add("parallel.nodes", "num_machines", _positive)

@@ -31,6 +31,18 @@ def _dotted(expr) -> str:
 def read(path: str, abspath: Path, text: str) -> FileFacts:
     ff = new_facts(path, abspath, KIND, text)
     ff.data = ConfigData(None, "python", "torchtitan")
+    # CPython's own parser first: it rejects what would crash LibCST's native parser (nesting
+    # deeper than 200 brackets segfaults it) and gives the position of any syntax error
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        col = getattr(exc, "offset", None) or 1
+        msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+        syn001(ff, f"cannot parse Python: {msg}", int(line), int(col))
+        return ff
     try:
         import libcst as cst
         from libcst.metadata import MetadataWrapper, PositionProvider
