@@ -92,7 +92,7 @@ def _anchor(job) -> Span:
 def _related(job, span: Span) -> list[Related]:
     out = []
     for key, what in (("hardware.gpu", "GPU type"), ("model.param_count", "model size"),
-                      ("model.preset", "model"), ("model.layers", "model shape"),
+                      ("model.preset", "model"), ("model.layers", "layers"),
                       ("training.micro_batch", "micro batch")):
         v = job.facts.get(key)
         if v is not None and v.span is not None and v.span != span:
@@ -165,6 +165,17 @@ class PureDataParallelOversized(Rule):
         model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
         parallel: {world_size: 32, tp: "${TP}", pp: 1}
         hardware: {gpu: A100-80GB}
+        """}),        Example(files={"train.sbatch": """
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --gres=gpu:a100:8
+
+        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 8 --sequence-parallel \\
+            --pipeline-model-parallel-size 4 --recompute-granularity selective \\
+            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
+            --seq-length 2048 --max-position-embeddings 2048 \\
+            --micro-batch-size 1 --global-batch-size 512 --bf16
         """}),
     )
     invalid = (
@@ -181,6 +192,17 @@ class PureDataParallelOversized(Rule):
         model: {preset: llama-2-70b}
         parallel: {world_size: 64, zero_stage: 1}
         """}, line=2),
+        Example(files={"train.sbatch": """
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --gres=gpu:a100:8
+
+        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \\
+            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
+            --seq-length 2048 --max-position-embeddings 2048 \\
+            --micro-batch-size 1 --global-batch-size 512 --bf16
+        """}, line=6),
     )
 
     def check_job(self, job, ctx) -> Iterable:
@@ -257,6 +279,17 @@ class PredictedOom(Rule):
         parallel: {world_size: 8, tp: 2, pp: 1, zero_stage: 1}
         training: {micro_batch: "${MBS}", recompute: none}
         hardware: {gpu: A100-80GB}
+        """}),        Example(files={"train.sbatch": """
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --gres=gpu:a100:8
+
+        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 8 --sequence-parallel \\
+            --pipeline-model-parallel-size 4 --recompute-granularity selective \\
+            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
+            --seq-length 2048 --max-position-embeddings 2048 \\
+            --micro-batch-size 1 --global-batch-size 512 --bf16
         """}),
     )
     invalid = (

@@ -62,6 +62,10 @@ def normalize(spec: dict) -> dict:
         if shape is not None:
             for k, v in shape.items():
                 model.setdefault(k, v)
+    if model.get("vocab") is None and all(model.get(k) for k in ("layers", "hidden", "heads")) \
+            and not model.get("param_count"):
+        model["vocab"] = 0  # e.g. Megatron takes it from the tokenizer files
+        assumptions.append("vocabulary size unknown: embeddings and logits not counted")
     for k in ("tp", "pp", "cp", "ep", "vpp"):
         par[k] = _posint(par.get(k)) or 1
     dp = _posint(par.get("dp"))
@@ -159,6 +163,11 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
             del par[k]
     if par.get("fsdp") is True:
         par["zero_stage"] = max(3, par.get("zero_stage") or 0)
+    fw = facts.get("framework")
+    tr = spec["training"]
+    if fw is not None and str(fw.value).lower() in ("megatron", "nemo") and "grad_dtype" not in tr \
+            and str(tr.get("precision", "bf16")).lower() == "bf16":
+        tr["grad_dtype"] = "fp32"  # Megatron accumulates bf16 training's main grads in fp32
     if not spec["hardware"].get("gpu") and config.get("gpu"):
         spec["hardware"]["gpu"] = config["gpu"]
     if not par.get("gpus_per_node") and _posint(config.get("gpus-per-node")):
@@ -166,7 +175,7 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     model = spec["model"]
     if model.get("preset") and preset(model["preset"]) is None:
         del model["preset"]
-    has_shape = all(model.get(k) is not None for k in ("layers", "hidden", "heads", "vocab"))
+    has_shape = all(model.get(k) is not None for k in ("layers", "hidden", "heads"))
     if not (has_shape or _posint(model.get("param_count")) or model.get("preset")):
         return None
     return copy.deepcopy(spec)
