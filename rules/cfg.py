@@ -92,7 +92,7 @@ def _explain(err, tree, unknown_reason):
         for key in err.instance:
             if key in known:
                 continue
-            guess = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            guess = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
             if not guess and not strict:
                 continue
             where = _dotted(path) or "top level"

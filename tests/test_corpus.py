@@ -42,6 +42,20 @@ EXPECTED: dict[tuple[str, str, int], str] = {
     ("huggingface__accelerate/tests/test_configs/0_30_0_sagemaker.yaml", "CFG005", 5): "debug: written twice",
     ("huggingface__nanotron/examples/config_qwen_with_moe.yaml", "CFG005", 83):
         "model_config.moe_config: null at line 66, then a second moe_config mapping at line 83",
+}
+
+#: findings of rules owned by other parts of parallint (memory estimator, script rules) that were
+#: judged real here; allowed, not required, so that those rules can evolve on their own
+ALLOWED: dict[tuple[str, str, int], str] = {
+    # --- MEM001/MEM002 (the estimator's rules): gpt-neox ships these large-model configs with
+    # pipe_parallel_size 1 and model_parallel_size 1 ("you will want to change these"), i.e. pure data
+    # parallelism: every GPU would hold the whole model, its gradients and optimizer states.
+    ("EleutherAI__gpt-neox/configs/175B.yml", "MEM001", 6): "175B parameters, pure data parallel, ZeRO-1",
+    ("EleutherAI__gpt-neox/configs/175B.yml", "MEM002", 6): "175B parameters, pure data parallel, ZeRO-1",
+    ("EleutherAI__gpt-neox/configs/llama2/70B.yml", "MEM001", 3): "Llama-2-70B, pure data parallel, no ZeRO",
+    ("EleutherAI__gpt-neox/configs/llama2/70B.yml", "MEM002", 3): "Llama-2-70B, pure data parallel, no ZeRO",
+    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM001", 3): "CodeLlama-34B, pure data parallel, no ZeRO",
+    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM002", 3): "CodeLlama-34B, pure data parallel, no ZeRO",
     # --- DDP001 (the script rules' config form): the file sets find_unused_parameters: true, which
     # costs an extra autograd traversal every step; the rule reports every explicit True.
     ("NVIDIA__NeMo/examples/speechlm2/conf/salm.yaml", "DDP001", 95): "trainer.strategy.find_unused_parameters: true",
@@ -73,7 +87,7 @@ def test_no_crash_no_traceback(cli_run):
 def test_findings_are_exactly_the_real_mistakes(cli_run):
     found = json.loads(cli_run.stdout)
     got = {(d["path"], d["code"], d["line"]): d["message"] for d in found}
-    unexpected = {k: v for k, v in got.items() if k not in EXPECTED}
+    unexpected = {k: v for k, v in got.items() if k not in EXPECTED and k not in ALLOWED}
     missing = {k: v for k, v in EXPECTED.items() if k not in got}
     assert not unexpected, "findings on real files that are not known mistakes:\n" + "\n".join(
         f"{p}:{line}: {c} {m}" for (p, c, line), m in sorted(unexpected.items()))

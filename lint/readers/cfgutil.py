@@ -27,7 +27,6 @@ _PLACEHOLDER_RES = (
     re.compile(r"^\{\{.*\}\}$", re.S),  # {{ .Values.x }} (Helm / Jinja)
     re.compile(r"^(your|my)[_-]", re.I),  # your_num_nodes
     re.compile(r"^(X{2,}|TODO|TBD|FIXME|CHANGEME|REPLACE_?ME)$", re.I),
-    re.compile(r"^[A-Z][A-Z0-9_]*_(SIZE|NUM|DEGREE|STAGE|MBSIZE|ENABLED|NODES|GPUS)$"),
 )
 _ENV_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(")
 

@@ -24,6 +24,15 @@ def _normalize(node: PNode) -> PNode:
     return PNode(out, node.span, ks, node.duplicates)
 
 
+def _mlp(v):
+    s = str(v).lower()
+    if s in ("swiglu", "geglu_swish"):
+        return "swiglu"
+    if s.startswith("gelu"):
+        return "gelu"
+    raise ValueError(v)
+
+
 def read(path: str, abspath: Path, text: str) -> FileFacts:
     ff = new_facts(path, abspath, KIND, text)
     raw = load_tree(ff)
@@ -42,6 +51,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if not any(w in att_text for w in ("mamba", "rwkv", "gmlp", "amlp")):
         em.add("model.heads", "num_attention_heads", as_int)  # attention-free blocks have no heads
     em.add("model.kv_heads", "num_kv_heads", as_int)
+    em.add("model.mlp", "activation", _mlp)
     em.add("model.seq_len", "seq_length", as_int)
     em.add("model.num_experts", "moe_num_experts", as_int)
     em.add("parallel.sequence_parallel", "sequence_parallel", as_bool)
