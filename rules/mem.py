@@ -25,6 +25,8 @@ _LAYOUT_STATED = ("parallel.world_size", "parallel.nodes", "parallel.procs_per_n
                   "parallel.zero_stage", "parallel.fsdp", "parallel.dp_shard")
 #: architectures the transformer estimator does not model (state-space, recurrent, hybrid)
 _OTHER_ARCH = re.compile(r"mamba|griffin|rwkv|hyena|recurrent_?gemma|\bssm\b|hybrid_override", re.I)
+#: partial training (frozen towers, adapters) or multimodal models: states the estimator cannot size
+_PARTIAL = re.compile(r"freeze|frozen|lora|peft|adapter|llava|\bvlm|vision|multimodal|mimo", re.I)
 _OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
 
 
@@ -50,7 +52,7 @@ def _setup(job, ctx):
                       "python") and _OFFLOAD.search(f.text or ""):
             return None
     for f in job.files:
-        if f.kind != "python" and _OTHER_ARCH.search(f.text or ""):
+        if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or _PARTIAL.search(f.text or "")):
             return None
     config = getattr(ctx, "config", None) or {}
     spec = spec_for_job(job, config)
@@ -58,6 +60,9 @@ def _setup(job, ctx):
         return None
     fw = facts.get("framework")
     tr = spec.setdefault("training", {})
+    if not tr.get("recompute"):
+        # not stated (or a reader does not map it): the cheapest mode is the safe lower bound
+        tr["recompute"] = "full"
     if fw is not None and str(fw.value).lower().startswith("torchtitan") and \
             tr.get("recompute") == "selective":
         # torchtitan's selective AC ("op" policy or every n-th layer) keeps far less than
@@ -79,6 +84,22 @@ def _setup(job, ctx):
     except (ShapeError, ValueError, ZeroDivisionError):
         return None
     return spec, est, name, mem
+
+
+def _headroom(ctx) -> float:
+    try:
+        h = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
+    except (TypeError, ValueError):
+        return 0.9
+    return h if 0 < h <= 1 else 0.9
+
+
+def _pure_dp_oversized(est, mem: int, ctx) -> bool:
+    """MEM001's condition: no TP/PP, no parameter sharding, model states over headroom x GPU."""
+    lay = est.layout
+    if lay["tp"] != 1 or lay["pp"] != 1 or lay["zero_stage"] >= 3:
+        return False
+    return est.model_states > _headroom(ctx) * mem
 
 
 def _anchor(job) -> Span:
@@ -116,7 +137,9 @@ class PureDataParallelOversized(Rule):
     GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
     `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
     Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
-    does a model file that states no world size or parallel layout at all.
+    does a model file that states no world size or parallel layout at all, a job that freezes
+    parameters or trains adapters (LoRA/PEFT), a multimodal or non-transformer (Mamba, RWKV)
+    model, and a job that offloads states to the CPU.
 
     ## Why it matters
     Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs
@@ -211,12 +234,10 @@ class PureDataParallelOversized(Rule):
             return
         spec, est, gpu_name, mem = got
         lay = est.layout
-        if lay["tp"] != 1 or lay["pp"] != 1 or lay["zero_stage"] >= 3:
+        if not _pure_dp_oversized(est, mem, ctx):
             return
-        headroom = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
+        headroom = _headroom(ctx)
         states = est.model_states
-        if states <= headroom * mem:
-            return
         zero = f" with ZeRO-{lay['zero_stage']}" if lay["zero_stage"] else ""
         span = _anchor(job)
         yield self.report(
@@ -243,7 +264,8 @@ class PredictedOom(Rule):
     et al. 2022 for the micro batch, sequence length, tensor/sequence parallelism and recompute
     mode times the microbatches a 1F1B first stage keeps in flight, plus the CUDA context and
     buffers — and reports the job when it exceeds the GPU's memory. The message gives the
-    breakdown and the best layout `parallint plan` finds for the same number of GPUs. Only
+    breakdown and the best layout `parallint plan` finds for the same number of GPUs. A job that
+    MEM001 reports (pure data parallelism whose model states alone do not fit) is left to MEM001. Only
     values the job states count: an unknown micro batch or sequence length means no activations,
     an unknown data-parallel size means fully sharded ZeRO states, torchtitan's selective
     activation checkpointing counts as full recomputation (its policies keep less than
@@ -311,6 +333,8 @@ class PredictedOom(Rule):
         spec, est, gpu_name, mem = got
         if est.total <= mem:
             return
+        if _pure_dp_oversized(est, mem, ctx):
+            return  # MEM001 reports this job, with the better diagnosis
         where = "" if est.layout["pp"] == 1 else f" ({est.stage} pipeline stage)"
         acts = f"activations {_gib(est.activations)}"
         if est.activations_known and est.layers_per_stage:
@@ -327,7 +351,7 @@ class PredictedOom(Rule):
         if world:
             from parallint.estimator.plan import FRAMEWORK_ZERO, plan
 
-            headroom = float((getattr(ctx, "config", None) or {}).get("memory-headroom", 0.9))
+            headroom = _headroom(ctx)
             fw = job.facts.get("framework")
             stages = FRAMEWORK_ZERO.get(str(fw.value).lower() if fw is not None else "",
                                         (0, 1, 2, 3))
