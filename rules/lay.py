@@ -112,10 +112,13 @@ class ParallelProductMismatch(FactRule):
         if w % prod == 0:
             return
         at = max(known, key=lambda t: t[2])[1]
-        desc = "×".join(f"{k.split('.')[1].upper()}={i}" for k, _, i in known)
-        yield Finding(at, f"world size {w} is not divisible by {desc} = {prod}: no integer "
-                          f"data-parallel size fits", [(world, f"world size {w}")] +
-                      [(v, k.split(".")[1].upper()) for k, v, _ in known if v is not at])
+        desc = " × ".join(f"{k.split('.')[1].upper()} {i}" for k, _, i in known if i > 1)
+        if prod > w:
+            msg = f"{desc} = {prod} GPUs per model replica, but the world size is {w}"
+        else:
+            msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
+        yield Finding(at, msg, [(world, f"world size {w}")] +
+                      [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
 
     def _torchtitan(self, view: View):
         world = view.world
@@ -138,7 +141,7 @@ class ParallelProductMismatch(FactRule):
         shard_v = view.v("parallel.dp_shard")
         stated = view.facts.all("parallel.dp_shard")
         inferred = not stated or any((not v.known) and v.why.startswith("inferred") for v in stated[:1])
-        rel = [(view.v(k), names[k]) for k in vals if view.v(k) is not None]
+        rel = [(view.v(k), f"{names[k]} {vals[k]}") for k in vals if view.v(k) is not None and vals[k] > 1]
         if shard_v is not None and view.i("parallel.dp_shard") is not None:
             shard = view.i("parallel.dp_shard")
             prod = others * shard
