@@ -50,7 +50,8 @@ class ParallelProductMismatch(FactRule):
     rule: Megatron, NeMo and DeepSpeed need `world % (TP×PP×CP) == 0` (the rest is data
     parallel); torchtitan needs `dp_replicate·dp_shard·cp·tp·pp == world` exactly
     (`data_parallel_shard_degree = -1` is inferred, so the others must divide the world);
-    nanotron needs `dp·tp·pp == world`.
+    nanotron needs `dp·tp·pp == world`; accelerate's `parallelism_config` needs
+    `dp_replicate·dp_shard·tp·cp == num_processes`.
 
     ## Why it matters
     The framework checks this only inside the workers, after the scheduler has allocated every
@@ -67,6 +68,9 @@ class ParallelProductMismatch(FactRule):
     valid = (
         Example(_nemo(tp=4, pp=2), filename="conf/gpt.yaml"),
         Example(_toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"), filename="train.toml"),
+        Example("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_machines: 1\nnum_processes: 8\n"
+                "parallelism_config:\n  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 2\n"
+                "  parallelism_config_tp_size: 2\n  parallelism_config_cp_size: 1\n", filename="accelerate_tp.yaml"),
         Example(files={
             "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 -m torchtitan.train --job.config_file llama.toml\n",
             "llama.toml": _toml("data_parallel_shard_degree = 2\ntensor_parallel_degree = 4"),
@@ -78,6 +82,9 @@ class ParallelProductMismatch(FactRule):
             "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 -m torchtitan.train --job.config_file llama.toml\n",
             "llama.toml": _toml("data_parallel_shard_degree = 4\ntensor_parallel_degree = 4"),
         }),
+        Example("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_machines: 1\nnum_processes: 8\n"
+                "parallelism_config:\n  parallelism_config_dp_replicate_size: 1\n  parallelism_config_dp_shard_size: 2\n"
+                "  parallelism_config_tp_size: 2\n  parallelism_config_cp_size: 1\n", filename="accelerate_tp.yaml", line=7),
         Example(files={
             "run.sh": "torchrun --nnodes 1 --nproc_per_node 6 -m torchtitan.train --job.config_file llama.toml\n",
             "llama.toml": _toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"),
@@ -100,6 +107,9 @@ class ParallelProductMismatch(FactRule):
                                       f"({src(lw)}); nanotron needs them equal",
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
             return
+        if view.fw("accelerate") and view.stated("parallel.dp_shard"):
+            yield from self._accelerate(view)
+            return
         if w is None or not view.fw(*MEGATRON_LIKE):
             return
         parts = [(k, view.v(k), view.i(k)) for k in ("parallel.tp", "parallel.pp", "parallel.cp")]
@@ -119,6 +129,32 @@ class ParallelProductMismatch(FactRule):
             msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
+
+    def _accelerate(self, view: View):
+        """accelerate ParallelismConfig: dp_replicate·dp_shard·tp·cp·sp == num_processes (unless
+        the product is 1, or DeepSpeed-Ulysses SP manages its own groups)."""
+        w = view.world_int
+        keys = ("parallel.dp_replicate", "parallel.dp_shard", "parallel.tp", "parallel.cp")
+        sizes = [view.i(k) for k in keys]
+        if w is None or any(i is None or i < 1 for i in sizes):
+            return
+        sp = view.i("parallel.sp")
+        if view.stated("parallel.sp") and sp is None:
+            return
+        if sp is not None and sp > 1:
+            return
+        total = 1
+        for i in sizes:
+            total *= i
+        if total in (1, w):
+            return
+        names = ("dp_replicate", "dp_shard", "tp", "cp")
+        at = max(zip(keys, sizes), key=lambda t: t[1])[0]
+        desc = " × ".join(f"{n} {i}" for n, i in zip(names, sizes))
+        yield Finding(view.v(at), f"accelerate parallelism_config {desc} = {total}, but num_processes is {w}; "
+                                  f"accelerate needs them equal",
+                      [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
+                                                         if k != at and i > 1])
 
     def _torchtitan(self, view: View):
         world = view.world
