@@ -26,7 +26,8 @@ _LAYOUT_STATED = ("parallel.world_size", "parallel.nodes", "parallel.procs_per_n
 #: architectures the transformer estimator does not model (state-space, recurrent, hybrid)
 _OTHER_ARCH = re.compile(r"mamba|griffin|rwkv|hyena|recurrent_?gemma|\bssm\b|hybrid_override", re.I)
 #: partial training (frozen towers, adapters) or multimodal models: states the estimator cannot size
-_PARTIAL = re.compile(r"freeze|frozen|lora|peft|adapter|llava|\bvlm|vision|multimodal|mimo", re.I)
+_PARTIAL = re.compile(r"\b(freeze\w*|frozen|lora\w*|peft|adapters?|llava|vlm|vision|multimodal|mimo)\b",
+                      re.I)
 _OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
 
 

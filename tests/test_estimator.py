@@ -52,6 +52,14 @@ def test_gqa_swiglu_and_tied_head_change_the_count():
     assert count_params(base) - count_params(gelu) == 32 * 4096 * 11008
 
 
+def test_megatron_style_defaults():
+    m = {"layers": 2, "hidden": 4096, "heads": 32, "vocab": 0, "mlp": "swiglu", "norm": "rmsnorm"}
+    b = breakdown(m)
+    assert b.tp_sharded[0] == 4 * 4096 * 4096 + 3 * 4096 * 10880  # ffn = 64 * floor(8h/3/64)
+    no_seq = {"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "position_embeddings": "learned"}
+    assert breakdown(no_seq).position == 0  # unknown table size is not guessed
+
+
 def test_moe_active_params_and_layer_pattern():
     m = preset("mixtral-8x7b")
     b = breakdown(m)
@@ -62,7 +70,6 @@ def test_moe_active_params_and_layer_pattern():
 
 @pytest.mark.parametrize("bad", [
     {"hidden": 768, "heads": 12, "vocab": 10},  # no layers
-    {"layers": 2, "hidden": 64, "heads": 4, "vocab": 10, "mlp": "swiglu", "norm": "rmsnorm"},
     {"layers": "x", "hidden": 64, "heads": 4, "vocab": 10},
     {"layers": 3, "hidden": 64, "heads": 4, "vocab": 10, "arch": "encoder-decoder", "ffn": 8},
 ])

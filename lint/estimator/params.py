@@ -14,7 +14,7 @@ The shape is the ``model`` section of the normalized job spec (DESIGN.md). Suppo
 
 Defaults follow the family the norm implies: ``norm: layernorm`` means GPT-2 style (bias, learned
 positions, tied head, GELU, ffn = 4h), ``norm: rmsnorm`` means Llama style (no bias, rotary,
-untied head, SwiGLU).
+untied head, SwiGLU with Megatron's default ffn = 64 * floor(8h/3/64)).
 
 ``breakdown(model)`` splits the count into the parts that tensor and pipeline parallelism treat
 differently; ``count_params(model)`` is its total. ``megatron=True`` counts the way Megatron-LM's
@@ -106,9 +106,8 @@ def shape_of(model: dict) -> Shape:
     mlp = "swiglu" if mlp in ("swiglu", "silu", "geglu", "glu", "gated") else "gelu"
     ffn = _int(model, "ffn")
     if ffn is None:
-        if mlp == "swiglu":
-            raise ShapeError("model.ffn is required for a SwiGLU MLP")
-        ffn = 4 * hidden
+        # Megatron's defaults: 4h, or for SwiGLU two thirds of that rounded down to 64
+        ffn = int((4 * hidden * 2 / 3) / 64) * 64 if mlp == "swiglu" else 4 * hidden
     norm = _norm_kind(model) if model.get("norm") is not None else ("rmsnorm" if llama else "layernorm")
     bias = model.get("bias")
     bias = (not llama) if bias is None else bool(bias)
@@ -128,9 +127,7 @@ def shape_of(model: dict) -> Shape:
         pos = "rope"
     seq_len = _int(model, "seq_len")
     if pos == "learned" and max_positions is None:
-        if seq_len is None:
-            raise ShapeError("learned position embeddings need model.seq_len or max_position_embeddings")
-        max_positions = seq_len
+        max_positions = seq_len or 0  # unknown table size: not counted
     tied = model.get("tied_embeddings")
     tied = (not llama) if tied is None else bool(tied)
     num_experts = _int(model, "num_experts") or 0
