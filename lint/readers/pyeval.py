@@ -67,8 +67,9 @@ class Evaluator:
         self.script = script
 
     # ------------------------------------------------------------------ public
-    def value(self, node: cst.CSTNode | None, frame: "Frame", depth: int = 0) -> Value:
-        span = self.script.span_of(node) if node is not None else None
+    def value(self, node: cst.CSTNode | None, frame: "Frame", depth: int = 0, with_span: bool = True) -> Value:
+        """``with_span=False`` leaves the span out (positions cost a pass over the whole file)."""
+        span = self.script.span_of(node) if node is not None and with_span else None
         if node is None:
             return Value.unknown("no expression", span)
         try:
@@ -157,8 +158,7 @@ class Evaluator:
             raise _Unknown(f"{node.value} is not a constant")
         expr, bframe = binding
         v, src = self._eval(expr, bframe, depth + 1)
-        pos = self.script.span_of(expr)
-        return v, src or f"{node.value} (line {pos.line})"
+        return v, src or f"constant {node.value}"
 
     def _attribute(self, node: cst.Attribute, frame: "Frame", depth: int) -> tuple[Any, str]:
         # args.x where args came from argparse: the default of --x

@@ -108,33 +108,47 @@ _EPOCH = re.compile(r"epoch", re.I)
 
 
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
 class Guard:
     """One condition a statement runs under.
 
     ``rank``: the condition depends on the rank (so only some ranks take this branch).
     ``zero``: True when this branch is taken by rank 0 only (a rank-0 guard), False when rank 0
-    does not take it, None when it cannot be said.
+    does not take it, None when it cannot be said. ``text``/``span`` are computed on demand.
     """
 
-    text: str
-    span: Span
-    rank: bool
-    zero: bool | None
-    if_id: int  # identity of the if statement (both branches share it)
-    branch: bool  # True = body, False = else
-    early: bool = False  # from `if not rank0: return`
-    main: bool = False  # `if __name__ == "__main__"`
+    __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main")
+
+    def __init__(self, script: "Script", node, rank: bool, zero: bool | None, if_id: int, branch: bool,
+                 early: bool = False, main: bool = False) -> None:
+        self._script, self._node = script, node
+        self.rank, self.zero, self.if_id, self.branch, self.early, self.main = rank, zero, if_id, branch, early, main
+
+    @property
+    def text(self) -> str:
+        return self._script.code(self._node)
+
+    @property
+    def span(self) -> Span:
+        return self._script.span_of(self._node)
+
+    def __repr__(self) -> str:
+        return f"Guard({self.text!r}, rank={self.rank}, zero={self.zero}, branch={self.branch})"
 
 
-@dataclass(frozen=True)
 class Loop:
-    span: Span
-    target: str
-    iter_text: str
-    names: frozenset[str]  # names read by the iterable (for x in enumerate(loader) -> {"enumerate", "loader"})
-    epoch: bool
-    node_id: int
+    """An enclosing for/while loop. ``names``: the names its iterable (or test) reads."""
+
+    __slots__ = ("_script", "_node", "names", "epoch", "node_id")
+
+    def __init__(self, script: "Script", node, names: frozenset[str], epoch: bool) -> None:
+        self._script, self._node, self.names, self.epoch, self.node_id = script, node, names, epoch, id(node)
+
+    @property
+    def span(self) -> Span:
+        return self._script.span_of(self._node)
+
+    def __repr__(self) -> str:
+        return f"Loop(line={self.span.line}, epoch={self.epoch})"
 
 
 @dataclass(eq=False)
@@ -146,22 +160,29 @@ class Frame:
     bindings: dict[str, list] = field(default_factory=dict, repr=False)
     params: set[str] = field(default_factory=set)
     base_guards: tuple[Guard, ...] = ()
-    span: Span | None = None
+    imports: dict[str, set] = field(default_factory=dict, repr=False)
 
 
 @dataclass(eq=False)
 class Call:
     node: Any = field(repr=False)  # libcst.Call
-    span: Span
+    script: "Script" = field(repr=False)
     qnames: frozenset[str]
     groups: frozenset[str]
-    func_text: str
     method: str | None  # x.foo(...) -> "foo"
     receiver: Any = field(repr=False)  # the node of x in x.foo(...)
     guards: tuple[Guard, ...] = ()
     loops: tuple[Loop, ...] = ()
     frame: Frame = field(default=None, repr=False)  # type: ignore[assignment]
     target: str | None = None  # `t = call(...)` -> "t"
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+    @property
+    def func_text(self) -> str:
+        return self.script.code(self.node.func)
 
     def arg_node(self, keyword: str | None = None, pos: int | None = None):
         """The expression passed for ``keyword`` (or positional index ``pos``), or None."""
@@ -196,7 +217,12 @@ class Call:
 class Slice:
     start: int | None
     stop: int | None
-    span: Span
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
 
 
 @dataclass
@@ -205,12 +231,17 @@ class Partition:
 
     base: str
     slices: list[Slice]
-    span: Span
-    total: int | None  # number of layers of `base` when the script shows it
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+    total: int | None = None  # number of layers of `base` when the script shows it
     total_source: str = ""
     selector: str | None = None  # "rank" when chosen by a rank expression
     selector_span: Span | None = None
     frame: Frame | None = field(default=None, repr=False)
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
 
 
 @dataclass
@@ -243,7 +274,7 @@ class Script:
         self.fstrings: list[tuple[Any, Span, Frame, tuple[Guard, ...]]] = []  # f"cuda:{x}"
         self.layer_lists: dict[str, list] = {}
         self._positions: Any = None
-        self._qnames: Any = None
+        self.import_map: dict[str, set[str]] = {}  # local name -> qualified names it may stand for
         self._module: Any = None
         self._by_group: dict[str, list[Call]] = {}
         self._evaluator: Any = None
@@ -276,18 +307,31 @@ class Script:
                                           "torchtnt", "megatron", "nemo", "torchtitan"})
 
     def span_of(self, node) -> Span:
-        r = self._positions.get(node) if self._positions is not None else None
+        if self._positions is None:  # positions cost a full code generation: only when needed
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            self._positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
+        r = self._positions.get(node)
         if r is None:
             return Span(self.path, 1, 1)
         return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
 
-    def qnames(self, node) -> frozenset[str]:
-        v = self._qnames.get(node) if self._qnames is not None else None
-        if v is None:
+    def qnames(self, node, frame: "Frame | None" = None) -> frozenset[str]:
+        """Qualified names of a dotted expression through the file's imports (``dist.barrier`` ->
+        ``torch.distributed.barrier``). Empty when its base name is not imported."""
+        import libcst as cst
+
+        parts = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
             return frozenset()
-        if callable(v):
-            v = v()
-        return frozenset(q.name for q in v)
+        bases = self.import_map.get(node.value)
+        if not bases:
+            return frozenset()
+        tail = ".".join(reversed(parts))
+        return frozenset(f"{b}.{tail}" if tail else b for b in bases)
 
     def qname_in(self, node, names: set[str] | frozenset[str]) -> bool:
         import libcst as cst
@@ -350,8 +394,8 @@ class Script:
             f = f.parent
         return False
 
-    def value(self, node, frame: Frame) -> Value:
-        return self._evaluator.value(node, frame)
+    def value(self, node, frame: Frame, with_span: bool = True) -> Value:
+        return self._evaluator.value(node, frame, with_span=with_span)
 
     def arg(self, call: Call, keyword: str | None = None, pos: int | None = None) -> Value | None:
         """The resolved argument: None when not passed (and no ``**kwargs`` could pass it)."""
@@ -396,7 +440,7 @@ class Script:
             if b is not None:
                 return self.rank_kind(b[0], b[1], depth + 1)
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-            bs = self.attr_bindings.get(self.code(node))
+            bs = self.attr_bindings.get(_dotted(node) or "")
             if bs and len(bs) == 1:
                 return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
         return None
@@ -521,6 +565,58 @@ class Script:
 MULTI: Any = object()
 
 
+def _dotted(node) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
+    import libcst as cst
+
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _collect_imports(module, out: dict[str, set[str]]) -> None:
+    """Every import in the file (any scope): local name -> qualified names."""
+    import libcst as cst
+
+    class V(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> bool:
+            for a in node.names:
+                full = _dotted(a.name) or ""
+                if a.asname is not None and isinstance(a.asname.name, cst.Name):
+                    out.setdefault(a.asname.name.value, set()).add(full)
+                else:
+                    top = full.split(".")[0]
+                    out.setdefault(top, set()).add(top)
+            return False
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return False
+            mod = _dotted(node.module) or ""
+            for a in node.names:
+                name = _dotted(a.name) or ""
+                local = a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else name
+                out.setdefault(local, set()).add(f"{mod}.{name}")
+            return False
+
+        # expressions never hold imports: do not descend into them
+        def visit_SimpleStatementLine(self, node) -> bool:
+            return any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in node.body)
+
+        def visit_Decorator(self, node) -> bool:
+            return False
+
+        def visit_Parameters(self, node) -> bool:
+            return False
+
+    module.visit(V())
+
+
 def _tail(node) -> str | None:
     import libcst as cst
 
@@ -603,7 +699,6 @@ class _SyntaxProblem(Exception):
 
 def _parse(path: str, text: str) -> Script | None:
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
     from parallint.readers import pyeval
 
@@ -628,12 +723,9 @@ def _parse(path: str, text: str) -> Script | None:
                                  Span(path, max(exc.raw_line, 1), exc.raw_column + 1)) from None
         # Python accepts it but LibCST does not (newer syntax): nothing we can say about it
         return None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    meta = wrapper.resolve_many([PositionProvider, QualifiedNameProvider])
     script = Script(path, text)
     script._module = module
-    script._positions = meta[PositionProvider]
-    script._qnames = meta[QualifiedNameProvider]
+    _collect_imports(module, script.import_map)
     script._evaluator = pyeval.Evaluator(script)
     collector = _Collector(script)
     module.visit(collector)
@@ -673,13 +765,13 @@ def _collector_class():
             elif isinstance(t, cst.StarredElement):
                 self._bind_target(t.value, MULTI)
             elif isinstance(t, cst.Attribute) and expr is not MULTI:
-                self.s.attr_bindings.setdefault(self.s.code(t), []).append((expr, self.frame))
+                self.s.attr_bindings.setdefault(_dotted(t) or self.s.code(t), []).append((expr, self.frame))
 
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
                 self._bind_target(t.target, node.value)
             if isinstance(node.value, cst.Call) and len(node.targets) == 1:
-                self.targets[id(node.value)] = self.s.code(node.targets[0].target)
+                self.targets[id(node.value)] = _dotted(node.targets[0].target) or self.s.code(node.targets[0].target)
                 tgt = node.targets[0].target
                 if isinstance(tgt, cst.Name) and _tail(node.value.func) in ("parse_args", "parse_known_args"):
                     self.s.args_names.add(tgt.value)
@@ -698,12 +790,12 @@ def _collector_class():
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             self._bind_target(node.target, node.value if node.value is not None else MULTI)
             if isinstance(node.value, cst.Call):
-                self.targets[id(node.value)] = self.s.code(node.target)
+                self.targets[id(node.value)] = _dotted(node.target) or self.s.code(node.target)
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
             self._bind_target(node.target, MULTI)
             if isinstance(node.target, cst.Attribute):
-                self.s.attr_bindings.setdefault(self.s.code(node.target), []).append((MULTI, self.frame))
+                self.s.attr_bindings.setdefault(_dotted(node.target) or self.s.code(node.target), []).append((MULTI, self.frame))
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             self._bind_target(node.target, MULTI)
@@ -713,14 +805,14 @@ def _collector_class():
 
         def visit_Import(self, node: cst.Import) -> None:
             for a in node.names:
-                top = self.s.code(a.name).split(".")[0]
+                top = (_dotted(a.name) or "").split(".")[0]
                 self.s.imports.add(top)
                 if a.asname is None:
                     self._bind(top, MULTI)
 
         def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
             if node.module is not None and not node.relative:
-                self.s.imports.add(self.s.code(node.module).split(".")[0])
+                self.s.imports.add((_dotted(node.module) or "").split(".")[0])
             if not isinstance(node.names, cst.ImportStar):
                 for a in node.names:
                     if a.asname is None and isinstance(a.name, cst.Name):
@@ -750,7 +842,7 @@ def _collector_class():
                 d.visit(self)
             self._bind(node.name.value, MULTI)
             cls = self.frame.name if self.frame.kind == "class" else None
-            frame = Frame("function", node.name.value, self.frame, cls=cls, span=self.s.span_of(node.name))
+            frame = Frame("function", node.name.value, self.frame, cls=cls)
             p = node.params
             for group in (p.params, p.kwonly_params, p.posonly_params):
                 for prm in group:
@@ -762,8 +854,8 @@ def _collector_class():
                     frame.params.add(prm.name.value)
             base = []
             for d in node.decorators:
-                if _RANK0_DECORATOR.search(self.s.code(d.decorator)):
-                    base.append(Guard(self.s.code(d.decorator), self.s.span_of(d), True, True, id(d), True))
+                if _RANK0_DECORATOR.search(_dotted(d.decorator) or self.s.code(d.decorator)):
+                    base.append(Guard(self.s, d.decorator, True, True, id(d), True))
             frame.base_guards = tuple(base)
             self.s.functions.setdefault(node.name.value, []).append(frame)
             self._with_frame(frame, node.body)
@@ -775,7 +867,7 @@ def _collector_class():
             for a in node.bases:
                 a.visit(self)
             self._bind(node.name.value, MULTI)
-            frame = Frame("class", node.name.value, self.frame, span=self.s.span_of(node.name))
+            frame = Frame("class", node.name.value, self.frame)
             self._with_frame(frame, node.body)
             return False
 
@@ -793,12 +885,11 @@ def _collector_class():
 
         def visit_If(self, node: cst.If) -> bool:
             node.test.visit(self)
-            text = self.s.code(node.test)
-            span = self.s.span_of(node.test)
-            is_main = "__name__" in text and "__main__" in text
-            rank, zero = self.s.classify_test(node.test, self.frame)
-            g_true = Guard(text, span, rank, zero, id(node), True, main=is_main)
-            g_false = Guard(text, span, rank, (None if zero is None else not zero), id(node), False, main=is_main)
+            t = node.test
+            is_main = isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name) and t.left.value == "__name__"
+            rank, zero = self.s.classify_test(t, self.frame)
+            g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main)
+            g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main)
             self.guards.append(g_true)
             node.body.visit(self)
             self.guards.pop()
@@ -811,7 +902,7 @@ def _collector_class():
                 self.guards.pop()
             elif rank and _exits(node.body):
                 # `if rank != 0: return` -> the rest of the block runs on the other ranks only
-                self.guards.append(Guard(text, span, rank, g_false.zero, id(node), False, early=True))
+                self.guards.append(Guard(self.s, t, rank, g_false.zero, id(node), False, early=True))
                 self.block_early[-1] += 1
             if node.orelse is None:
                 self._rank_branch_partition(node)
@@ -820,16 +911,16 @@ def _collector_class():
         def visit_IfExp(self, node: cst.IfExp) -> None:
             return None
 
-        def _loop(self, node, target_text: str, iter_node) -> Loop:
+        def _loop(self, node, target, iter_node) -> Loop:
             names = frozenset(n.value for n in _names_in(iter_node)) if iter_node is not None else frozenset()
-            it = self.s.code(iter_node) if iter_node is not None else ""
-            epoch = bool(_EPOCH.search(target_text) or _EPOCH.search(it))
-            return Loop(self.s.span_of(node), target_text, it, names, epoch, id(node))
+            tnames = frozenset(n.value for n in _names_in(target)) if target is not None else frozenset()
+            epoch = any(_EPOCH.search(n) for n in names | tnames)
+            return Loop(self.s, node, names, epoch)
 
         def visit_For(self, node: cst.For) -> bool:
             node.iter.visit(self)
             self._bind_target(node.target, MULTI)
-            loop = self._loop(node, self.s.code(node.target), node.iter)
+            loop = self._loop(node, node.target, node.iter)
             self.s.loops.append((loop, tuple(self.loops), self.frame))
             self.loops.append(loop)
             node.body.visit(self)
@@ -840,7 +931,7 @@ def _collector_class():
 
         def visit_While(self, node: cst.While) -> bool:
             node.test.visit(self)
-            loop = self._loop(node, "", node.test)
+            loop = self._loop(node, None, node.test)
             self.s.loops.append((loop, tuple(self.loops), self.frame))
             self.loops.append(loop)
             node.body.visit(self)
@@ -862,7 +953,7 @@ def _collector_class():
                 groups.add("initialize_model_parallel")
             method = func.attr.value if isinstance(func, cst.Attribute) else None
             receiver = func.value if isinstance(func, cst.Attribute) else None
-            call = Call(node, s.span_of(node), qn, frozenset(groups), s.code(func), method, receiver,
+            call = Call(node, s, qn, frozenset(groups), method, receiver,
                         tuple(self.guards), tuple(self.loops), self.frame, self.targets.get(id(node)))
             s.calls.append(call)
             # call sites of the script's own functions
@@ -918,13 +1009,13 @@ def _collector_class():
             if isinstance(node.value, cst.Name) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
                 idx = node.slice[0].slice.value
                 if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
-                    self.s.rank_subscripts.append((node.value.value, self.s.span_of(node)))
+                    self.s.rank_subscripts.append((node.value.value, node))
 
         def visit_FormattedString(self, node: cst.FormattedString) -> None:
             parts = node.parts
             if len(parts) >= 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value.endswith("cuda:"):
                 if isinstance(parts[1], cst.FormattedStringExpression):
-                    self.s.fstrings.append((parts[1].expression, self.s.span_of(node), self.frame, tuple(self.guards)))
+                    self.s.fstrings.append((parts[1].expression, node, self.frame, tuple(self.guards)))
 
         # -------------------------------------------------- partitions
         def visit_List(self, node: cst.List) -> None:
@@ -944,7 +1035,7 @@ def _collector_class():
             sl = el.slice[0].slice
             if not isinstance(sl, cst.Slice) or sl.step is not None:
                 return None
-            return self.s.code(el.value), sl.lower, sl.upper, self.s.span_of(el)
+            return _dotted(el.value) or self.s.code(el.value), sl.lower, sl.upper, el
 
         def _partition(self, node) -> None:
             if len(node.elements) < 2:
@@ -960,21 +1051,20 @@ def _collector_class():
             bases = {p[0] for p in parts}
             if len(bases) != 1:
                 return
-            self._add_partition(parts, self.s.span_of(node), node)
+            self._add_partition(parts, node)
 
-        def _add_partition(self, parts, span, node) -> None:
+        def _add_partition(self, parts, node) -> None:
             s = self.s
             slices = []
-            for _base, lo, hi, sp in parts:
-                a = s.value(lo, self.frame) if lo is not None else Value(None)
-                b = s.value(hi, self.frame) if hi is not None else Value(None)
+            for _base, lo, hi, el in parts:
+                a = s.value(lo, self.frame, with_span=False) if lo is not None else Value(None)
+                b = s.value(hi, self.frame, with_span=False) if hi is not None else Value(None)
                 if not a.known or not b.known:
                     return
                 if any(v is not None and (isinstance(v, bool) or not isinstance(v, int)) for v in (a.value, b.value)):
                     return
-                slices.append(Slice(a.value, b.value, sp))
-            s.partitions.append(Partition(parts[0][0], slices, span, None, frame=self.frame))
-            s.partitions[-1]._node = node  # type: ignore[attr-defined]
+                slices.append(Slice(a.value, b.value, el, s))
+            s.partitions.append(Partition(parts[0][0], slices, node, s, frame=self.frame))
 
         def _rank_branch_partition(self, node) -> None:
             """if rank == 0: stage = layers[:4] / elif rank == 1: stage = layers[4:8] ..."""
@@ -989,7 +1079,7 @@ def _collector_class():
             if isinstance(inner, cst.ListComp) and inner.for_in.inner_for_in is None and inner.for_in.ifs == ():
                 it = inner.for_in.iter
                 if isinstance(it, cst.Call) and _tail(it.func) == "range" and len(it.args) == 1:
-                    n = self.s.value(it.args[0].value, self.frame)
+                    n = self.s.value(it.args[0].value, self.frame, with_span=False)
                     for t in node.targets:
                         key = _tail(t.target)
                         if key:
@@ -1052,12 +1142,12 @@ def _post(script: Script) -> None:
     import libcst as cst
 
     for p in script.partitions:
-        node = getattr(p, "_node", None)
+        node = p.node
         # find the assignment target bound to this list
         for name, bs in _all_bindings(script):
             if any(b is node for b in bs) and name in rank_subs:
                 p.selector = "rank"
-                p.selector_span = rank_subs[name]
+                p.selector_span = script.span_of(rank_subs[name])
     for c in script.by("init_device_mesh"):
         shape_node = c.arg_node("mesh_shape", 1)
         names_node = c.arg_node("mesh_dim_names", 2)
