@@ -93,6 +93,15 @@ def apply_overrides(spec: dict, overrides: dict) -> dict:
     return s
 
 
+def _report_shapeless(cmd: str, names: list[str], show: int = 5) -> None:
+    """One note for the jobs whose model shape is unknown (a directory can hold hundreds)."""
+    if not names:
+        return
+    listed = ", ".join(names[:show]) + (f" and {len(names) - show} more" if len(names) > show else "")
+    sys.stderr.write(f"parallint {cmd}: {len(names)} job{'s' if len(names) != 1 else ''} without a "
+                     f"known model shape skipped ({listed}); `parallint show` prints what was read\n")
+
+
 # --------------------------------------------------------------------------- estimate
 def _describe_model(spec: dict, est) -> str:
     from parallint.estimator.spec import normalize
@@ -191,9 +200,9 @@ def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
     config = config or {}
     specs, errors = _specs(paths, config)
     results = []
+    shapeless = [name for name, spec in specs if spec is None]
     for name, spec in specs:
         if spec is None:
-            errors.append(f"{name}: model shape unknown, nothing to estimate")
             continue
         s = apply_overrides(spec, overrides or {})
         try:
@@ -209,6 +218,7 @@ def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
         out.write("\n".join(render_estimate(n, s, e, headroom) for n, s, e in results))
     for e in errors:
         sys.stderr.write(f"parallint estimate: {e}\n")
+    _report_shapeless("estimate", shapeless)
     if not results:
         if fmt != "json":
             sys.stderr.write("parallint estimate: no job with a known model shape in "
@@ -262,9 +272,9 @@ def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: di
     specs, errors = _specs(paths, config)
     headroom = float(config.get("memory-headroom", 0.9))
     results = []
+    shapeless = [name for name, spec in specs if spec is None]
     for name, spec in specs:
         if spec is None:
-            errors.append(f"{name}: model shape unknown, nothing to plan")
             continue
         gname = gpu or (spec.get("hardware") or {}).get("gpu") or config.get("gpu")
         g = resolve_gpu(gname) if gname else None
@@ -294,6 +304,7 @@ def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: di
                             for n, s, g, layouts, bu in results))
     for e in errors:
         sys.stderr.write(f"parallint plan: {e}\n")
+    _report_shapeless("plan", shapeless)
     if not results:
         return 2
     return 0 if all(layouts for _, _, _, layouts, _ in results) else 1
