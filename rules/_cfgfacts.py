@@ -123,13 +123,23 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     return View(job.facts, w, _frameworks(job.facts), launch_world, _gpn(job.facts, config), flags, config)
 
 
+#: launchers that run on one node unless told otherwise -> the options that could tell otherwise
+SINGLE_NODE_DEFAULT = {
+    "deepspeed": ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H", "launcher"),
+    "torchrun": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
+    "torch.distributed.run": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
+}
+
+
 def _deepspeed_single_node(launch, lf: FactMap) -> Value | None:
-    """``deepspeed --num_gpus N`` with no hostfile, node count, include/exclude list or scheduler
-    wrapper runs on the local machine only: the world is N."""
-    if getattr(launch, "launcher", "") != "deepspeed" or getattr(launch, "wrapper", None) is not None:
+    """``deepspeed --num_gpus N`` with no hostfile, node count or include/exclude list, and
+    ``torchrun --nproc_per_node N`` with no ``--nnodes``/rendezvous options (its default is one
+    node), without a scheduler wrapper, run on the local machine only: the world is N."""
+    launcher = getattr(launch, "launcher", "")
+    if launcher not in SINGLE_NODE_DEFAULT or getattr(launch, "wrapper", None) is not None:
         return None
     opts = getattr(launch, "options", {}) or {}
-    if any(k in opts for k in ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H")):
+    if any(k in opts for k in SINGLE_NODE_DEFAULT[launcher]):
         return None
     if getattr(launch, "scheduler", None):
         return None
