@@ -350,14 +350,10 @@ class PredictedOom(Rule):
 
         world = normalize(spec)["parallel"].get("world_size")
         if world:
-            from parallint.estimator.plan import FRAMEWORK_ZERO, plan
+            from parallint.estimator.plan import plan
 
             headroom = _headroom(ctx)
-            fw = job.facts.get("framework")
-            stages = FRAMEWORK_ZERO.get(str(fw.value).lower() if fw is not None else "",
-                                        (0, 1, 2, 3))
-            layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom,
-                           zero_stages=stages)
+            layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom)
             if layouts:
                 best = layouts[0]
                 msg += (f"; a layout of {world} GPUs that fits: {best.describe()} "

@@ -75,13 +75,15 @@ FRAMEWORK_ZERO = {"megatron": (0, 1), "nemo": (0, 1), "nanotron": (0, 1), "neox"
 
 def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
          gpus_per_node: int | None = None, pareto: bool = True,
-         zero_stages: tuple[int, ...] = (0, 1, 2, 3)) -> list[Layout]:
+         zero_stages: tuple[int, ...] | None = None) -> list[Layout]:
     """Every layout of ``gpus`` GPUs that passes the layout rules and whose estimate stays within
     ``headroom`` x the GPU's memory, best first (see the module docstring for the order).
     ``zero_stages`` limits the ZeRO stages to those the job's framework offers."""
     if gpus < 1:
         return []
     base = normalize(spec)
+    if zero_stages is None:
+        zero_stages = FRAMEWORK_ZERO.get(str(base.get("framework", "")).lower(), (0, 1, 2, 3))
     if gpu:
         base["hardware"]["gpu"] = gpu
         base["hardware"].pop("gpu_memory_bytes", None)
@@ -129,6 +131,7 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
                     continue
                 for rc in ("none", "selective", "full"):
                     s = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+                    s.pop("_assumptions", None)
                     s["parallel"].update(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero_stage=zero,
                                          sequence_parallel=tp > 1, world_size=gpus,
                                          distributed_optimizer=False, fsdp=False)

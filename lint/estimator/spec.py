@@ -54,6 +54,8 @@ def normalize(spec: dict) -> dict:
     """
     out = {k: dict(spec.get(k) or {}) for k in SECTIONS}
     out["estimator"] = dict(spec.get("estimator") or {})
+    if isinstance(spec.get("framework"), str):
+        out["framework"] = spec["framework"]
     assumptions: list[str] = []
     model, par, tr = out["model"], out["parallel"], out["training"]
     name = model.get("preset")
@@ -164,6 +166,8 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     if par.get("fsdp") is True:
         par["zero_stage"] = max(3, par.get("zero_stage") or 0)
     fw = facts.get("framework")
+    if fw is not None and isinstance(fw.value, str):
+        spec["framework"] = fw.value  # not a schema key: lets `plan` offer the framework's options
     tr = spec["training"]
     if fw is not None and str(fw.value).lower() in ("megatron", "nemo") and "grad_dtype" not in tr \
             and str(tr.get("precision", "bf16")).lower() == "bf16":
