@@ -1,0 +1,121 @@
+"""MEM001/MEM002 beyond their examples: what keeps them silent, and what their messages say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from parallint.diagnostics import Span
+from parallint.facts import FactMap, FileFacts, Value
+from parallint.job import Job
+from parallint.rules.mem import PredictedOom, PureDataParallelOversized
+
+SEED = {"model.layers": 72, "model.hidden": 12288, "model.heads": 96, "model.vocab": 50257,
+        "model.seq_len": 2048}
+
+
+def _job(facts: dict, kind: str = "shell", text: str = "", extra_files=()) -> Job:
+    fm = FactMap()
+    for i, (k, v) in enumerate(facts.items(), 1):
+        fm.add(k, v if isinstance(v, Value) else Value(v, Span("train.sh", i, 1), source=k))
+    root = FileFacts("train.sh", Path("train.sh"), kind, text)
+    return Job("train.sh", root, files=[root, *extra_files], facts=fm)
+
+
+def _ctx(**config):
+    return SimpleNamespace(config=config)
+
+
+def _run(rule, job, **config):
+    return list(rule.check_job(job, _ctx(**config)))
+
+
+PURE_DP = {**SEED, "parallel.nodes": 4, "parallel.procs_per_node": 8, "parallel.tp": 1,
+           "parallel.pp": 1, "training.micro_batch": 1, "hardware.gpu": "a100"}
+
+
+def test_pure_dp_fires_mem001_not_mem002():
+    job = _job(PURE_DP)
+    found = _run(PureDataParallelOversized(), job)
+    assert len(found) == 1
+    d = found[0]
+    assert d.code == "MEM001" and d.span.line == 8  # at the TP fact (8th fact)
+    assert "130.5B" in d.message and "A100-80GB" in d.message and "90%" in d.message
+    assert not _run(PredictedOom(), job)  # left to MEM001
+
+
+def test_model_parallel_layout_passes_both():
+    job = _job({**PURE_DP, "parallel.tp": 8, "parallel.pp": 4,
+                "parallel.sequence_parallel": True, "training.recompute": "selective"})
+    assert not _run(PureDataParallelOversized(), job)
+    assert not _run(PredictedOom(), job)
+
+
+@pytest.mark.parametrize("key", ["parallel.tp", "parallel.pp", "parallel.zero_stage",
+                                 "training.recompute", "hardware.gpu"])
+def test_an_unknown_layout_value_keeps_both_silent(key):
+    facts = {**PURE_DP, key: Value.unknown("environment variable X", Span("train.sh", 1, 1))}
+    job = _job(facts)
+    assert not _run(PureDataParallelOversized(), job)
+    assert not _run(PredictedOom(), job)
+
+
+def test_a_model_file_alone_is_not_a_job_layout():
+    assert not _run(PureDataParallelOversized(), _job(SEED, kind="hf_model"))
+
+
+@pytest.mark.parametrize("text", [
+    '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}',
+    "model:\n  freeze_language_model: true\n",
+    "peft:\n  peft_scheme: lora\n",
+    "model:\n  mamba_ssm: true\n",
+])
+def test_offload_frozen_adapters_and_other_architectures_keep_silent(text):
+    cfg = FileFacts("cfg.json", Path("cfg.json"), "deepspeed", text)
+    job = _job(PURE_DP, extra_files=[cfg])
+    assert not _run(PureDataParallelOversized(), job)
+
+
+def test_no_gpu_means_the_largest_catalogued_one():
+    facts = {k: v for k, v in PURE_DP.items() if k != "hardware.gpu"}
+    found = _run(PureDataParallelOversized(), _job(facts))
+    assert found and "largest catalogued GPU" in found[0].message
+    small = {**facts, "model.layers": 12, "model.hidden": 768, "model.heads": 12}
+    assert not _run(PureDataParallelOversized(), _job(small))
+
+
+def test_headroom_setting_moves_the_mem001_threshold():
+    # gpt2-xl-sized model: 1.56B x 16 B = 23.2 GiB of states on a 24 GiB L4 (97 %)
+    facts = {"model.layers": 48, "model.hidden": 1600, "model.heads": 25, "model.vocab": 50257,
+             "model.seq_len": 1024, "parallel.world_size": 8, "parallel.tp": 1, "parallel.pp": 1,
+             "hardware.gpu": "L4"}
+    assert _run(PureDataParallelOversized(), _job(facts))
+    assert not _run(PureDataParallelOversized(), _job(facts), **{"memory-headroom": 1.0})
+
+
+def test_mem002_message_has_breakdown_and_a_layout_that_fits():
+    facts = {"model.preset": "llama-2-13b", "model.seq_len": 4096, "parallel.world_size": 8,
+             "parallel.tp": 2, "parallel.pp": 1, "training.micro_batch": 4,
+             "training.recompute": "none", "hardware.gpu": "A100-40GB"}
+    found = _run(PredictedOom(), _job(facts))
+    assert len(found) == 1
+    msg = found[0].message
+    for word in ("weights", "gradients", "optimizer", "activations", "other", "A100-40GB",
+                 "a layout of 8 GPUs that fits: TP="):
+        assert word in msg, word
+    # unstated recompute is taken as full recomputation: the lower bound
+    facts.pop("training.recompute")
+    found = _run(PredictedOom(), _job(facts))
+    assert found and "layers)" in found[0].message
+
+
+def test_torchtitan_selective_ac_is_a_lower_bound():
+    facts = {"model.preset": "llama-3-8b", "parallel.world_size": 8, "parallel.dp_shard": 8,
+             "training.micro_batch": 2, "training.recompute": "selective",
+             "hardware.gpu": "H100-80GB", "framework": "torchtitan"}
+    assert not _run(PredictedOom(), _job(facts, kind="torchtitan"))
+    facts["framework"] = "megatron"  # Megatron's selective recompute keeps 34sbh per layer
+    found = _run(PredictedOom(), _job(facts, kind="shell"))
+    assert found
