@@ -42,7 +42,7 @@ def test_pure_dp_fires_mem001_not_mem002():
     assert len(found) == 1
     d = found[0]
     assert d.code == "MEM001" and d.span.line == 8  # at the TP fact (8th fact)
-    assert "130.5B" in d.message and "A100-80GB" in d.message and "90%" in d.message
+    assert "131.1B" in d.message and "A100-80GB" in d.message and "90%" in d.message
     assert not _run(PredictedOom(), job)  # left to MEM001
 
 
