@@ -16,6 +16,9 @@ _LAYOUT_KEYS = ("parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "par
                 "parallel.distributed_optimizer", "parallel.sequence_parallel",
                 "training.recompute", "model.param_count", "model.layers", "model.hidden",
                 "model.preset", "hardware.gpu", "hardware.gpu_memory_bytes")
+_INT_LAYOUT_KEYS = ("parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep", "parallel.etp",
+                    "parallel.vpp", "parallel.zero_stage", "parallel.dp", "parallel.dp_shard",
+                    "parallel.world_size", "parallel.nodes", "parallel.procs_per_node")
 _ANCHORS = ("parallel.tp", "parallel.pp", "parallel.zero_stage", "parallel.world_size",
             "parallel.dp", "parallel.nodes", "training.micro_batch", "model.param_count",
             "model.preset", "model.layers")
@@ -47,6 +50,12 @@ def _setup(job, ctx):
         return None
     for key in _LAYOUT_KEYS:
         if any(not v.known for v in facts.all(key)):
+            return None
+    from parallint.estimator.spec import _int
+
+    for key in _INT_LAYOUT_KEYS:  # a value that is not a number, or files that disagree: silent
+        values = [v.value for v in facts.known(key)]
+        if any(_int(x) is None for x in values) or len({_int(x) for x in values}) > 1:
             return None
     for f in job.files:  # CPU/NVMe offload moves states off the GPU: not modelled, stay silent
         if f.kind in ("deepspeed", "accelerate", "nemo", "foundry", "torchtitan", "torchtitan_py",

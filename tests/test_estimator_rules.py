@@ -62,6 +62,24 @@ def test_an_unknown_layout_value_keeps_both_silent(key):
     assert not _run(PredictedOom(), job)
 
 
+@pytest.mark.parametrize("key,value", [("parallel.tp", "eight"), ("parallel.zero_stage", "three")])
+def test_a_value_that_is_not_a_number_keeps_both_silent(key, value):
+    job = _job({**PURE_DP, key: value})
+    assert not _run(PureDataParallelOversized(), job)
+    assert not _run(PredictedOom(), job)
+
+
+def test_numbers_written_as_strings_are_numbers():
+    assert _run(PureDataParallelOversized(), _job({**PURE_DP, "parallel.tp": "1"}))
+    assert not _run(PureDataParallelOversized(), _job({**PURE_DP, "parallel.zero_stage": "3"}))
+
+
+def test_files_that_disagree_on_tp_keep_both_silent():
+    job = _job(PURE_DP)
+    job.facts.add("parallel.tp", Value(8, Span("other.yaml", 3, 1)))
+    assert not _run(PureDataParallelOversized(), job)
+
+
 def test_a_model_file_alone_is_not_a_job_layout():
     assert not _run(PureDataParallelOversized(), _job(SEED, kind="hf_model"))
 

@@ -38,12 +38,38 @@ def preset(name: str) -> dict | None:
     return None
 
 
-def _posint(v: Any) -> int | None:
+def _int(v: Any) -> int | None:
+    """An integer from an int, an integral float or a digit string; else None."""
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    return v if isinstance(v, int) and v > 0 else None
+        return int(v)
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return v if isinstance(v, int) else None
+
+
+def _posint(v: Any) -> int | None:
+    i = _int(v)
+    return i if i is not None and i > 0 else None
+
+
+def _bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
+        return v.strip().lower() in ("true", "yes", "1")
+    return None
+
+
+_MODEL_INTS = ("param_count", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
+               "seq_len", "max_position_embeddings", "num_experts", "top_k", "moe_ffn",
+               "shared_expert_ffn", "largest_layer_params", "num_labels", "type_vocab_size")
+_BOOLS = {"model": ("tied_embeddings", "bias"),
+          "parallel": ("sequence_parallel", "distributed_optimizer", "fsdp"),
+          "training": ("flash_attention",)}
 
 
 def normalize(spec: dict) -> dict:
@@ -58,6 +84,13 @@ def normalize(spec: dict) -> dict:
         out["framework"] = spec["framework"]
     assumptions: list[str] = []
     model, par, tr = out["model"], out["parallel"], out["training"]
+    for k in _MODEL_INTS:  # "24" from a text config is 24; anything else non-integral is dropped
+        if k in model and model[k] is not None and not isinstance(model[k], int):
+            model[k] = _int(model[k])
+    for section, keys in _BOOLS.items():
+        for k in keys:
+            if k in out[section] and out[section][k] is not None:
+                out[section][k] = _bool(out[section][k])
     name = model.get("preset")
     if name:
         shape = preset(name)
@@ -81,14 +114,17 @@ def normalize(spec: dict) -> dict:
     par["dp"] = dp
     if world is not None:
         par["world_size"] = world
-    zs = par.get("zero_stage")
-    par["zero_stage"] = zs if isinstance(zs, int) and not isinstance(zs, bool) and 0 <= zs <= 3 else 0
+    zs = _int(par.get("zero_stage"))
+    par["zero_stage"] = zs if zs is not None and 0 <= zs <= 3 else 0
     rc = str(tr.get("recompute") or "none").lower()
     tr["recompute"] = rc if rc in ("none", "selective", "full") else "none"
     if not tr.get("precision"):
         assumptions.append("precision not stated: assumed bf16 mixed precision")
     if not tr.get("optimizer"):
         assumptions.append("optimizer not stated: assumed Adam")
+    for k in ("global_batch", "grad_accum", "num_microbatches"):
+        if k in tr:
+            tr[k] = _posint(tr[k])
     micro = _posint(tr.get("micro_batch"))
     tr["micro_batch"] = micro
     nmb = _posint(tr.get("num_microbatches")) or _posint(tr.get("grad_accum"))
