@@ -166,10 +166,15 @@ class LoadWithoutMapLocation(Rule):
         s = script_of(f)
         if s is None or not _plain_distributed(s):
             return
-        for c in s.by("load"):
-            if s.arg(c, "map_location", 1) is not None:
+        loads = s.by("load")
+        mapped = [c for c in loads if s.arg(c, "map_location", 1) is not None]
+        for c in loads:
+            if c in mapped:
                 continue
             if any(g.rank for g in c.frame.base_guards + c.guards):
+                continue
+            # `if gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`: a deliberate choice
+            if any(g.if_id == h.if_id and g.branch != h.branch for m in mapped for g in c.guards for h in m.guards):
                 continue
             yield self.report(
                 c.span,

@@ -79,9 +79,11 @@ class DeviceMeshSizeMismatch(Rule):
         }, line=2),
     ]
 
-    def _check(self, s, ws: int, what: str, related=()) -> Iterable[Diagnostic]:
+    def _check(self, s, ws: int, what: str, related=(), frame=None) -> Iterable[Diagnostic]:
         for m in s.meshes:
             if m.shape is None:
+                continue
+            if frame is not None and (m.call is None or not s.same_run(frame, m.call.frame)):
                 continue
             n = math.prod(m.shape)
             if n != ws:
@@ -96,10 +98,9 @@ class DeviceMeshSizeMismatch(Rule):
         s = script_of(f)
         if s is None:
             return
-        ws = f.facts.get("parallel.world_size")
-        if ws is not None and isinstance(ws.value, int):
+        for ws, frame in s.world_sizes():
             rel = [Related.at(ws.span, "world size stated here")] if ws.span else []
-            yield from self._check(s, ws.value, "init_process_group(world_size=...)", rel)
+            yield from self._check(s, ws.value, "init_process_group(world_size=...)", rel, frame)
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         ws, wv = launch_world_size(job)

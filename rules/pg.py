@@ -176,8 +176,14 @@ class BackendDeviceMismatch(Rule):
         s = script_of(f)
         if s is None:
             return
-        for c in s.by("init_process_group"):
+        inits = s.by("init_process_group")
+        backends = {_backend(s, c)[0] for c in inits}
+        if len(inits) > 1 and len(backends) > 1:
+            return  # a backend per platform or device, chosen on purpose
+        for c in inits:
             b, v = _backend(s, c)
+            if any(not g.main for g in c.guards):
+                continue  # chosen under a condition (platform, device availability)
             if b == "gloo":
                 uses_cuda = any(
                     cc.qnames & {"torch.cuda.set_device"} for cc in s.by("set_device")

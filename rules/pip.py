@@ -212,9 +212,11 @@ class PartitionCountMismatch(Rule):
         }, line=3),
     ]
 
-    def _check(self, s: Script, n: int, what: str, related=()) -> Iterable[Diagnostic]:
+    def _check(self, s: Script, n: int, what: str, related=(), frame=None) -> Iterable[Diagnostic]:
         for p in _partitions(s):
             if p.selector != "rank":
+                continue
+            if frame is not None and (p.frame is None or not s.same_run(frame, p.frame)):
                 continue
             k = len(p.slices)
             if k != n:
@@ -229,9 +231,8 @@ class PartitionCountMismatch(Rule):
         s = script_of(f)
         if s is None:
             return
-        ws = f.facts.int("parallel.world_size")
-        if ws is not None:
-            yield from self._check(s, ws, "init_process_group(world_size=...)")
+        for ws, frame in s.world_sizes():
+            yield from self._check(s, ws.value, "init_process_group(world_size=...)", frame=frame)
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         pp = job.int("parallel.pp")

@@ -94,7 +94,8 @@ FRAMEWORK_IMPORTS = {
 
 _RANK_NAME = re.compile(
     r"^(?:get_)?(?:(?:local|global|ddp|ddp_local|node|world|proc|process|dist|my|cur|current|gpu|device)_)?rank(?:_id|_idx)?$"
-    r"|^(?:local_)?process_index$|^get_ordinal$|^(?:slurm_)?procid$|^proc_id$",
+    r"|^(?:local_)?process_index$|^get_ordinal$|^(?:slurm_)?procid$|^proc_id$"
+    r"|^(?:local_)?gpu(?:_id|_idx)?$|^(?:local_)?device_id$|^dev_id$",
     re.I,
 )
 _RANK0_NAME = re.compile(
@@ -445,11 +446,16 @@ class Script:
                 return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
         return None
 
-    def rankish(self, node) -> bool:
+    def rankish(self, node, frame: Frame | None = None) -> bool:
         """A rank-looking expression (by name or by source): for guards, where silence is the error."""
         import libcst as cst
 
         from parallint.readers.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+
+        if isinstance(node, cst.BinaryOperation):  # rank % gpus_per_node, rank // tp ...
+            return self.rankish(node.left, frame) or self.rankish(node.right, frame)
+        if isinstance(node, (cst.Name, cst.Attribute)) and self.rank_kind(node, frame) is not None:
+            return True
 
         if isinstance(node, cst.Call):
             if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
@@ -491,10 +497,10 @@ class Script:
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             left, cmp = node.left, node.comparisons[0]
             right, op = cmp.comparator, cmp.operator
-            if self.rankish(right) and not self.rankish(left):
+            if self.rankish(right, frame) and not self.rankish(left, frame):
                 left, right = right, left
                 op = _flip(op)
-            if not self.rankish(left):
+            if not self.rankish(left, frame):
                 return False, None
             ints = _int_literals(right)
             if ints is None:
@@ -552,6 +558,22 @@ class Script:
             for s in sub:
                 out.append(s + sframe.base_guards + guards)
         return out or None
+
+    def same_run(self, a: Frame, b: Frame) -> bool:
+        """Whether code in frames ``a`` and ``b`` belongs to one run: the same function, methods of
+        one class, or ``a`` at module level (a test file's classes are separate runs)."""
+        if a is b or a.kind == "module":
+            return True
+        return a.kind == "function" and b.kind == "function" and a.parent is b.parent and a.parent.kind == "class"
+
+    def world_sizes(self) -> list[tuple[Value, Frame]]:
+        """Known integer world sizes passed to init_process_group, with the frame of the call."""
+        out = []
+        for c in self.by("init_process_group"):
+            v = self.arg(c, "world_size")
+            if v is not None and v.known and isinstance(v.value, int) and not isinstance(v.value, bool):
+                out.append((v, c.frame))
+        return out
 
     def effective_guards(self, call: Call) -> list[tuple[Guard, ...]] | None:
         """Every guard chain the call runs under (own function's conditions plus its callers')."""
