@@ -112,6 +112,22 @@ def _pure_dp_oversized(est, mem: int, ctx) -> bool:
     return est.model_states > _headroom(ctx) * mem
 
 
+def _parts(est) -> str:
+    """'weights a, gradients b, optimizer c' with sharded-over-unknown parts said in words."""
+    lay = est.layout
+    unknown_dp = lay["dp"] is None
+    z = lay["zero_stage"]
+    out = []
+    for label, value, sharded_from in (("weights", est.weights, 3), ("gradients", est.gradients, 2),
+                                       ("optimizer", est.optimizer, 1)):
+        if unknown_dp and z >= sharded_from:
+            out.append(f"{label} not counted (ZeRO-{z} shards them over an unknown number of "
+                       f"data-parallel ranks)")
+        else:
+            out.append(f"{label} {_gib(value)} GiB")
+    return ", ".join(out)
+
+
 def _anchor(job) -> Span:
     for key in _ANCHORS:
         v = job.facts.get(key)
@@ -254,8 +270,7 @@ class PureDataParallelOversized(Rule):
             span,
             f"pure data parallelism{zero}: every GPU holds the whole {est.param_count / 1e9:.1f}B-"
             f"parameter model, {_gib(states)} GiB of weights, gradients and optimizer states "
-            f"(weights {_gib(est.weights)}, gradients {_gib(est.gradients)}, optimizer "
-            f"{_gib(est.optimizer)} GiB), more than {headroom:.0%} of the {gpu_name}'s "
+            f"({_parts(est)}), more than {headroom:.0%} of the {gpu_name}'s "
             f"{_gib(mem)} GiB; use tensor/pipeline parallelism or ZeRO-3/FSDP "
             f"(`parallint plan` lists layouts that fit)",
             related=_related(job, span),
@@ -346,15 +361,14 @@ class PredictedOom(Rule):
         if _pure_dp_oversized(est, mem, ctx):
             return  # MEM001 reports this job, with the better diagnosis
         where = "" if est.layout["pp"] == 1 else f" ({est.stage} pipeline stage)"
-        acts = f"activations {_gib(est.activations)}"
+        acts = f"activations {_gib(est.activations)} GiB"
         if est.activations_known and est.layers_per_stage:
             acts += (f" ({est.microbatches_in_flight} microbatch"
                      f"{'es' if est.microbatches_in_flight != 1 else ''} in flight x "
                      f"{est.layers_per_stage} layers)")
         msg = (f"predicted peak {_gib(est.total)} GiB on the most loaded rank{where} exceeds the "
-               f"{gpu_name}'s {_gib(mem)} GiB: weights {_gib(est.weights)}, gradients "
-               f"{_gib(est.gradients)}, optimizer {_gib(est.optimizer)}, {acts}, other "
-               f"{_gib(est.other)} GiB")
+               f"{gpu_name}'s {_gib(mem)} GiB: {_parts(est)}, {acts}, other "
+               f"{_gib(est.other)} GiB (buffers)")
         from parallint.estimator.spec import normalize
 
         world = normalize(spec)["parallel"].get("world_size")
