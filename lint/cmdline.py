@@ -233,6 +233,9 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
                                                                 "--writable", "--fakeroot", "-c")) else 2
         return _parse(rest[i + 1:], ctx, span, env, wrapper, depth + 1)  # skip the image
 
+    if name in ("sh", "bash", "zsh", "dash") and len(rest) >= 2 and rest[0].known and \
+            re.fullmatch(r"-[a-z]*c[a-z]*", rest[0].text):
+        return _shell_c(rest[1], ctx, span, env, wrapper, depth)
     if name == "torchrun":
         return _torchrun("torchrun", words[0], rest, ctx, span, env, wrapper)
     if name == "accelerate-launch":
@@ -251,6 +254,31 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return _mpirun(words[0], rest, ctx, span, env, wrapper, depth)
     if PYTHON_RE.match(words[0].text):
         return _python(words[0], rest, ctx, span, env, wrapper)
+    return None
+
+
+def _shell_c(w: Word, ctx: Context, span, env, wrapper, depth: int) -> Launch | None:
+    """`bash -c "torchrun ..."` (typically under srun): the first launch in the string.
+
+    The outer shell has already expanded the string when it was double-quoted; what is left with a
+    `$` or a backtick is expanded by the inner shell at run time, so it is unknown here."""
+    import shlex
+
+    if not w.known:
+        return None
+    for part in re.split(r"&&|\|\||;|\n|(?<!\|)\|(?!\|)", w.text):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            toks = shlex.split(part, comments=True, posix=True)
+        except ValueError:
+            continue
+        sub = [Word.unknown("expanded by the inner shell", w.span) if ("$" in t or "`" in t)
+               else Word.lit(t, w.span) for t in toks]
+        la = _parse(sub, ctx, span, dict(env), wrapper, depth + 1)
+        if la is not None:
+            return la
     return None
 
 

@@ -37,6 +37,16 @@ PLACEHOLDER_RE = re.compile(
 
 _PARSER = None
 
+#: variables a scheduler, launcher or operator sets at run time: a `${X:-default}` is not their value
+RUNTIME_PREFIXES = ("SLURM_", "PET_", "OMPI_", "PMI_", "PMIX_", "MV2_", "KUBERNETES_", "SM_", "AZ_BATCH",
+                    "LSB_", "PBS_", "MLP_", "VC_", "TORCHELASTIC_")
+RUNTIME_NAMES = frozenset("""MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK NODE_RANK LOCAL_WORLD_SIZE
+    GROUP_RANK ROLE_RANK HOSTNAME CUDA_VISIBLE_DEVICES NPROC_PER_NODE NNODES_FROM_ENV""".split())
+
+
+def is_runtime_var(name: str) -> bool:
+    return name in RUNTIME_NAMES or name.startswith(RUNTIME_PREFIXES)
+
 
 def _parser():
     global _PARSER
@@ -86,6 +96,7 @@ class Piece:
     known: bool = True
     why: str = ""
     exact: bool = True  # text is the verbatim source bytes from `start`
+    splat: bool = False  # an unknown unquoted expansion (may be several words)
 
     def span(self, a: int = 0, b: int | None = None) -> Span | None:
         if self.src is None:
@@ -579,10 +590,20 @@ class Evaluator:
             for c in prefix_env:
                 self._assign(c, src, exported=self.allexport)
             return
-        # expand the words
+        # expand the words; nodes that touch (tree-sitter splits some words such as `a_$B.log`)
+        # form one shell word, which is then unknown
         words: list[Word] = []
+        groups: list[list] = []
         for c in [name_node] + args:
-            words.extend(self._words(c, src))
+            if groups and c.start_byte == groups[-1][-1].end_byte:
+                groups[-1].append(c)
+            else:
+                groups.append([c])
+        for g in groups:
+            if len(g) > 1 or any(not k.is_named and k.type == "$" for k in g[0].children):
+                words.append(Word.unknown("a word parallint cannot split", src.span(g[0].start_byte, g[-1].end_byte)))
+                continue
+            words.extend(self._words(g[0], src))
         if not words:
             return
         w0 = words[0]
@@ -748,13 +769,9 @@ class Evaluator:
                 cur.extend(data)
                 started = True
             elif kind == "split":
-                # unquoted expansion: split on whitespace
-                if any(not p.known for p in data):
-                    if len(chunks) == 1:
-                        return [None]
-                    cur.extend([p for p in data])
-                    started = True
-                    continue
+                # unquoted expansion: split on whitespace; an unknown part standing alone may be
+                # any number of words (a splat)
+                data = [p if p.known else Piece(p.text, p.src, p.start, False, p.why, False, True) for p in data]
                 parts = _split_pieces(data)
                 if not parts:
                     continue
@@ -797,7 +814,13 @@ class Evaluator:
                     started = False
         if started:
             fields.append(cur)
-        return [_placeholders(f) if f is not None else None for f in fields]
+        out: list[list[Piece] | None] = []
+        for f in fields:
+            if f is not None and len(f) == 1 and not f[0].known and f[0].splat:
+                out.append(None)
+            else:
+                out.append(_placeholders(f) if f is not None else None)
+        return out
 
     def _chunks(self, node, src: Src, quoted: bool) -> list[tuple[str, list]]:
         """("lit", pieces) | ("split", pieces) | ("array", [pieces...]) | ("splitarray", [...])."""
@@ -939,8 +962,9 @@ class Evaluator:
         is_set = v is not None
         is_null = v is None or (not v.unknown_why and v.kind == "scalar" and _pieces_text(v.pieces) == "")
         unknown_state = v is not None and (v.unknown_why or any(not p.known for p in v.pieces))
-        if v is None and (name.isdigit() or name in ("@", "*")):
-            unknown_state = True  # positional parameters: may be given
+        if v is None and (name.isdigit() or name in ("@", "*") or is_runtime_var(name)):
+            unknown_state = True  # positional parameters and scheduler-set variables: a default
+            # is only what runs when they are absent, and they are usually present
         if op in (":-", "-", ":=", "=", ":?", "?", ":+", "+"):
             colon = op.startswith(":")
             use_default = (not is_set) or (colon and is_null)
@@ -953,8 +977,11 @@ class Evaluator:
             if unknown_state and v is not None:
                 return self._var_chunks(name, src, node, quoted, index)
             if unknown_state and v is None:
-                # positional parameter with a default: the default is what the script states
-                pass
+                if is_runtime_var(name):
+                    return [("lit" if quoted else "split",
+                             [unknown_piece(f"{name} is set by the scheduler or launcher at run time",
+                                            src, node.start_byte)])]
+                # a positional parameter with a default: the default is what the script states
             if use_default:
                 chunks = self._operand_chunks(operand, src, quoted, node)
                 if op in (":=", "="):
