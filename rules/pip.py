@@ -42,7 +42,8 @@ def _problems(p: Partition) -> list[tuple[int, str]]:
     out = []
     a0, _ = bs[0]
     if a0 > 0:
-        out.append((0, f"stage 0 starts at layer {a0}: layers 0..{a0 - 1} of {p.base} belong to no stage"))
+        miss = "layer 0 belongs" if a0 == 1 else f"layers 0..{a0 - 1} belong"
+        out.append((0, f"stage 0 starts at layer {a0}: {miss} to no stage"))
     for i in range(1, len(bs)):
         prev_stop = bs[i - 1][1]
         start = bs[i][0]
@@ -50,8 +51,8 @@ def _problems(p: Partition) -> list[tuple[int, str]]:
             out.append((i, f"stage {i - 1} already runs to the end of {p.base}; stage {i} (from layer {start}) overlaps it"))
             continue
         if start > prev_stop:
-            gap = f"layer {prev_stop}" if start == prev_stop + 1 else f"layers {prev_stop}..{start - 1}"
-            out.append((i, f"gap between stage {i - 1} (ends before layer {prev_stop}) and stage {i} (starts at {start}): {gap} belong to no stage"))
+            gap = f"layer {prev_stop} belongs" if start == prev_stop + 1 else f"layers {prev_stop}..{start - 1} belong"
+            out.append((i, f"gap between stage {i - 1} (ends before layer {prev_stop}) and stage {i} (starts at {start}): {gap} to no stage"))
         elif start < prev_stop:
             out.append((i, f"stage {i} starts at layer {start} but stage {i - 1} runs to layer {prev_stop - 1}: layers {start}..{prev_stop - 1} are in two stages"))
     last = bs[-1][1]

@@ -745,6 +745,12 @@ def _parse(path: str, text: str) -> Script | None:
                                  Span(path, max(exc.raw_line, 1), exc.raw_column + 1)) from None
         # Python accepts it but LibCST does not (newer syntax): nothing we can say about it
         return None
+    except (UnicodeError, ValueError) as exc:  # lone surrogates, NUL bytes ...
+        m = re.search("[\ud800-\udfff\x00]", text)
+        i = m.start() if m else 0
+        line = text.count("\n", 0, i) + 1
+        col = i - (text.rfind("\n", 0, i) + 1) + 1
+        raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: invalid character", Span(path, line, col)) from None
     script = Script(path, text)
     script._module = module
     _collect_imports(module, script.import_map)
