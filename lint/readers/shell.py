@@ -82,7 +82,12 @@ class Src:
         col = len(self.data[start:byte].decode("utf-8", "replace"))
         return li + 1 + self.line_offset, col + 1 + self.col_offset
 
+    #: every position maps to this span (text that `eval` re-parses)
+    fixed: Span | None = None
+
     def span(self, a: int, b: int) -> Span:
+        if self.fixed is not None:
+            return self.fixed
         l1, c1 = self.pos(a)
         l2, c2 = self.pos(max(a, b))
         return Span(self.path, l1, c1, l2, c2)
@@ -600,7 +605,8 @@ class Evaluator:
             else:
                 groups.append([c])
         for g in groups:
-            if len(g) > 1 or any(not k.is_named and k.type == "$" for k in g[0].children):
+            if len(g) > 1 or (g[0].type == "concatenation" and
+                               any(not k.is_named and k.type == "$" for k in g[0].children)):
                 words.append(Word.unknown("a word parallint cannot split", src.span(g[0].start_byte, g[-1].end_byte)))
                 continue
             words.extend(self._words(g[0], src))
@@ -610,6 +616,18 @@ class Evaluator:
         cmd = w0.text if w0.known else None
         if cmd in (":", "true") :
             return  # `: ${X:=8}` assignments happened during expansion
+        if cmd == "eval":
+            if len(words) > 1 and all(w.known for w in words[1:]) and self.call_depth < MAX_CALL_DEPTH:
+                text = " ".join(w.text for w in words[1:])
+                sub = Src(src.path, text.encode("utf-8", "replace"), abspath=src.abspath)
+                sub.fixed = src.span(node.start_byte, node.start_byte + 4)
+                self.call_depth += 1
+                try:
+                    tree = _parser().parse(sub.data)
+                    self._stmts(tree.root_node.children, sub)
+                finally:
+                    self.call_depth -= 1
+            return
         if cmd in ("source", "."):
             self._source(words[1:], src)
             return
