@@ -370,3 +370,29 @@ def test_alias_bomb_is_syn001():
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
     ff = run(nemo, bomb, "gpt.yaml")
     assert [d.code for d in ff.diagnostics] == ["SYN001"]
+
+
+# --- config partitions (for the PIP rules) ---------------------------------------------------------
+def _part(stages, pp=None, layers=None):
+    from parallint.diagnostics import Span
+    from parallint.facts import Value
+    from parallint.readers.cfgutil import Partition
+
+    sp = Span("t.toml", 3)
+    return Partition(stages, sp, [Span("t.toml", 3, 10 * (i + 1)) for i in range(len(stages))], "t.toml x",
+                     pp=Value(pp, sp) if pp else None, layers=Value(layers, sp) if layers else None)
+
+
+def test_partition_problems():
+    from parallint.readers.cfgutil import partition_problems
+
+    good = _part([["tok_embeddings", "layers.0", "layers.1"], ["layers.2", "layers.3", "norm", "output"]], pp=2, layers=4)
+    assert partition_problems(good) == []
+    codes = lambda p, **kw: sorted(c for c, _, _ in partition_problems(p, **kw))
+    assert codes(_part([["layers.0", "layers.1"], ["layers.1", "layers.2"]])) == ["PIP001"]          # overlap
+    assert codes(_part([["layers.0"], ["layers.2"]])) == ["PIP001"]                                 # gap
+    assert codes(_part([["layers.0"], ["layers.1"]], layers=3)) == ["PIP001"]                       # last missing
+    assert codes(_part([["layers.2", "layers.3"], ["layers.0", "layers.1"]])) == ["PIP001"]         # order
+    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"]], pp=2)) == ["PIP002"]
+    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="1F1B") == ["PIP002"]
+    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="Interleaved1F1B") == []

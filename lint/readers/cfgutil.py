@@ -339,3 +339,59 @@ def precision_of(v: Any) -> str | None:
     if s in ("32", "fp32", "32-true", "float32", "no", "full"):
         return "fp32"
     return None
+
+
+# ------------------------------------------------------------------------------------------
+# hand-written pipeline partitions in configs (torchtitan module_fqns_per_model_part)
+
+_LAYER_FQN = re.compile(r"^(?:model\.)?layers\.(\d+)$")
+SINGLE_STAGE_SCHEDULES = frozenset({"1f1b", "gpipe"})
+
+
+def partition_problems(part: Partition, schedule: str | None = None) -> list[tuple[str, Span, str]]:
+    """What is wrong with one config partition, as (code, span, message):
+
+    * ``PIP001``: a layer in two stages, layers handed out out of order, a gap between the layers
+      used, or (when the layer count is known) the first/last layer missing;
+    * ``PIP002``: the number of stages is not a multiple of the PP degree (for the single-stage
+      schedules 1F1B and GPipe: not equal to it).
+
+    Meant for the PIP rules (``rules/pip.py``); silent on anything unknown.
+    """
+    out: list[tuple[str, Span, str]] = []
+    where: dict[int, int] = {}
+    last_max = -1
+    for si, (names, sspan) in enumerate(zip(part.stages, part.stage_spans)):
+        idx = [int(m.group(1)) for m in (_LAYER_FQN.match(n) for n in names) if m]
+        for i in idx:
+            if i in where:
+                out.append(("PIP001", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
+            else:
+                where[i] = si
+        if idx and min(idx) <= last_max and not any(i in where and where[i] != si for i in idx if i <= last_max):
+            out.append(("PIP001", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
+                                         f"(layers.{last_max})"))
+        if idx:
+            last_max = max(last_max, max(idx))
+    if where:
+        layers = None
+        if part.layers is not None and part.layers.known and isinstance(part.layers.value, int):
+            layers = part.layers.value
+        top = (layers - 1) if layers else max(where)
+        missing = [i for i in range(0, top + 1) if i not in where]
+        if missing:
+            shown = ", ".join(f"layers.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+            out.append(("PIP001", part.span, f"no stage holds {shown}"))
+        if layers and max(where) >= layers:
+            out.append(("PIP001", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
+    pp = part.pp.value if part.pp is not None and part.pp.known and isinstance(part.pp.value, int) else None
+    n = len(part.stages)
+    if pp and pp > 0:
+        single = (schedule or "").strip().lower() in SINGLE_STAGE_SCHEDULES
+        if single and n != pp:
+            out.append(("PIP002", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
+                                             f"{schedule} schedule (needs exactly {pp})"))
+        elif n % pp:
+            out.append(("PIP002", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
+                                             f"(needs a multiple of {pp})"))
+    return out

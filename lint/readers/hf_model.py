@@ -40,7 +40,7 @@ def emit_hf_shape(em: Emitter, prefix: str) -> None:
     em.add("model.kv_heads", ps("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), as_int)
     em.add("model.ffn", ps("intermediate_size", "n_inner", "ffn_dim", "d_ff"), as_int)
     em.add("model.vocab", ps("vocab_size"), as_int)
-    em.add("model.head_dim", ps("head_dim"), as_int)
+    em.add("model.head_dim", ps("head_dim", "kv_channels", "attention_head_dim", "head_size", "d_kv"), as_int)
     em.add("model.tied_embeddings", ps("tie_word_embeddings"), as_bool)
     em.add("model.num_experts", ps("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), as_int)
     em.add("model.top_k", ps("num_experts_per_tok", "moe_topk", "topk"), as_int)
