@@ -10,7 +10,36 @@ from parallint.readers.python import Partition, Script, job_scripts, launch_worl
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
+_CONFIG_KINDS = frozenset({"torchtitan", "torchtitan_py"})
 _LAYERISH = re.compile(r"layer|block|stage|(^|\.)h$|module", re.I)
+
+
+def _config_problems(f, code: str):
+    """PIP001/PIP002 findings of torchtitan `module_fqns_per_model_part` partitions in a config."""
+    data = getattr(f, "data", None)
+    parts = getattr(data, "partitions", None)
+    if not parts or isinstance(data, Script):
+        return
+    from parallint.readers.cfgutil import partition_problems
+
+    sched = getattr(data, "extra", {}).get("pp_schedule")
+    schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
+    for part in parts:
+        for c, span, msg in partition_problems(part, schedule):
+            if c == code:
+                yield span, msg
+
+
+_TITAN = """
+    [training]
+    local_batch_size = 8
+    seq_len = 2048
+
+    [parallelism]
+    data_parallel_shard_degree = -1
+    pipeline_parallel_degree = 2
+    module_fqns_per_model_part = {parts}
+"""
 
 
 def _partitions(s: Script) -> list[Partition]:
@@ -69,13 +98,13 @@ class PartitionGapOrOverlap(Rule):
     name = "partition-gap-or-overlap"
     severity = Severity.ERROR
     summary = "layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer"
-    kinds = _PY
+    kinds = _PY | _CONFIG_KINDS
     doc = """
     ## What it does
     Reads hand-written pipeline partitions — a list of slices of one module list, such as
     `[model.layers[:4], model.layers[4:8]]`, usually indexed by the rank — and flags slices that
     overlap, leave layers out between stages, or miss the first or last layers (when the script
-    shows how many layers there are).
+    shows how many layers there are). Also torchtitan's `module_fqns_per_model_part`.
 
     ## Why it matters
     A skipped layer silently trains a different, shallower model; an overlapping layer runs
@@ -111,6 +140,8 @@ class PartitionGapOrOverlap(Rule):
             dist.init_process_group("nccl")
             train, val = [data[:1000], data[2000:3000]]
         """),
+        Example(_TITAN.format(parts='[["tok_embeddings", "layers.0", "layers.1"], ["layers.2", "layers.3", "norm", "output"]]'),
+                filename="llama_pp.toml"),
     ]
     invalid = [
         Example("""
@@ -127,9 +158,13 @@ class PartitionGapOrOverlap(Rule):
             parts = [nn.Sequential(*layers[0:4]), nn.Sequential(*layers[3:6])]
             stage = parts[dist.get_rank()]
         """, count=2, line=5),
+        Example(_TITAN.format(parts='[["tok_embeddings", "layers.0", "layers.1"], ["layers.3", "norm", "output"]]'),
+                filename="llama_pp.toml", line=8),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        for span, msg in _config_problems(f, self.code):
+            yield self.report(span, f"pipeline partition: {msg}")
         s = script_of(f)
         if s is None:
             return
@@ -157,12 +192,14 @@ class PartitionCountMismatch(Rule):
     name = "partition-count-mismatch"
     severity = Severity.ERROR
     summary = "the number of partitions differs from the PP degree or from the ranks that select them"
-    kinds = _PY
+    kinds = _PY | _CONFIG_KINDS
     doc = """
     ## What it does
     Compares the number of stages of a hand-written partition that is chosen by the rank
     (`stages[rank]`) with the number of ranks: the world size the script passes to
     `init_process_group`, or the one the launch starts, or the pipeline degree stated for the job.
+    For torchtitan's `module_fqns_per_model_part`: the number of parts must be a multiple of
+    `pipeline_parallel_degree` (exactly it for the single-stage schedules 1F1B and GPipe).
 
     ## Why it matters
     With fewer stages than ranks the extra ranks index past the list (`IndexError`) or get no
@@ -194,6 +231,8 @@ class PartitionCountMismatch(Rule):
                 stage = stages[dist.get_rank()]
             """,
         }),
+        Example(_TITAN.format(parts='[["tok_embeddings", "layers.0"], ["layers.1"], ["layers.2"], ["layers.3", "norm", "output"]]'),
+                filename="llama_pp.toml"),
     ]
     invalid = [
         Example("""
@@ -211,6 +250,8 @@ class PartitionCountMismatch(Rule):
                 stage = stages[dist.get_rank()]
             """,
         }, line=3),
+        Example(_TITAN.format(parts='[["tok_embeddings", "layers.0"], ["layers.1"], ["layers.2", "norm", "output"]]'),
+                filename="llama_pp.toml", line=8),
     ]
 
     def _check(self, s: Script, n: int, what: str, related=(), frame=None) -> Iterable[Diagnostic]:
@@ -229,6 +270,8 @@ class PartitionCountMismatch(Rule):
                 )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        for span, msg in _config_problems(f, self.code):
+            yield self.report(span, f"pipeline partition: {msg}")
         s = script_of(f)
         if s is None:
             return
