@@ -415,8 +415,9 @@ class ExpertsNotDivisible(FactRule):
     summary = "Experts do not divide over expert parallelism, or the expert grid does not fit the world"
     doc = """
     ## What it does
-    Checks `num_experts % EP == 0` and, for Megatron/NeMo, that the world size is divisible by
-    ETP×EP×PP (ETP defaults to TP).
+    Checks `num_experts % EP == 0`, that EP > 1 comes with experts (an explicit `null` expert
+    count), and, for Megatron/NeMo, that the world size is divisible by ETP×EP×PP (ETP defaults
+    to TP).
 
     ## Why it matters
     Each expert-parallel rank holds `num_experts / EP` experts. Megatron stops with "decoder
@@ -431,6 +432,7 @@ class ExpertsNotDivisible(FactRule):
     valid = (Example(_meg("--num-experts: 8\n--expert-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml"),)
     invalid = (
         Example(_meg("--num-experts: 6\n--expert-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),
+        Example(_nemo(model_extra="  num_moe_experts: null\n  expert_model_parallel_size: 2\n"), filename="conf/gpt.yaml", line=11),
         Example(_nemo(tp=2, devices=4, model_extra="  num_moe_experts: 8\n  expert_model_parallel_size: 4\n"),
                 filename="conf/moe.yaml", line=11),
     )
@@ -441,6 +443,11 @@ class ExpertsNotDivisible(FactRule):
         if ep is None or ep <= 1:
             return
         ne = view.i("model.num_experts")
+        stated = view.facts.all("model.num_experts")
+        if stated and all((not v.known) and v.why == "null" for v in stated):
+            yield Finding(ep_v, f"expert-parallel degree {ep} but the model has no experts (num_experts is null)",
+                          [(stated[0], "num_experts: null")])
+            return
         if ne is not None and ne > 0 and ne % ep:
             yield Finding(ep_v, f"{ne} experts are not divisible by expert-parallel degree {ep}",
                           [(view.v("model.num_experts"), f"{ne} experts")])
