@@ -393,8 +393,18 @@ class ZeroWithPipeline(FactRule):
     """
     valid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
                      '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),)
-    invalid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
-                       '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),)
+    invalid = (
+        Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
+        Example(files={
+            "run.sh": "deepspeed --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
+                      "    --pipeline-model-parallel-size 2 --num-layers 24 --micro-batch-size 2 \\\n"
+                      "    --global-batch-size 64 --deepspeed --deepspeed_config ds_config.json\n",
+            "pretrain_gpt.py": "import deepspeed\nprint(deepspeed.__version__)\n",
+            "ds_config.json": '{\n  "train_batch_size": 64,\n  "train_micro_batch_size_per_gpu": 2,\n'
+                              '  "zero_optimization": {"stage": 2}\n}\n',
+        }, line=4),
+    )
 
     def findings(self, view: View):
         if not view.fw("deepspeed", "neox"):

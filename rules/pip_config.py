@@ -45,7 +45,14 @@ class FewerMicrobatchesThanStages(FactRule):
     (ideally several times more).
     """
     valid = (Example(_titan(4, 16, 2), filename="train.toml"),)
-    invalid = (Example(_titan(4, 8, 4), filename="train.toml", line=14),)
+    invalid = (
+        Example(_titan(4, 8, 4), filename="train.toml", line=14),
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4 \\\n"
+                      "    --num-layers 32 --micro-batch-size 4 --global-batch-size 16 --num-attention-heads 32\n",
+            "pretrain_gpt.py": "import sys\nprint(sys.argv)\n",
+        }, line=2),
+    )
 
     def findings(self, view: View):
         pp_v = view.v("parallel.pp")
