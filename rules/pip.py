@@ -158,6 +158,16 @@ class PartitionGapOrOverlap(Rule):
             parts = [nn.Sequential(*layers[0:4]), nn.Sequential(*layers[3:6])]
             stage = parts[dist.get_rank()]
         """, count=2, line=5),
+        Example("""
+            import torch.nn as nn
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            if rank == 0:
+                stage = nn.Sequential(*model.layers[0:4])
+            elif rank == 1:
+                stage = nn.Sequential(*model.layers[3:8])
+        """, line=8),
         Example(_TITAN.format(parts='[["tok_embeddings", "layers.0", "layers.1"], ["layers.3", "norm", "output"]]'),
                 filename="llama_pp.toml", line=8),
     ]
@@ -256,7 +266,7 @@ class PartitionCountMismatch(Rule):
 
     def _check(self, s: Script, n: int, what: str, related=(), frame=None) -> Iterable[Diagnostic]:
         for p in _partitions(s):
-            if p.selector != "rank":
+            if p.selector != "rank" or p.open_ended:
                 continue
             if frame is not None and (p.frame is None or not s.same_run(frame, p.frame)):
                 continue

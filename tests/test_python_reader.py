@@ -360,6 +360,31 @@ def test_partition_with_rank_selector_and_layer_count():
     assert p.span.line == 7
 
 
+def test_partition_chosen_by_rank_branches():
+    s = script(
+        """
+        import torch.distributed as dist
+        rank = dist.get_rank()
+        if rank == 0:
+            stage = nn.Sequential(*model.layers[:4])
+        elif rank == 1:
+            stage = nn.Sequential(*model.layers[4:8])
+        if rank == 0:
+            head = blocks[:3]
+        else:
+            head = blocks[3:]
+        if rank == 0:
+            x = a[:2]
+        elif rank == 2:
+            x = a[2:]
+        """
+    )
+    closed, open_ = s.partitions
+    assert [(x.start, x.stop) for x in closed.slices] == [(None, 4), (4, 8)]
+    assert closed.selector == "rank" and not closed.open_ended and closed.span.line == 3
+    assert open_.base == "blocks" and open_.open_ended
+
+
 def test_not_a_partition():
     s = script(
         """

@@ -239,6 +239,8 @@ class Partition:
     selector: str | None = None  # "rank" when chosen by a rank expression
     selector_span: Span | None = None
     frame: Frame | None = field(default=None, repr=False)
+    #: chosen by `if rank == k:` branches with a final `else:` taking every other rank
+    open_ended: bool = False
 
     @property
     def span(self) -> Span:
@@ -779,6 +781,7 @@ def _collector_class():
             self.loops: list[Loop] = []
             self.block_early: list[int] = [0]
             self.targets: dict[int, str] = {}
+            self.elifs: set[int] = set()
 
         # -------------------------------------------------- bindings
         def _bind(self, name: str, expr) -> None:
@@ -912,6 +915,10 @@ def _collector_class():
                 self.guards.pop()
 
         def visit_If(self, node: cst.If) -> bool:
+            if id(node) not in self.elifs:
+                self._rank_branch_partition(node)
+            if isinstance(node.orelse, cst.If):
+                self.elifs.add(id(node.orelse))
             node.test.visit(self)
             t = node.test
             is_main = isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name) and t.left.value == "__name__"
@@ -932,8 +939,6 @@ def _collector_class():
                 # `if rank != 0: return` -> the rest of the block runs on the other ranks only
                 self.guards.append(Guard(self.s, t, rank, g_false.zero, id(node), False, early=True))
                 self.block_early[-1] += 1
-            if node.orelse is None:
-                self._rank_branch_partition(node)
             return False
 
         def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -1094,9 +1099,68 @@ def _collector_class():
                 slices.append(Slice(a.value, b.value, el, s))
             s.partitions.append(Partition(parts[0][0], slices, node, s, frame=self.frame))
 
-        def _rank_branch_partition(self, node) -> None:
+        def _rank_branch_partition(self, head) -> None:
             """if rank == 0: stage = layers[:4] / elif rank == 1: stage = layers[4:8] ..."""
-            pass
+            branches = []  # (k, target, (base, lo, hi, el))
+            node, rank_text, open_ended = head, None, False
+            while node is not None:
+                t = node.test
+                if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
+                        and isinstance(t.comparisons[0].operator, cst.Equal)):
+                    return
+                left, right = t.left, t.comparisons[0].comparator
+                if isinstance(left, cst.Integer):
+                    left, right = right, left
+                if not isinstance(right, cst.Integer) or not self.s.rankish(left, self.frame):
+                    return
+                text = _dotted(left) or self.s.code(left)
+                if rank_text not in (None, text):
+                    return
+                rank_text = text
+                got = self._branch_slice(node.body)
+                if got is None:
+                    return
+                branches.append((int(right.evaluated_value), got))
+                orelse = node.orelse
+                if isinstance(orelse, cst.If):
+                    node = orelse
+                    continue
+                if isinstance(orelse, cst.Else):
+                    got = self._branch_slice(orelse.body)
+                    if got is None:
+                        return
+                    branches.append((max(k for k, _ in branches) + 1, got))
+                    open_ended = True
+                break
+            if len(branches) < 2:
+                return
+            branches.sort(key=lambda b: b[0])
+            if [k for k, _ in branches] != list(range(len(branches))):
+                return
+            targets = {g[0] for _, g in branches}
+            bases = {g[1][0] for _, g in branches}
+            if len(targets) != 1 or len(bases) != 1:
+                return
+            before = len(self.s.partitions)
+            self._add_partition([g[1] for _, g in branches], head.test)
+            if len(self.s.partitions) > before:
+                p = self.s.partitions[-1]
+                p.selector, p.open_ended = "rank", open_ended
+
+        def _branch_slice(self, body):
+            """(target, slice parts) for a branch body holding one `t = <slice of base>` assignment."""
+            found = None
+            for stmt in getattr(body, "body", ()):
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        part = self._slice_of(small.value)
+                        if part is not None:
+                            if found is not None:
+                                return None
+                            found = (_dotted(small.targets[0].target) or "", part)
+            return found
 
         # -------------------------------------------------- module lists (layer counts)
         def leave_Assign(self, node: cst.Assign) -> None:
