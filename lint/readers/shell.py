@@ -149,6 +149,10 @@ class Var:
         return Value(t.replace("\x01", " "), self.span, True, "", name)
 
 
+def _is_splat(f: list[Piece]) -> bool:
+    return len(f) == 1 and not f[0].known and f[0].splat
+
+
 def _pieces_text(ps: list[Piece]) -> str:
     return "".join(p.text for p in ps)
 
@@ -523,7 +527,7 @@ class Evaluator:
                     continue
                 fields = self._expand(c, src)
                 for f in fields:
-                    if f is None:
+                    if f is None or _is_splat(f):
                         bad = "unknown array element"
                         continue
                     items.append(f)
@@ -704,7 +708,10 @@ class Evaluator:
         if self.record:
             self.data.sources.append(w.value(0, "source"))
         target = self._resolve(w, src)
-        if target is None or target in self.sourcing or len(self.sourcing) >= MAX_SOURCE_DEPTH:
+        if target is not None and (target in self.sourcing or
+                                   (self.abspath is not None and target == _resolved(self.abspath))):
+            return  # a cycle: the file is being read already
+        if target is None or len(self.sourcing) >= MAX_SOURCE_DEPTH:
             self.data.sources_unresolved = True
             return
         try:
@@ -756,8 +763,9 @@ class Evaluator:
         """A command word -> the words after expansion and splitting."""
         out = []
         for f in self._expand(node, src, keep_splat=True):
-            if f is None:
-                out.append(Word.unknown("unknown expansion", src.span(node.start_byte, node.end_byte), splat=True))
+            if f is None or _is_splat(f):
+                why = f[0].why if f else "unknown expansion"
+                out.append(Word.unknown(why, src.span(node.start_byte, node.end_byte), splat=True))
                 continue
             out.append(_to_word(f, src.span(node.start_byte, node.end_byte)))
         return out
@@ -835,7 +843,7 @@ class Evaluator:
         out: list[list[Piece] | None] = []
         for f in fields:
             if f is not None and len(f) == 1 and not f[0].known and f[0].splat:
-                out.append(None)
+                out.append(f)  # a splat: see _is_splat
             else:
                 out.append(_placeholders(f) if f is not None else None)
         return out
@@ -1281,6 +1289,13 @@ def _string_op(text: str, op: str, arg: str) -> str | None:
             return text[off: off + int(parts[1])]
         return text[off:]
     return None
+
+
+def _resolved(p: Path) -> Path:
+    try:
+        return p.resolve()
+    except OSError:
+        return p
 
 
 def _display_path(path: str, abspath: Path | None, target: Path) -> str:
