@@ -655,6 +655,8 @@ def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -
     if inner is not None:
         return inner
     # srun running something else (a shell script, a binary): the srun itself is the launch
+    if len(inner_words) > 1 and inner_words[0].known and _basename(inner_words[0].text) in ("bash", "sh", "zsh"):
+        inner_words = inner_words[1:]
     _script_part(la, inner_words, 0, False)
     if tpn is not None:
         la.facts.add("parallel.procs_per_node", tpn)
