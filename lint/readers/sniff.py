@@ -146,9 +146,9 @@ def sniff_python(path: str, text: str) -> str | None:
     head = text[:MAX_SNIFF]
     if "torchtitan" not in head:
         return None
-    if re.search(r"\bParallelismConfig\s*\(|\bTrainer\.Config\s*\(|\bJobConfig\s*\(", head) and (
+    if re.search(r"\bParallelismConfig\s*\(|\b\w*Trainer\.Config\b|\bJobConfig\s*\(", head) and (
         path.replace("\\", "/").endswith("config_registry.py")
-        or re.search(r"->\s*(Trainer\.Config|JobConfig)\b", head)
+        or re.search(r"->\s*(\w*Trainer\.Config|JobConfig)\b", head)
     ):
         return "torchtitan_py"
     return None

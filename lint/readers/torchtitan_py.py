@@ -102,7 +102,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
 
         def visit_Call(self, node) -> bool:
             name = _dotted(node.func)
-            if name in ("Trainer.Config", "JobConfig") or (
+            if name.endswith("Trainer.Config") or name == "JobConfig" or (
                 name.endswith(".Config") and any(a.keyword is not None and a.keyword.value in ("parallelism", "training") for a in node.args)
             ):
                 tree = lit(node)
