@@ -290,7 +290,7 @@ class SamplerWithShuffle(Rule):
             for kw, pos in (("sampler", 3), ("batch_sampler", 4)):
                 if _passed_not_none(s, c, kw, pos) is True:
                     yield self.report(
-                        sh.span or c.span,
+                        s.arg_span(c, "shuffle", 2),
                         f"DataLoader got both {kw}= and shuffle=True: PyTorch raises \"{kw} option is "
                         "mutually exclusive with shuffle\"",
                     )

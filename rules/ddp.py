@@ -367,7 +367,7 @@ class MultipleDeviceIds(Rule):
                 continue
             if len(v.value) > 1:
                 yield self.report(
-                    v.span or c.span,
+                    s.arg_span(c, "device_ids", 1),
                     f"DistributedDataParallel got device_ids with {len(v.value)} devices "
                     f"({list(v.value)!r}); DDP accepts one device per process",
                 )

@@ -194,7 +194,7 @@ class BackendDeviceMismatch(Rule):
                 )
                 if uses_cuda:
                     yield self.report(
-                        v.span or c.span,
+                        s.arg_span(c, "backend", 0),
                         "gloo backend for a script that trains on CUDA: gloo moves every all-reduce "
                         "through host memory; use nccl for GPU tensors",
                     )
@@ -203,7 +203,7 @@ class BackendDeviceMismatch(Rule):
                 if any(w in low for w in ("cuda", "device", "gpu", "local_rank")):
                     continue
                 yield self.report(
-                    v.span or c.span,
+                    s.arg_span(c, "backend", 0),
                     "nccl backend in a script that never puts anything on CUDA: NCCL only reduces "
                     "GPU tensors, the first all-reduce of the CPU model fails; use gloo or move the model to the GPU",
                     severity=Severity.ERROR,
@@ -272,14 +272,14 @@ class WorldSizeConflict(Rule):
                 if v is not None and v.known and isinstance(v.value, int) and not isinstance(v.value, bool):
                     if v.value != ws:
                         yield self.report(
-                            v.span or c.span,
+                            s.arg_span(c, "world_size"),
                             f"init_process_group(world_size={v.value}) but the launch starts {ws} processes",
                             related=related,
                         )
                 r = s.arg(c, "rank")
                 if r is not None and r.known and isinstance(r.value, int) and not isinstance(r.value, bool) and ws > 1:
                     yield self.report(
-                        r.span or c.span,
+                        s.arg_span(c, "rank"),
                         f"init_process_group(rank={r.value}) is a constant but the launch starts {ws} "
                         "processes: every process claims the same rank",
                         related=related,

@@ -70,7 +70,7 @@ def test_function_level_import_counts():
 def _arg(code: str, group: str, kw: str, pos=None):
     s = script(code)
     c = s.by(group)[0]
-    return s.arg(c, kw, pos)
+    return s.arg(c, kw, pos, with_span=True)
 
 
 def test_literal_constant_and_arithmetic():

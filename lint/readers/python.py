@@ -176,6 +176,7 @@ class Call:
     loops: tuple[Loop, ...] = ()
     frame: Frame = field(default=None, repr=False)  # type: ignore[assignment]
     target: str | None = None  # `t = call(...)` -> "t"
+    index: int = 0  # order of appearance in the file
 
     @property
     def span(self) -> Span:
@@ -287,7 +288,8 @@ class Script:
         out: list[Call] = []
         for g in groups:
             out.extend(self._by_group.get(g, ()))
-        out.sort(key=lambda c: (c.span.line, c.span.column))
+        if len(groups) > 1:
+            out.sort(key=lambda c: c.index)  # source order without computing positions
         return out
 
     def has(self, *groups: str) -> bool:
@@ -304,8 +306,12 @@ class Script:
         return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
 
     def framework_managed(self) -> bool:
-        """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves."""
-        return bool(self.frameworks() & {"accelerate", "lightning", "transformers", "composer", "fairseq",
+        """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves.
+
+        Importing transformers only for a model does not count: its Trainer has to be used."""
+        if self.has("hf_trainer", "training_args", "accelerator", "pl_trainer"):
+            return True
+        return bool(self.frameworks() & {"accelerate", "lightning", "composer", "fairseq",
                                           "colossalai", "ignite", "mmengine", "detectron2", "deepspeed",
                                           "torchtnt", "megatron", "nemo", "torchtitan"})
 
@@ -400,22 +406,37 @@ class Script:
     def value(self, node, frame: Frame, with_span: bool = True) -> Value:
         return self._evaluator.value(node, frame, with_span=with_span)
 
-    def arg(self, call: Call, keyword: str | None = None, pos: int | None = None) -> Value | None:
-        """The resolved argument: None when not passed (and no ``**kwargs`` could pass it)."""
+    def arg(self, call: Call, keyword: str | None = None, pos: int | None = None,
+            with_span: bool = False) -> Value | None:
+        """The resolved argument: None when not passed (and no ``**kwargs`` could pass it).
+
+        Spans are left out unless asked for (positions cost a pass over the file): a rule that
+        reports at the argument uses :meth:`arg_span`."""
         node = call.arg_node(keyword, pos)
         if node is not None:
-            return self.value(node, call.frame)
+            return self.value(node, call.frame, with_span=with_span)
         for a in call.node.args:
             if a.star == "**":
-                d = self.value(a.value, call.frame)
+                d = self.value(a.value, call.frame, with_span=False)
                 if d.known and isinstance(d.value, dict):
                     if keyword in d.value:
-                        return Value(d.value[keyword], self.span_of(a.value), True, "", d.source or "**kwargs")
+                        return Value(d.value[keyword], self.span_of(a.value) if with_span else None, True, "",
+                                     d.source or "**kwargs")
                     continue
-                return Value.unknown("**kwargs", self.span_of(a.value))
+                return Value.unknown("**kwargs", self.span_of(a.value) if with_span else None)
             if a.star == "*" and pos is not None:
-                return Value.unknown("*args", self.span_of(a.value))
+                return Value.unknown("*args", self.span_of(a.value) if with_span else None)
         return None
+
+    def arg_span(self, call: Call, keyword: str | None = None, pos: int | None = None) -> Span:
+        """Where the argument is written (the ``**kwargs`` it came through, else the call)."""
+        node = call.arg_node(keyword, pos)
+        if node is None:
+            for a in call.node.args:
+                if a.star == "**":
+                    node = a.value
+                    break
+        return self.span_of(node) if node is not None else call.span
 
     # ---------------------------------------------------------------- rank expressions
     def rank_kind(self, node, frame: Frame | None, depth: int = 0) -> str | None:
@@ -572,7 +593,7 @@ class Script:
         """Known integer world sizes passed to init_process_group, with the frame of the call."""
         out = []
         for c in self.by("init_process_group"):
-            v = self.arg(c, "world_size")
+            v = self.arg(c, "world_size", with_span=True)
             if v is not None and v.known and isinstance(v.value, int) and not isinstance(v.value, bool):
                 out.append((v, c.frame))
         return out
@@ -988,6 +1009,7 @@ def _collector_class():
             receiver = func.value if isinstance(func, cst.Attribute) else None
             call = Call(node, s, qn, frozenset(groups), method, receiver,
                         tuple(self.guards), tuple(self.loops), self.frame, self.targets.get(id(node)))
+            call.index = len(s.calls)
             s.calls.append(call)
             # call sites of the script's own functions
             callee = None
@@ -1304,7 +1326,7 @@ def _int(x):
 
 def _facts(s: Script, f: FileFacts) -> None:
     for c in s.by("init_process_group"):
-        ws = s.arg(c, "world_size")
+        ws = s.arg(c, "world_size", with_span=True)
         if ws is not None:
             _fact(f, "parallel.world_size", ws, "init_process_group(world_size=...)", _int)
     for m in s.meshes:
@@ -1321,14 +1343,14 @@ def _facts(s: Script, f: FileFacts) -> None:
                              ("virtual_pipeline_model_parallel_size", 2, "parallel.vpp"),
                              ("context_parallel_size", None, "parallel.cp"),
                              ("expert_model_parallel_size", None, "parallel.ep")):
-            v = s.arg(c, kw, pos)
+            v = s.arg(c, kw, pos, with_span=True)
             if v is not None:
                 _fact(f, key, v, f"initialize_model_parallel({kw}=...)", _int)
     for c in s.by("pl_trainer"):
-        nn = s.arg(c, "num_nodes")
+        nn = s.arg(c, "num_nodes", with_span=True)
         if nn is not None:
             _fact(f, "parallel.nodes", nn, "Trainer(num_nodes=...)", _int)
-        dv = s.arg(c, "devices")
+        dv = s.arg(c, "devices", with_span=True)
         if dv is not None:
             def conv(x):
                 if isinstance(x, (list, tuple)):
@@ -1338,41 +1360,41 @@ def _facts(s: Script, f: FileFacts) -> None:
                     raise ValueError(x)
                 return x
             _fact(f, "parallel.procs_per_node", dv, "Trainer(devices=...)", conv)
-        st = s.arg(c, "strategy")
+        st = s.arg(c, "strategy", with_span=True)
         if st is not None and st.known and isinstance(st.value, str) and st.value.startswith("ddp_find_unused_parameters_"):
             f.facts.add("ddp.find_unused_parameters",
                         Value(st.value.endswith("_true"), st.span, True, "", f"Trainer(strategy={st.value!r})"))
     for c in s.by("training_args"):
         for kw, key in (("per_device_train_batch_size", "training.micro_batch"),
                         ("gradient_accumulation_steps", "training.grad_accum")):
-            v = s.arg(c, kw)
+            v = s.arg(c, kw, with_span=True)
             if v is not None:
                 _fact(f, key, v, f"TrainingArguments({kw}=...)", _int)
         for kw in ("bf16", "fp16"):
-            v = s.arg(c, kw)
+            v = s.arg(c, kw, with_span=True)
             if v is not None and v.known and v.value is True:
                 f.facts.add("training.precision", Value(kw, v.span, True, "", f"TrainingArguments({kw}=True)"))
-        v = s.arg(c, "ddp_find_unused_parameters")
+        v = s.arg(c, "ddp_find_unused_parameters", with_span=True)
         if v is not None:
             _fact(f, "ddp.find_unused_parameters", v, "TrainingArguments(ddp_find_unused_parameters=...)")
-        ds = s.arg(c, "deepspeed")
+        ds = s.arg(c, "deepspeed", with_span=True)
         if ds is not None and ds.known and isinstance(ds.value, str) and ds.value:
             f.links.append(Value(ds.value, ds.span, True, "", "TrainingArguments(deepspeed=...)"))
     for c in s.by("ddp"):
-        v = s.arg(c, "find_unused_parameters")
+        v = s.arg(c, "find_unused_parameters", with_span=True)
         if v is not None:
             _fact(f, "ddp.find_unused_parameters", v, "DistributedDataParallel(find_unused_parameters=...)")
     for c in s.by("ddp_kwargs"):
-        v = s.arg(c, "find_unused_parameters")
+        v = s.arg(c, "find_unused_parameters", with_span=True)
         if v is not None:
             _fact(f, "ddp.find_unused_parameters", v, "DistributedDataParallelKwargs(find_unused_parameters=...)")
     for c in s.by("ddp_strategy"):
-        v = s.arg(c, "find_unused_parameters")
+        v = s.arg(c, "find_unused_parameters", with_span=True)
         if v is not None:
             _fact(f, "ddp.find_unused_parameters", v, "DDPStrategy(find_unused_parameters=...)")
     for c in s.by("ds_initialize"):
         for kw in ("config", "config_params"):
-            v = s.arg(c, kw)
+            v = s.arg(c, kw, with_span=True)
             if v is not None and v.known and isinstance(v.value, str) and v.value:
                 f.links.append(Value(v.value, v.span, True, "", f"deepspeed.initialize({kw}=...)"))
     if s.has("fsdp", "fully_shard"):
