@@ -140,6 +140,9 @@ LINK_OPTIONS = {
 }
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 
+#: scripts that run a model without training it (their --micro-batch-size is an inference batch)
+INFERENCE_RE = re.compile(r"(?:^|[/._])(?:inference|infer|generat\w*|text_generation\w*|eval\w*|export\w*|"
+                          r"convert\w*|checkpoint_\w*|serve\w*|server)(?:[/._]|$)", re.I)
 PYTHON_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)*)?$")
 LOOPBACK = re.compile(r"^(localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0)$", re.I)
 
@@ -365,7 +368,13 @@ def _script_part(launch: Launch, rest: list[Word], i: int, module: bool) -> None
     launch.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
     _links_from_args(launch, args)
     mf = megatron_args.args_facts(launch.args)
-    launch.facts.extend(mf)
+    script = launch.script.value if launch.script is not None and launch.script.known else ""
+    inference = INFERENCE_RE.search(str(script)) is not None
+    for key, vs in mf.items():
+        if inference and key.startswith("training."):
+            continue  # a generation/inference script: its batch is not a training batch
+        for v in vs:
+            launch.facts.add(key, v)
 
 
 def _links_from_args(launch: Launch, args: list[Word]) -> None:
