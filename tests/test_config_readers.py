@@ -79,6 +79,7 @@ def test_tomlpos_key_positions():
     ("n.yaml", "general:\n  project: x\nparallelism:\n  dp: 2\n  tp: 1\n  pp: 1\ntokens:\n  micro_batch_size: 1\n", "nanotron"),
     ("job.yaml", "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {}\n", "kube"),
     ("spec.yaml", "model:\n  layers: 2\nparallel:\n  tp: 1\n", "jobspec"),
+    ("spec.yaml", "model:\n  preset: llama-2-7b\ntraining:\n  micro_batch: 1\n", "jobspec"),
     ("t.toml", "[job]\ndescription = 'x'\n[model]\nflavor = 'a'\n[parallelism]\ntensor_parallel_degree = 2\n", "torchtitan"),
     ("pyproject.toml", "[parallelism]\n[training]\n", None),
     ("other.yaml", "name: foo\nsteps: 3\n", None),

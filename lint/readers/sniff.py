@@ -120,7 +120,8 @@ def _sniff_yaml(text: str) -> str | None:
         len(top & _ACC_KEYS) >= 2 or top & {"fsdp_config", "deepspeed_config", "parallelism_config"}
     ):
         return "accelerate"
-    if "model" in top and top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"}:
+    if "model" in top and (top <= {"model", "parallel", "training", "hardware", "name"} or (
+            top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"})):
         return "jobspec"
     if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^\s+(dp|tp|pp)\s*:", text, re.M):
         return "nanotron"
