@@ -397,3 +397,33 @@ def test_partition_problems():
     assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"]], pp=2)) == ["PIP002"]
     assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="1F1B") == ["PIP002"]
     assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="Interleaved1F1B") == []
+
+
+@pytest.mark.parametrize("mod", ALL_READERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_type_confused_configs_never_raise(mod):
+    """Well-formed documents whose values have the wrong shapes everywhere."""
+    rnd = random.Random(7)
+    keys = ["trainer", "model", "devices", "num_nodes", "tensor_model_parallel_size", "MODEL_ARGS", "parallelism",
+            "training", "zero_optimization", "stage", "fp16", "enabled", "num_processes", "num_machines",
+            "deepspeed_config", "parallelism_config", "fsdp_config", "pipe_parallel_size", "strategy", "tokens",
+            "model_config", "--num-layers", "trainer.devices", "module_fqns_per_model_part", "variables",
+            "train_batch_size", "precision", "distributed_type", "attention_config", "deepspeed", "bf16"]
+    leaves = [None, True, False, -1, 0, 3, 2.5, "auto", "???", "${.x}", "${a.b.c}", "${oc.env:X}", "x", [], {}, [1, "a"],
+              [[1], ["layers.0"]], {"enabled": "auto"}]
+
+    def gen(depth):
+        if depth > 3 or rnd.random() < 0.3:
+            return rnd.choice(leaves)
+        if rnd.random() < 0.2:
+            return [gen(depth + 1) for _ in range(rnd.randrange(3))]
+        return {rnd.choice(keys): gen(depth + 1) for _ in range(rnd.randrange(1, 6))}
+
+    import json
+
+    for _ in range(150):
+        doc = {rnd.choice(keys): gen(0) for _ in range(rnd.randrange(1, 6))}
+        for name, text in (("c.json", json.dumps(doc)), ("c.yaml", json.dumps(doc)), ("config_registry.py", "x = 1\n")):
+            ff = mod.read(name, Path("/tmp") / name, text)
+            for key, vs in ff.facts.items():
+                for v in vs:
+                    assert v.span is not None, (key, v)
