@@ -345,8 +345,11 @@ class CudaDeviceMaxConnections(Rule):
                 continue
             if any(not a.known and a.source == "splat" for a in la.args):
                 continue  # an unexpanded $ARGS may carry any of those
-            if f.kind == "kube" and not la.env:
-                continue
+            if f.kind == "kube":
+                from parallint.readers.kube import OPERATOR_ENV
+
+                if not any(k not in OPERATOR_ENV for k in la.env):
+                    continue  # the container sets no environment of its own
             env = dict(_env_items(la))
             v = env.get("CUDA_DEVICE_MAX_CONNECTIONS")
             what = "TP=%s" % tp if (tp or 1) > 1 else "CP=%s" % cp

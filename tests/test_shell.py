@@ -325,3 +325,15 @@ def test_deep_recursion_and_size_limits():
     text = "X=1\n" + "Y=$X$X$X$X\nX=$Y\n" * 8 + "torchrun --nnodes 1 --nproc_per_node 1 t.py\n"
     ff = shell.read("big.sh", Path("/nonexistent/big.sh"), text)
     assert len(ff.launches) == 1
+
+
+def test_deepspeed_hostfile_nodes_and_slots(tmp_path):
+    (tmp_path / "hostfile").write_text("# cluster\nworker-1 slots=8\nworker-2 slots=8\n")
+    la = only(read("""
+        deepspeed --hostfile hostfile train.py --deepspeed_config ds.json
+        """, "run.sh", tmp_path))
+    assert vals(la, "parallel.nodes") == [2]
+    assert vals(la, "parallel.procs_per_node") == [8]
+    limited = only(read("deepspeed --hostfile hostfile --num_nodes 1 --num_gpus 4 train.py\n", "run2.sh", tmp_path))
+    assert vals(limited, "parallel.nodes") == [1]
+    assert vals(limited, "parallel.procs_per_node") == [4]

@@ -1343,6 +1343,47 @@ def evaluate(text: str | bytes, path: str, abspath: Path | None = None, env: dic
     return ev
 
 
+def _hostfile_facts(la, abspath: Path | None) -> None:
+    """deepspeed --hostfile: one line per node (``host slots=N``); the node count when --num_nodes
+    is not given, and the processes per node when --num_gpus is not given and every host has the
+    same slots. Only for a hostfile that exists next to the script or in the repository."""
+    hf = la.options.get("hostfile")
+    if hf is None or not hf.known or abspath is None:
+        return
+    root = _root_of(abspath)
+    bases = [abspath.parent] + ([root] if root is not None else [])
+    target = None
+    for b in bases:
+        c = Path(str(hf.value)).expanduser()
+        c = c if c.is_absolute() else b / c
+        try:
+            if c.is_file() and c.stat().st_size < 1_000_000:
+                target = c
+                break
+        except OSError:
+            continue
+    if target is None:
+        return
+    hosts: list[int | None] = []
+    try:
+        lines = target.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.search(r"\bslots\s*=\s*(\d+)", line)
+        hosts.append(int(m.group(1)) if m else None)
+    if not hosts:
+        return
+    if "num_nodes" not in la.options:
+        la.facts.add("parallel.nodes", Value(len(hosts), hf.span, True, "", "deepspeed --hostfile"))
+    if "num_gpus" not in la.options and "include" not in la.options and "exclude" not in la.options:
+        if all(h is not None for h in hosts) and len(set(hosts)) == 1:
+            la.facts.add("parallel.procs_per_node", Value(hosts[0], hf.span, True, "", "deepspeed --hostfile slots"))
+
+
 def read(path: str, abspath: Path, text: str) -> FileFacts:
     ff = FileFacts(path=path, abspath=abspath, kind="shell", text=text)
     if "\x00" in text[:8192]:
@@ -1353,6 +1394,9 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     except Exception as exc:  # noqa: BLE001 - a reader never raises
         ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
         return ff
+    for la in ev.launches:
+        if la.launcher == "deepspeed":
+            _hostfile_facts(la, abspath)
     ff.launches = ev.launches
     ff.data = ev.data
     if not ev.launches:
