@@ -59,7 +59,7 @@ def classify(path: str, text: str) -> str | None:
     p = PurePath(path)
     name, suffix = p.name, p.suffix.lower()
     if suffix == ".py":
-        if not any(n in text for n in PYTHON_NEEDLES) and "JobConfig" not in text:
+        if not any(n in text for n in PYTHON_NEEDLES) and "torchtitan" not in text:
             return None
         try:
             from parallint.readers.sniff import sniff_python

@@ -18,7 +18,8 @@ FACT_KEYS = frozenset(
     """
     model.param_count model.layers model.hidden model.heads model.kv_heads model.ffn model.vocab
     model.seq_len model.mlp model.tied_embeddings model.norm model.bias model.position_embeddings
-    model.num_experts model.top_k model.moe_ffn model.head_dim model.preset
+    model.num_experts model.top_k model.moe_ffn model.head_dim model.preset model.moe_layer_freq
+    model.shared_expert_ffn
     parallel.world_size parallel.nodes parallel.gpus_per_node parallel.procs_per_node parallel.dp
     parallel.dp_replicate parallel.dp_shard parallel.tp parallel.pp parallel.vpp parallel.cp parallel.ep
     parallel.etp parallel.zero_stage parallel.sequence_parallel parallel.distributed_optimizer
@@ -26,6 +27,7 @@ FACT_KEYS = frozenset(
     training.micro_batch training.global_batch training.grad_accum training.recompute
     training.precision training.optimizer training.grad_dtype training.train_batch_size
     hardware.gpu hardware.gpu_memory_bytes hardware.gpus_per_node_requested
+    training.offload
     ddp.find_unused_parameters
     framework
     """.split()

@@ -103,19 +103,24 @@ class _Converter:
             out: dict[str, PNode] = {}
             key_spans: dict[str, Span] = {}
             dups: list[tuple[str, Span, Span]] = []
+            merged_keys: set[str] = set()  # keys that came from `<<: *base`: overriding them is no duplicate
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":  # `<<: *base`
                     merged = self.convert(vnode, depth + 1)
                     sources = merged.value if isinstance(merged.value, list) else [merged]
                     for src in sources:
                         for mk, mv in src.items():
-                            out.setdefault(mk, mv)
-                            key_spans.setdefault(mk, src.key_spans.get(mk, mv.span))
+                            if mk not in out:
+                                out[mk] = mv
+                                key_spans[mk] = src.key_spans.get(mk, mv.span)
+                                merged_keys.add(mk)
                     continue
                 key = self._scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
                 key = str(key) if key is not None else yaml.serialize(knode).strip()
                 kspan = _span(self.path, knode)
-                if key in key_spans and key in out and not self._from_merge(key, out, key_spans):
+                if key in merged_keys:
+                    merged_keys.discard(key)
+                elif key in out:
                     dups.append((key, key_spans[key], kspan))
                 out[key] = self.convert(vnode, depth + 1)
                 key_spans[key] = kspan
@@ -123,10 +128,6 @@ class _Converter:
         if isinstance(node, yaml.SequenceNode):
             return PNode([self.convert(n, depth + 1) for n in node.value], span)
         return PNode(self._scalar(node), span)
-
-    @staticmethod
-    def _from_merge(key: str, out: dict, key_spans: dict) -> bool:
-        return False
 
     def _scalar(self, node: yaml.Node) -> Any:
         try:
