@@ -126,7 +126,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             continue
         expanded = expanded.replace("\x02", "$")
         try:
-            ev = shell.evaluate(expanded, path, abspath, env=env, line_offset=lineno - 1, col_offset=0)
+            ev = shell.evaluate(expanded, path, abspath, env=env, line_offset=lineno - 1,
+                                col_offset=1 + len(line) - len(body))
         except Exception:  # noqa: BLE001
             continue
         for la in ev.launches:
