@@ -102,7 +102,9 @@ class LauncherWorldSizeMismatch(Rule):
     --nodes`/`-N`, `srun --nodes`, Kubeflow replicas (`Master` + `Worker`), `TrainJob numNodes`,
     `nprocPerNode`, and the launcher's own `torchrun --nnodes`/`--nproc_per_node`, `deepspeed
     --num_nodes`, `accelerate --num_machines` (or `num_machines` in its config file). Reported at
-    the launcher's value with the scheduler's as a related location.
+    the launcher's value with the scheduler's as a related location. A launcher that the batch script
+    starts directly (not through `srun`) runs on the first node only, so there only a count larger
+    than the allocation is reported: a one-node step inside a bigger allocation is legitimate.
 
     ## Why it matters
     The rendezvous waits for `--nnodes` agents. With fewer nodes allocated than the launcher
@@ -156,6 +158,13 @@ class LauncherWorldSizeMismatch(Rule):
                       image: img
                       command: [torchrun, --nnodes=2, --nproc_per_node=8, train.py]
         """, filename="job.yaml"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        srun torchrun --nnodes=4 --nproc_per_node=8 train.py
+        # a one-node evaluation on the batch host after training
+        torchrun --nnodes=1 --nproc_per_node=8 evaluate.py
+        """, filename="train.sbatch"),
         Example("""
         #!/bin/bash
         # the torchrun runs on every node of an elastic 1..4 allocation
@@ -233,7 +242,13 @@ class LauncherWorldSizeMismatch(Rule):
         sched = lay.get("scheduler")
         kube = lay.get("kube")
         outer = first(srun, sched, kube)
-        if own is not None and outer is not None and own.value != outer.value:
+        # A launcher that srun or a Kubernetes replica set starts runs on every node it is given, so
+        # any difference matters. One started directly by the batch script runs on the first node
+        # only: fewer nodes than allocated may be a deliberate single-node step, more never works.
+        on_every_node = srun is not None or kube is not None or (
+            la.wrapper is not None and la.wrapper.launcher == "srun")
+        if own is not None and outer is not None and own.value != outer.value and (
+                on_every_node or own.value > outer.value):
             yield self.report(
                 own.span or la.span,
                 f"{desc(own)} is {own.value} but {desc(outer)} gives {outer.value} node(s): the "
@@ -267,10 +282,11 @@ class LauncherWorldSizeMismatch(Rule):
         outer = outer_nodes(la)
         if outer is None:
             return
+        on_every_node = layer(outer) != "scheduler" or (la.wrapper is not None and la.wrapper.launcher == "srun")
         for cfg in job.of_kind("accelerate"):
             v = cfg.facts.get("parallel.nodes")
             n = known_int(v)
-            if n is not None and n != outer.value:
+            if n is not None and n != outer.value and (on_every_node or n > outer.value):
                 yield self.report(
                     v.span,
                     f"accelerate num_machines is {n} but {desc(outer)} gives {outer.value} node(s)",
