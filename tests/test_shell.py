@@ -337,3 +337,20 @@ def test_deepspeed_hostfile_nodes_and_slots(tmp_path):
     limited = only(read("deepspeed --hostfile hostfile --num_nodes 1 --num_gpus 4 train.py\n", "run2.sh", tmp_path))
     assert vals(limited, "parallel.nodes") == [1]
     assert vals(limited, "parallel.procs_per_node") == [4]
+
+
+def test_exponential_values_and_calls_are_bounded():
+    import time
+
+    text = "X=ab\n" + "X=$X$X\n" * 40 + "f() { f; f; }\nf\ntorchrun --nnodes 1 --nproc_per_node 1 t.py\n"
+    t = time.perf_counter()
+    ff = shell.read("boom.sh", Path("/nonexistent/boom.sh"), text)
+    assert time.perf_counter() - t < 10
+    assert len(ff.launches) == 1  # the launch after the runaway function is still found
+
+
+def test_bash_c_at_top_level():
+    la = only(read("""
+        bash -c "torchrun --nproc_per_node 2 t.py"
+        """))
+    assert la.launcher == "torchrun"

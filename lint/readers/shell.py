@@ -29,6 +29,9 @@ MAX_BYTES = 2_000_000
 MAX_SOURCE_DEPTH = 4
 MAX_CALL_DEPTH = 8
 MAX_STEPS = 200_000
+MAX_PIECES = 20_000
+MAX_CALLS = 500
+MAX_VALUE_CHARS = 1_000_000
 
 PLACEHOLDER_RE = re.compile(
     r"<[^<>\s]+>|\byour[_-]\w+|^(?:x{2,}|X{2,}|\?\?+|TODO|TBD|CHANGEME|CHANGE_ME|REPLACE_ME)$|\{\{.*?\}\}",
@@ -193,6 +196,7 @@ class Evaluator:
         self.record = True  # record launches (off while evaluating sourced files)
         self.seen_command = False
         self.in_function = 0
+        self.calls = 0
 
     # ---- entry points
     def run_file(self, src: Src) -> None:
@@ -551,6 +555,10 @@ class Evaluator:
                     pieces = old.pieces + pieces
             self.vars[name] = Var("scalar", pieces, exported=keep_export, span=span)
         v = self.vars[name]
+        if len(v.pieces) > MAX_PIECES or len(v.items) > MAX_PIECES or \
+                sum(len(p.text) for p in v.pieces) > MAX_VALUE_CHARS:
+            v = self.vars[name] = Var("scalar", [], exported=v.exported, span=v.span,
+                                      unknown_why=f"{name} grows too large to follow")
         if self.record:
             self.data.assignments.append((name, v.as_value(name)))
         if keep_export and self.record and not local:
@@ -658,13 +666,14 @@ class Evaluator:
                 pass
             else:
                 return
-        if cmd in self.functions and self.call_depth < MAX_CALL_DEPTH:
+        if cmd in self.functions:
+            self.calls += 1
+            if self.call_depth >= MAX_CALL_DEPTH or self.calls > MAX_CALLS:
+                return
             fnode, fsrc = self.functions[cmd]
             self.called.add(cmd)
             self._call(cmd, fnode, fsrc)
             return
-        if cmd in ("bash", "sh", "zsh") and len(words) >= 3 and words[1].text == "-c":
-            return  # a string run by another shell: see _shell_c (not followed to keep positions)
         if not self.record:
             return
         env = self.exported_env()
