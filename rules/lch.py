@@ -101,7 +101,9 @@ class LauncherWorldSizeMismatch(Rule):
     Compares the node count (and processes per node) stated by each layer of a launch: `#SBATCH
     --nodes`/`-N`, `srun --nodes`, Kubeflow replicas (`Master` + `Worker`), `TrainJob numNodes`,
     `nprocPerNode`, and the launcher's own `torchrun --nnodes`/`--nproc_per_node`, `deepspeed
-    --num_nodes`, `accelerate --num_machines` (or `num_machines` in its config file). Reported at
+    --num_nodes`, `accelerate --num_machines` (or `num_machines` in its config file), and a
+    Lightning script's `Trainer(num_nodes=..., devices=...)` against the srun tasks or the torchrun
+    counts that start it. Reported at
     the launcher's value with the scheduler's as a related location. A launcher that the batch script
     starts directly (not through `srun`) runs on the first node only, so there only a count larger
     than the allocation is reported: a one-node step inside a bigger allocation is legitimate.
@@ -165,6 +167,22 @@ class LauncherWorldSizeMismatch(Rule):
         # a one-node evaluation on the batch host after training
         torchrun --nnodes=1 --nproc_per_node=8 evaluate.py
         """, filename="train.sbatch"),
+        Example(files={
+            "train.sbatch": """
+            #!/bin/bash
+            #SBATCH --nodes=2
+            #SBATCH --ntasks-per-node=8
+            srun python train.py
+            """,
+            "train.py": """
+            import lightning as L
+
+            from model import Model
+
+            trainer = L.Trainer(accelerator="gpu", devices=8, num_nodes=2, strategy="ddp")
+            trainer.fit(Model())
+            """,
+        }, paths=["train.sbatch"]),
         Example("""
         #!/bin/bash
         # the torchrun runs on every node of an elastic 1..4 allocation
@@ -224,6 +242,23 @@ class LauncherWorldSizeMismatch(Rule):
             main_training_function: main
             """,
         }, line=3, paths=["launch.sbatch"]),
+        Example(files={
+            "train.sbatch": """
+            #!/bin/bash
+            #SBATCH --nodes=2
+            #SBATCH --ntasks-per-node=8
+            #SBATCH --gres=gpu:8
+            srun python train.py
+            """,
+            "train.py": """
+            import lightning as L
+
+            from model import Model
+
+            trainer = L.Trainer(accelerator="gpu", devices=8, num_nodes=4, strategy="ddp")
+            trainer.fit(Model())
+            """,
+        }, line=5, paths=["train.sbatch"]),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -272,11 +307,49 @@ class LauncherWorldSizeMismatch(Rule):
             )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        la = job.launch
+        if la is None:
+            return
+        yield from self._lightning(job, la)
+        if la.launcher == "accelerate":
+            yield from self._accelerate_config(job, la)
+
+    def _lightning(self, job, la) -> Iterable[Diagnostic]:
+        """Lightning ``Trainer(num_nodes=, devices=)`` in the script against the launch that starts it:
+        srun's nodes and tasks per node for a plain ``python`` (Lightning's SLURM mode), torchrun's
+        --nnodes/--nproc_per_node otherwise."""
+        if la.launcher not in ("python", "torchrun", "torch.distributed.run"):
+            return
+        if la.launcher == "python" and (la.wrapper is None or la.wrapper.launcher != "srun"):
+            return
+        nodes = by_layer(la, "parallel.nodes")
+        procs = by_layer(la, "parallel.procs_per_node")
+        if la.launcher == "python":
+            n_launch = first(nodes.get("srun"), nodes.get("scheduler"))
+            p_launch = first(procs.get("srun"), procs.get("scheduler"))
+        else:
+            n_launch, p_launch = nodes.get("launcher"), procs.get("launcher")
+        for pf in job.of_kind("python"):
+            for key, launch_v, what in (("parallel.nodes", n_launch, "num_nodes"),
+                                        ("parallel.procs_per_node", p_launch, "devices")):
+                if launch_v is None:
+                    continue
+                for v in pf.facts.known(key):
+                    if not (v.source or "").startswith("Trainer("):
+                        continue
+                    n = known_int(v)
+                    if n is not None and n != launch_v.value:
+                        yield self.report(
+                            v.span,
+                            f"Trainer({what}={n}) but the launch gives {launch_v.value} ({desc(launch_v)}): "
+                            f"Lightning and the launcher disagree on the world size",
+                            related=[Related.at(launch_v.span, f"{desc(launch_v)} = {launch_v.value}")]
+                            if launch_v.span else (),
+                        )
+
+    def _accelerate_config(self, job, la) -> Iterable[Diagnostic]:
         """accelerate: num_machines from its config file (when the command line does not override it)
         against the allocation."""
-        la = job.launch
-        if la is None or la.launcher != "accelerate":
-            return
         if "num_machines" in la.options:
             return
         outer = outer_nodes(la)
