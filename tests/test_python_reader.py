@@ -479,6 +479,23 @@ def test_bad_input_never_raises(text):
     assert all(d.code == "SYN001" for d in f.diagnostics)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+        "x = 1" + " + 1" * 50000 + "\n",
+        "x = a" + ".b" * 20000 + "\n",
+        "x = 1" + " + 1" * 1500 + "\n",
+        "x = " + "[" * 150 + "]" * 150 + "\n",
+    ],
+)
+def test_pathological_nesting_is_refused_before_libcst(text):
+    # LibCST's native parser takes the whole process down on input like this
+    f = P.read("deep.py", Path("/nonexistent/deep.py"), text + "import torch.distributed as dist\n")
+    (d,) = f.diagnostics
+    assert d.code == "SYN001" and f.data is None
+
+
 def test_importing_the_reader_does_not_import_libcst():
     code = "import sys, parallint.readers.python as p; assert p.NEEDLES; print('libcst' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -31,6 +31,7 @@ NEEDLES: tuple[str, ...] = (
 )
 
 MAX_BYTES = 2_000_000  # larger "scripts" are generated code: not read
+MAX_NESTING = 100  # syntax-tree depth; real training code stays under 30
 
 # ---------------------------------------------------------------------------------------------
 # canonical qualified names, grouped by what the rules care about
@@ -610,6 +611,21 @@ class Script:
 MULTI: Any = object()
 
 
+def _ast_depth(tree, limit: int) -> int:
+    """Depth of a stdlib ``ast`` tree (iterative; stops counting at ``limit``)."""
+    import ast
+
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        if d > best:
+            best = d
+            if best >= limit:
+                return best
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return best
+
+
 def _dotted(node) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
     import libcst as cst
@@ -743,37 +759,45 @@ class _SyntaxProblem(Exception):
 
 
 def _parse(path: str, text: str) -> Script | None:
+    """Parse with CPython's own parser first: it gives the positions editors show, it rejects
+    what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
+    the process on pathological nesting. Only then LibCST, for the tree the rules walk."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
+    except SyntaxError as se:
+        line, col = se.lineno or 1, max(se.offset or 1, 1)
+        raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
+                             Span(path, line, col)) from None
+    except (RecursionError, MemoryError):
+        raise _SyntaxProblem("Python syntax error at 1:1: nested too deeply for Python to compile",
+                             Span(path, 1, 1)) from None
+    except ValueError as exc:  # NUL bytes, lone surrogates
+        m = re.search("[\ud800-\udfff\x00]", text)
+        i = m.start() if m else 0
+        line = text.count("\n", 0, i) + 1
+        col = i - (text.rfind("\n", 0, i) + 1) + 1
+        raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: {exc}", Span(path, line, col)) from None
+    depth = _ast_depth(tree, MAX_NESTING + 1)
+    if depth > MAX_NESTING:
+        raise _SyntaxProblem(
+            f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
+            Span(path, 1, 1),
+        )
+    del tree
+
     import libcst as cst
 
     from parallint.readers import pyeval
 
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        # LibCST's own position can be off; the compiler's is what the user's editor shows.
-        import ast
-        import warnings
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text, filename=path)
-        except SyntaxError as se:
-            line = se.lineno or exc.raw_line or 1
-            col = se.offset or (exc.raw_column + 1)
-            msg = se.msg or "invalid syntax"
-            raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {msg}", Span(path, line, max(col, 1))) from None
-        except (ValueError, RecursionError, MemoryError):
-            raise _SyntaxProblem(f"Python syntax error at {exc.raw_line}:{exc.raw_column + 1}: cannot parse",
-                                 Span(path, max(exc.raw_line, 1), exc.raw_column + 1)) from None
-        # Python accepts it but LibCST does not (newer syntax): nothing we can say about it
-        return None
-    except (UnicodeError, ValueError) as exc:  # lone surrogates, NUL bytes ...
-        m = re.search("[\ud800-\udfff\x00]", text)
-        i = m.start() if m else 0
-        line = text.count("\n", 0, i) + 1
-        col = i - (text.rfind("\n", 0, i) + 1) + 1
-        raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: invalid character", Span(path, line, col)) from None
+    except (cst.ParserSyntaxError, UnicodeError, ValueError, RecursionError):
+        return None  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
     script = Script(path, text)
     script._module = module
     _collect_imports(module, script.import_map)
