@@ -249,6 +249,10 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return None
     if name == "deepspeed":
         return _deepspeed(words[0], rest, ctx, span, env, wrapper)
+    if name == "colossalai":
+        if rest and rest[0].text == "run":
+            return _colossalai(words[0], rest[1:], ctx, span, env, wrapper)
+        return None
     if name == "composer":
         return _composer(words[0], rest, ctx, span, env, wrapper)
     if name == "srun":
@@ -496,6 +500,32 @@ def _deepspeed(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> 
     if hf is not None and hf.known:
         la.links.append(hf)
     _script_part(la, rest, i, "module" in opts)
+    return la
+
+
+COLOSSALAI_BOOL = {"m", "module"}
+COLOSSALAI_VALUE = {"host", "hostfile", "include", "exclude", "num_nodes", "nproc_per_node", "master_addr",
+                    "master_port", "extra_launch_args", "ssh_port"}
+
+
+def _colossalai(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    """``colossalai run``: a torchrun front end that can also start the nodes of a hostfile over ssh."""
+    opts, owords, i, opaque = _options(rest, COLOSSALAI_BOOL, COLOSSALAI_VALUE)
+    la = _new("colossalai", span, env, wrapper, ctx)
+    la.options = opts
+    if opaque:
+        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
+    _inherit(la, ctx)
+    n = _int_fact(opts.get("num_nodes"), "colossalai run --num_nodes")
+    if n is not None:
+        la.facts.add("parallel.nodes", n)
+    p = _int_fact(opts.get("nproc_per_node"), "colossalai run --nproc_per_node")
+    if p is not None:
+        la.facts.add("parallel.procs_per_node", p)
+    hf = opts.get("hostfile")
+    if hf is not None and hf.known:
+        la.links.append(hf)
+    _script_part(la, rest, i, "m" in opts or "module" in opts)
     return la
 
 

@@ -211,8 +211,15 @@ def split_flags(words: list[Value]) -> list[tuple[str, Value, Value | None]]:
     return out
 
 
+def _dashed(flag_word: Value) -> bool:
+    """Megatron's argparse only knows the dashed spelling: ``--micro_batch_size`` is some other
+    script's option (Colossal-AI, HF examples), not Megatron's."""
+    raw = flag_word.value if flag_word.known and isinstance(flag_word.value, str) else ""
+    return "_" not in raw.split("=", 1)[0]
+
+
 def is_megatron(flags: list[tuple[str, Value, Value | None]]) -> bool:
-    return any(name in MEGATRON_MARKERS for name, _, _ in flags)
+    return any(name in MEGATRON_MARKERS and _dashed(fw) for name, fw, _ in flags)
 
 
 def args_facts(words: list[Value], require_marker: bool = True) -> FactMap:
@@ -227,6 +234,8 @@ def args_facts(words: list[Value], require_marker: bool = True) -> FactMap:
     layers_per_vstage: Value | None = None
     first_flag_span = None
     for name, fw, val in flags:
+        if require_marker and not _dashed(fw):
+            continue
         if first_flag_span is None and name in MEGATRON_MARKERS:
             first_flag_span = fw.span
         if name == "group-query-attention":

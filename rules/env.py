@@ -12,7 +12,7 @@ from parallint.rule import Example, Rule
 from parallint.rules.lch import LAUNCH_FILE_KINDS, effective_nodes, launches, procs_per_node
 
 TRAINING_LAUNCHERS = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed",
-                                "accelerate", "composer", "python", "srun", "mpirun", "pytorchjob", "trainjob",
+                                "accelerate", "composer", "colossalai", "python", "srun", "mpirun", "pytorchjob", "trainjob",
                                 "mpijob", "volcano"})
 
 

@@ -10,7 +10,7 @@ from parallint.rule import Example, Rule
 
 LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube"})
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
-                     "composer"})
+                     "composer", "colossalai"})
 KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
                 "nodeSelector")
 

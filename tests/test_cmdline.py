@@ -209,3 +209,16 @@ def test_split_flags_unknown_value_and_equals():
     flags = split_flags(words)
     assert [(n, v.known if v is not None else None) for n, _, v in flags] == [
         ("num-layers", False), ("seq-length", True), ("bf16", None)]
+
+
+def test_colossalai_run():
+    la = parse("colossalai run --nproc_per_node 4 --num_nodes 2 --hostfile ./hostfile --master_addr host1 train.py -c cfg.py")
+    assert la.launcher == "colossalai"
+    assert vals(la, "parallel.procs_per_node") == [4]
+    assert vals(la, "parallel.nodes") == [2]
+    assert la.script.value == "train.py"
+
+
+def test_underscore_options_are_not_megatron():
+    words = [Value(w) for w in "--micro_batch_size 8 --tensor_model_parallel_size 2 --num_layers 4".split()]
+    assert len(args_facts(words)) == 0

@@ -1387,8 +1387,8 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     if not hosts:
         return
     if "num_nodes" not in la.options:
-        la.facts.add("parallel.nodes", Value(len(hosts), hf.span, True, "", "deepspeed --hostfile"))
-    if "num_gpus" not in la.options and "include" not in la.options and "exclude" not in la.options:
+        la.facts.add("parallel.nodes", Value(len(hosts), hf.span, True, "", f"{la.launcher} --hostfile"))
+    if la.launcher == "deepspeed" and not any(k in la.options for k in ("num_gpus", "include", "exclude")):
         if all(h is not None for h in hosts) and len(set(hosts)) == 1:
             la.facts.add("parallel.procs_per_node", Value(hosts[0], hf.span, True, "", "deepspeed --hostfile slots"))
 
@@ -1404,7 +1404,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
         ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
         return ff
     for la in ev.launches:
-        if la.launcher == "deepspeed":
+        if la.launcher in ("deepspeed", "colossalai"):
             _hostfile_facts(la, abspath)
     ff.launches = ev.launches
     ff.data = ev.data
