@@ -36,6 +36,9 @@ def emit_deepspeed(em: Emitter, root, prefix: str = "") -> None:
     em.add("parallel.zero_stage", p("zero_optimization.stage"), as_int)
     em.add("parallel.sp", [p("sequence_parallel_size"), p("ulysses_sequence_parallel_size")], as_int)
     em.add("parallel.tp", p("tensor_parallel.autotp_size"), as_int)
+    off = offload_value(em.node(p("zero_optimization")), f"{em.name} {p('zero_optimization')}")
+    if off is not None:
+        em.ff.facts.add("training.offload", off)
     stages = em.node(p("pipeline.stages"))
     if stages is not None:
         em.add("parallel.pp", p("pipeline.stages"), as_int)
@@ -55,3 +58,61 @@ def emit_deepspeed(em: Emitter, root, prefix: str = "") -> None:
             continue
         if on:
             em.ff.facts.add("training.precision", Value(name, en.span, True, "", v.source))
+
+
+_OFFLOAD_DEVICES = ("cpu", "nvme")
+
+
+def offload_value(zo, source: str) -> Value | None:
+    """``training.offload`` from a ``zero_optimization`` mapping, or None when it says nothing.
+
+    ``offload_optimizer`` / ``offload_param`` with ``device: cpu|nvme`` (DeepSpeed's default device
+    is ``none``) and the legacy ``cpu_offload`` / ``cpu_offload_params: true`` are True; a device
+    parallint cannot resolve is unknown; stated but off is False.
+    """
+    if zo is None or not zo.is_map:
+        return None
+    found: Value | None = None
+    for sec in ("offload_optimizer", "offload_param"):
+        n = zo.get(sec)
+        if n is None or not n.is_map:
+            continue
+        span = zo.key_spans.get(sec, n.span)
+        dev = to_value(n.get("device"), f"{source}.{sec}.device")
+        if dev is None:
+            found = found or Value(False, span, True, "", f"{source}.{sec}")
+            continue
+        if not dev.known:
+            return Value.unknown(dev.why, span, dev.source)
+        if str(dev.value).strip().lower() in _OFFLOAD_DEVICES:
+            return Value(True, span, True, "", f"{source}.{sec} (device {dev.value})")
+        found = found or Value(False, span, True, "", dev.source)
+    for key in ("cpu_offload", "cpu_offload_params"):
+        n = zo.get(key)
+        v = to_value(n, f"{source}.{key}")
+        if v is None:
+            continue
+        if not v.known:
+            return Value.unknown(v.why, zo.key_spans.get(key, n.span), v.source)
+        try:
+            on = as_bool(v.value)
+        except ValueError:
+            continue
+        if on:
+            return Value(True, zo.key_spans.get(key, n.span), True, "", v.source)
+        found = found or Value(False, zo.key_spans.get(key, n.span), True, "", v.source)
+    return found
+
+
+def bool_offload(node, key_span, source: str) -> Value | None:
+    """``training.offload`` from a boolean switch (``fsdp_offload_params: true``), None when absent."""
+    v = to_value(node, source)
+    if v is None:
+        return None
+    span = key_span or node.span
+    if not v.known:
+        return Value.unknown(v.why, span, source)
+    try:
+        return Value(as_bool(v.value), span, True, "", source)
+    except ValueError:
+        return Value.unknown(f"cannot interpret {v.value!r}", span, source)

@@ -24,13 +24,55 @@ def _normalize(node: PNode) -> PNode:
     return PNode(out, node.span, ks, node.duplicates)
 
 
+#: gpt-neox activations whose MLP is gated (megatron/model/activations.py ``get_activation``):
+#: linear1 produces gate and value halves, i.e. three h x ffn matrices like SwiGLU
+_GATED = frozenset({"swiglu", "geglu", "reglu", "bilinear", "glu"})
+_PLAIN = frozenset({"gelu", "relu", "softsign", "swish", "mish", "silu"})
+
+
 def _mlp(v):
-    s = str(v).lower()
-    if s in ("swiglu", "geglu_swish"):
+    """The job spec's MLP kind: ``swiglu`` = gated (3 matrices), ``gelu`` = plain (2 matrices)."""
+    s = str(v).strip().lower()
+    if s in _GATED:
         return "swiglu"
-    if s.startswith("gelu"):
+    if s in _PLAIN:
         return "gelu"
     raise ValueError(v)
+
+
+def _norm(v):
+    s = str(v).strip().lower()
+    if s in ("rmsnorm", "te_rmsnorm"):
+        return "rmsnorm"
+    if s in ("layernorm", "te_layernorm"):
+        return "layernorm"
+    raise ValueError(v)  # scalenorm, non_parametric_layernorm: not a shape the estimator models
+
+
+def _round_up(x: int, m: int) -> int:
+    return m * ((x + m - 1) // m)
+
+
+def mlp_widths(hidden: int, intermediate: int | None, expansion: float | None, gated: bool,
+               multiple_of: int = 1) -> tuple[int, int]:
+    """(linear1 output width, linear2 input width) of gpt-neox's ``ParallelMLP``.
+
+    As in megatron/model/transformer.py: the width is ``intermediate_size``, else
+    ``int(expansion_factor * h)``, else 4h; a gated activation takes two thirds of it for the fused
+    gate+value projection and half of that for the value branch; linear1 is rounded up to a
+    multiple of ``2 * mlp_multiple_of``, linear2's input to a multiple of ``mlp_multiple_of``.
+    """
+    if intermediate:
+        ffn = intermediate
+    elif expansion:
+        ffn = int(expansion * hidden)
+    else:
+        ffn = 4 * hidden
+    ffn_in = ffn
+    if gated:
+        ffn = int(ffn * 2 / 3)
+        ffn_in = ffn // 2
+    return _round_up(ffn, 2 * multiple_of), _round_up(ffn_in, multiple_of)
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
@@ -51,7 +93,16 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if not any(w in att_text for w in ("mamba", "rwkv", "gmlp", "amlp")):
         em.add("model.heads", "num_attention_heads", as_int)  # attention-free blocks have no heads
     em.add("model.kv_heads", "num_kv_heads", as_int)
-    em.add("model.mlp", "activation", _mlp)
+    act = em.add("model.mlp", "activation", _mlp)
+    _emit_ffn(em, root, act)
+    em.add("model.norm", "norm", _norm)
+    pos = em.value("pos_emb")
+    if pos is not None and pos.known and str(pos.value).strip().lower() in ("rotary", "learned"):
+        ff.facts.add("model.position_embeddings", Value(
+            "rope" if str(pos.value).strip().lower() == "rotary" else "learned", pos.span, True, "", pos.source))
+    em.add("model.tied_embeddings", "no_weight_tying", lambda v: not as_bool(v))
+    _emit_bias(em, root)
+    em.add("training.recompute", "checkpoint_activations", lambda v: "full" if as_bool(v) else "none")
     em.add("model.seq_len", "seq_length", as_int)
     em.add("model.num_experts", "moe_num_experts", as_int)
     em.add("parallel.sequence_parallel", "sequence_parallel", as_bool)
@@ -69,7 +120,76 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                     ff.facts.add("training.precision", Value(key, n.span, True, "", v.source))
             except ValueError:
                 pass
+    _emit_offload(ff, root, em.name)
     prec = to_value(root.get("precision"), f"{em.name} precision")
     if prec is not None and prec.known and precision_of(prec.value):
         ff.facts.add("training.precision", Value(precision_of(prec.value), prec.span, True, "", prec.source))
     return ff
+
+
+def _emit_ffn(em: Emitter, root: PNode, act: Value | None) -> None:
+    """``model.ffn`` = the value-branch width gpt-neox builds (see :func:`mlp_widths`)."""
+    ff = em.ff
+    inter, exp = root.get("intermediate_size"), root.get("expansion_factor")
+    gated = act is not None and act.known and act.value == "swiglu"
+    if inter is None and exp is None and not gated:
+        return  # nothing stated: gpt-neox's plain 4h MLP is also the estimator's default
+    where = inter if inter is not None else exp if exp is not None else root.get("activation")
+    key = "intermediate_size" if inter is not None else "expansion_factor" if exp is not None else "activation"
+    source = f"{em.name} {key}"
+    raw: dict[str, object] = {}
+    for k in ("hidden_size", "intermediate_size", "expansion_factor", "mlp_multiple_of"):
+        v = to_value(root.get(k), f"{em.name} {k}")
+        if v is not None and not v.known:
+            ff.facts.add("model.ffn", Value.unknown(f"{k}: {v.why}", where.span, source))
+            return
+        raw[k] = None if v is None else v.value
+    if act is not None and not act.known:
+        ff.facts.add("model.ffn", Value.unknown(f"activation: {act.why}", where.span, source))
+        return
+    try:
+        hidden = None if raw["hidden_size"] is None else as_int(raw["hidden_size"])
+        inter_v = None if raw["intermediate_size"] is None else as_int(raw["intermediate_size"])
+        exp_v = None if raw["expansion_factor"] is None else float(raw["expansion_factor"])
+        mult = 1 if raw["mlp_multiple_of"] is None else as_int(raw["mlp_multiple_of"])  # neox default 1
+    except (TypeError, ValueError):
+        ff.facts.add("model.ffn", Value.unknown("cannot interpret the MLP size", where.span, source))
+        return
+    if mult <= 0 or (not inter_v and not hidden):
+        return
+    w1, w2 = mlp_widths(hidden or 0, inter_v, exp_v, gated, mult)
+    how = (f"gpt-neox gated MLP: linear1 {w1} = gate + value, linear2 {w2}" if gated
+           else f"gpt-neox MLP: linear1 {w1}, linear2 {w2}")
+    ff.facts.add("model.ffn", Value(w2, where.span, True, "", f"{source} ({how})"))
+
+
+def _emit_bias(em: Emitter, root: PNode) -> None:
+    """``model.bias`` only when the attention and MLP linear-bias switches agree (both default True)."""
+    vals = []
+    span = None
+    for k in ("use_bias_in_attn_linear", "use_bias_in_mlp"):
+        n = root.get(k)
+        v = to_value(n, f"{em.name} {k}")
+        if v is None:
+            vals.append(True)  # gpt-neox's default
+            continue
+        if not v.known:
+            return
+        try:
+            vals.append(as_bool(v.value))
+        except ValueError:
+            return
+        span = span or n.span
+    if span is None or len(set(vals)) != 1:
+        return  # nothing stated, or attention without biases but the MLP with them: not one flag
+    em.ff.facts.add("model.bias", Value(vals[0], span, True, "", f"{em.name} use_bias_in_attn_linear/use_bias_in_mlp"))
+
+
+def _emit_offload(ff: FileFacts, root: PNode, name: str) -> None:
+    from parallint.readers.deepspeed import offload_value
+
+    zo = root.get("zero_optimization")
+    if zo is not None and zo.is_map:
+        v = offload_value(zo, f"{name} zero_optimization")
+        if v is not None:
+            ff.facts.add("training.offload", v)

@@ -1,0 +1,133 @@
+"""Model-shape, recompute and offload facts of the config readers, and the parameter counts the
+estimator derives from them (published counts where the framework builds the published model)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from parallint.estimator.params import count_params
+from parallint.readers import neox
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+def run(mod, text: str, name: str):
+    text = textwrap.dedent(text).lstrip("\n")
+    return mod.read(name, Path("/tmp") / name, text)
+
+
+def fact(ff, key):
+    """The single value stated for ``key`` (None when unknown), asserting there is exactly one."""
+    vs = ff.facts.all(key)
+    assert len(vs) == 1, (key, vs)
+    return vs[0].value if vs[0].known else None
+
+
+def model_of(ff, **extra) -> dict:
+    m = {}
+    for key in ff.facts.keys():
+        v = ff.facts.get(key)
+        if key.startswith("model.") and v is not None:
+            m[key.split(".", 1)[1]] = v.value
+    m.update(extra)
+    return m
+
+
+def corpus(rel: str) -> Path:
+    p = CORPUS / rel
+    if not p.is_file():
+        pytest.skip("../shared/corpus not present")
+    return p
+
+
+def read_corpus(mod, rel: str):
+    p = corpus(rel)
+    return mod.read(rel, p, p.read_text("utf-8"))
+
+
+# --- gpt-neox ------------------------------------------------------------------------------------
+NEOX_7B_LIKE = '''
+    {
+      "num_layers": 4,
+      "hidden_size": 512,
+      "intermediate_size": 4096,
+      "num_attention_heads": 8,
+      "norm": "rmsnorm",
+      "pos_emb": "rotary",
+      "no_weight_tying": true,
+      "use_bias_in_attn_linear": false,
+      "use_bias_in_mlp": false,
+      "activation": "swiglu",
+      "mlp_multiple_of": 256,
+      "checkpoint_activations": true,
+    }
+'''
+
+
+def test_neox_gated_mlp_width_follows_parallel_mlp():
+    ff = run(neox, NEOX_7B_LIKE, "small.yml")
+    # int(4096 * 2/3) = 2730, value branch 1365 -> rounded up to 256: 1536; linear1 3072 = 2 x 1536
+    assert fact(ff, "model.ffn") == 1536
+    assert ff.facts.get("model.ffn").span.line == 4
+    assert "linear1 3072" in ff.facts.get("model.ffn").source
+    assert fact(ff, "model.mlp") == "swiglu"
+    assert fact(ff, "model.norm") == "rmsnorm"
+    assert fact(ff, "model.position_embeddings") == "rope"
+    assert fact(ff, "model.tied_embeddings") is False
+    assert fact(ff, "model.bias") is False
+    assert fact(ff, "training.recompute") == "full"
+
+
+@pytest.mark.parametrize("extra,ffn", [
+    ('"activation": "geglu", "intermediate_size": 3072', 1024),  # 2048 -> 1024, multiple 1
+    ('"activation": "swiglu"', 682),  # 4h = 2048 -> 1365 -> 682 (no multiple stated: 1)
+    ('"activation": "swiglu", "expansion_factor": 3.0', 512),  # 1536 -> 1024 -> 512
+    ('"activation": "gelu", "intermediate_size": 3000', 3000),
+])
+def test_neox_mlp_widths(extra, ffn):
+    ff = run(neox, '{"num_layers": 2, "hidden_size": 512, "num_attention_heads": 8, %s}' % extra, "n.yml")
+    assert fact(ff, "model.ffn") == ffn
+
+
+def test_neox_nothing_stated_stays_unstated():
+    ff = run(neox, '{"num_layers": 2, "hidden_size": 512, "num_attention_heads": 8, "norm": "scalenorm"}', "n.yml")
+    assert fact(ff, "model.norm") is None  # scalenorm: not a norm the estimator models, unknown
+    for key in ("model.ffn", "model.mlp", "model.bias", "model.tied_embeddings",
+                "training.recompute", "model.position_embeddings"):
+        assert key not in ff.facts, key
+
+
+def test_neox_unknowns_stay_unknown():
+    ff = run(neox, '{"hidden_size": 512, "intermediate_size": "${FFN}", "activation": "swiglu",'
+                   ' "checkpoint_activations": "${CKPT}"}', "n.yml")
+    assert fact(ff, "model.ffn") is None and fact(ff, "training.recompute") is None
+    ff = run(neox, '{"hidden_size": 512, "checkpoint_activations": false, "use_bias_in_attn_linear": false}', "n.yml")
+    assert fact(ff, "training.recompute") == "none"
+    assert "model.bias" not in ff.facts  # attention without bias, MLP with gpt-neox's default bias
+
+
+def test_neox_offload():
+    ff = run(neox, '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}', "n.yml")
+    assert fact(ff, "training.offload") is True
+    ff = run(neox, '{"zero_optimization": {"stage": 1, "cpu_offload": false}}', "n.yml")
+    assert fact(ff, "training.offload") is False
+
+
+@pytest.mark.parametrize("rel,published", [
+    ("EleutherAI__gpt-neox/configs/llama2/7B.yml", 6_738_415_616),  # Llama-2-7B
+    ("EleutherAI__gpt-neox/configs/llama2/70B.yml", 68_976_648_192),  # Llama-2-70B
+    ("EleutherAI__gpt-neox/configs/llama/13B.yml", 13_015_864_320),  # LLaMA-13B
+])
+def test_neox_corpus_llama_counts_are_published(rel, published):
+    ff = read_corpus(neox, rel)
+    assert count_params(model_of(ff, vocab=32000)) == published  # the tokenizer's 32000
+
+
+def test_neox_corpus_codellama_builds_what_parallel_mlp_builds():
+    # The file states no intermediate_size: gpt-neox takes 4h = 32768, two thirds for the gated
+    # linear1 (rounded to 512: 22016) and a value branch of 11008 -- not CodeLlama-34B's 22016.
+    ff = read_corpus(neox, "EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml")
+    assert fact(ff, "model.ffn") == 11008
