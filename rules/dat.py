@@ -16,6 +16,8 @@ _OWN_SHARDING = ("DistributedSampler", "IterableDataset", "split_dataset_by_node
                  "num_replicas", "DistributedBatchSampler", "webdataset", "wds.", "streaming=True",
                  "ElasticDistributedSampler", "StatefulDistributedSampler")
 _TRAINISH = re.compile(r"train", re.I)
+#: evaluation data: the order does not matter, so a fixed shuffle is harmless
+_EVALISH = re.compile(r"eval|valid|test|(?:^|_)(?:val|dev)(?:_|$)", re.I)
 
 
 def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool | None:
@@ -144,7 +146,8 @@ class SamplerSetEpochMissing(Rule):
     doc = """
     ## What it does
     Flags a `DistributedSampler` that shuffles (the default) whose DataLoader is iterated in an
-    epoch loop, when the script never calls `set_epoch`.
+    epoch loop, when the script never calls `set_epoch`. Evaluation samplers (`eval_sampler`,
+    `val_dataset` ...) are left alone: their order does not matter.
 
     ## Why it matters
     The sampler seeds its shuffle with `seed + epoch`. Without `set_epoch(epoch)` the epoch stays
@@ -170,6 +173,13 @@ class SamplerSetEpochMissing(Rule):
                 sampler.set_epoch(epoch)
                 for batch in loader:
                     step(batch)
+        """),
+        Example("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            eval_sampler = DistributedSampler(eval_dataset)
+            eval_loader = DataLoader(eval_dataset, sampler=eval_sampler)
+            for epoch in range(10):
+                evaluate(model, eval_loader)
         """),
         Example("""
             from torch.utils.data import DataLoader, DistributedSampler
@@ -210,6 +220,10 @@ class SamplerSetEpochMissing(Rule):
             loaders = [dl.target for dl in _loader_uses(s, c) if dl.target]
             if not loaders:
                 continue
+            ds = c.arg_node("dataset", 0)
+            names = [c.target or "", s.code(ds) if ds is not None else "", *loaders]
+            if any(_EVALISH.search(n) for n in names if n) and not any(_TRAINISH.search(n) for n in names if n):
+                continue  # an evaluation sampler: the visiting order does not matter
             if not self._iterated_per_epoch(s, set(loaders)):
                 continue
             yield self.report(
