@@ -131,3 +131,92 @@ def test_neox_corpus_codellama_builds_what_parallel_mlp_builds():
     # linear1 (rounded to 512: 22016) and a value branch of 11008 -- not CodeLlama-34B's 22016.
     ff = read_corpus(neox, "EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml")
     assert fact(ff, "model.ffn") == 11008
+
+
+# --- NeMo ----------------------------------------------------------------------------------------
+NEMO = '''
+    trainer:
+      devices: 8
+      num_nodes: 1
+      precision: bf16
+    model:
+      tensor_model_parallel_size: 2
+      num_layers: 4
+      hidden_size: 512
+      ffn_hidden_size: 1536
+      num_attention_heads: 8
+      num_query_groups: 2
+      normalization: {norm}
+      activation: {act}
+      bias: false
+      position_embedding_type: {pos}
+      share_embeddings_and_output_weights: false
+      make_vocab_size_divisible_by: 128
+      activations_checkpoint_granularity: {ckpt}
+      tokenizer:
+        library: huggingface
+        type: {tok}
+'''
+
+
+def nemo_cfg(norm="rmsnorm", act="fast-swiglu", pos="rope", ckpt="null", tok="meta-llama/Meta-Llama-3.1-8B"):
+    from parallint.readers import nemo
+
+    return run(nemo, NEMO.format(norm=norm, act=act, pos=pos, ckpt=ckpt, tok=tok), "llama.yaml")
+
+
+def test_nemo_shape_facts():
+    ff = nemo_cfg()
+    assert fact(ff, "model.norm") == "rmsnorm" and fact(ff, "model.mlp") == "swiglu"
+    assert fact(ff, "model.bias") is False and fact(ff, "model.position_embeddings") == "rope"
+    assert fact(ff, "model.tied_embeddings") is False and fact(ff, "model.kv_heads") == 2
+    assert fact(ff, "training.recompute") == "none"  # null = no activation checkpointing
+    # Llama 3 tokenizer: 128256 tokens, padded to a multiple of 128 x TP 2 = 256 -> 128256
+    assert fact(ff, "model.vocab") == 128256
+    assert ff.facts.get("model.vocab").span.line == 21
+
+
+@pytest.mark.parametrize("kw,key,want", [
+    ({"norm": "layernorm1p"}, "model.norm", "layernorm"),
+    ({"norm": "RMSNorm"}, "model.norm", "rmsnorm"),
+    ({"act": "gelu"}, "model.mlp", "gelu"),
+    ({"act": "geglu"}, "model.mlp", "swiglu"),
+    ({"act": "squared-relu"}, "model.mlp", "gelu"),
+    ({"pos": "learned_absolute"}, "model.position_embeddings", "learned"),
+    ({"pos": "alibi"}, "model.position_embeddings", None),
+    ({"ckpt": "selective"}, "training.recompute", "selective"),
+    ({"ckpt": "full"}, "training.recompute", "full"),
+    ({"ckpt": "${oc.env:CKPT}"}, "training.recompute", None),
+    ({"tok": "meta-llama/Llama-2-7b-hf"}, "model.vocab", 32000),  # 125 x 256: no padding
+    ({"tok": "EleutherAI/gpt-neox-20b"}, "model.vocab", "absent"),
+])
+def test_nemo_spellings(kw, key, want):
+    ff = nemo_cfg(**kw)
+    if want == "absent":
+        assert key not in ff.facts
+    else:
+        assert fact(ff, key) == want
+
+
+def test_nemo_offload():
+    from parallint.readers import nemo
+
+    ff = run(nemo, "trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  cpu_offloading: true\n", "n.yaml")
+    assert fact(ff, "training.offload") is True and ff.facts.get("training.offload").span.line == 5
+    ff = run(nemo, "trainer:\n  strategy: deepspeed_stage_3_offload\nmodel:\n  cpu_offloading: false\n", "n.yaml")
+    assert [v.value for v in ff.facts.all("training.offload")] == [False, True]
+
+
+@pytest.mark.parametrize("rel,published,vocab", [
+    # Llama-3.1-70B: 70,553,706,496 with 128256 tokens; NeMo pads to 128 x TP 4 = 512 -> 128512
+    ("NVIDIA__NeMo-Framework-Launcher/launcher_scripts/conf/training/llama/llama3_1_70b.yaml",
+     70_553_706_496 + 2 * 8192 * 256, 128512),
+    ("NVIDIA__NeMo-Framework-Launcher/launcher_scripts/conf/training/llama/llama3_1_8b.yaml",
+     8_030_261_248, 128256),  # Llama-3.1-8B, TP 1
+])
+def test_nemo_corpus_llama3_counts(rel, published, vocab):
+    from parallint.readers import nemo
+
+    ff = read_corpus(nemo, rel)
+    assert fact(ff, "model.vocab") == vocab
+    assert count_params(model_of(ff)) == published

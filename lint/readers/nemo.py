@@ -6,6 +6,7 @@ references outside it (``${training.model...}`` of the launcher) stay unknown; s
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
@@ -88,7 +89,16 @@ def emit_megatron_model(em: Emitter, prefix: str) -> None:
     em.add("model.seq_len", k("encoder_seq_length", "seq_length"), as_int)
     em.add("model.num_experts", k("num_moe_experts"), as_int)
     em.add("model.top_k", k("moe_router_topk"), as_int)
-    em.add("model.vocab", k("vocab_size"), as_int)
+    vocab = em.add("model.vocab", k("vocab_size"), as_int)
+    if vocab is None:
+        _tokenizer_vocab(em, prefix)
+    em.add("model.norm", k("normalization"), _norm)
+    em.add("model.mlp", k("activation"), _mlp)
+    em.add("model.bias", k("bias"), as_bool)
+    em.add("model.position_embeddings", k("position_embedding_type"), _pos)
+    em.add("model.tied_embeddings", k("share_embeddings_and_output_weights"), as_bool)
+    _recompute(em, prefix)
+    _offload(em, prefix)
     # anything that makes the pipeline split uneven or not a plain decoder stack
     for key in ("pipeline_model_parallel_split_rank", "pipeline_model_parallel_layout",
                 "first_pipeline_num_layers", "last_pipeline_num_layers",
@@ -106,3 +116,117 @@ def emit_megatron_model(em: Emitter, prefix: str) -> None:
     opt = em.node(f"{prefix}optim.name")
     if opt is not None and isinstance(opt.value, str) and "distributed" in opt.value:
         em.ff.facts.add("parallel.distributed_optimizer", Value(True, opt.span, True, "", f"{em.name} {prefix}optim.name"))
+
+
+def _norm(v):
+    s = str(v).strip().lower()
+    if s in ("rmsnorm", "rms_norm"):
+        return "rmsnorm"
+    if s in ("layernorm", "layernorm1p", "layer_norm"):  # layernorm1p: weight (as 1 + w) and bias
+        return "layernorm"
+    raise ValueError(v)
+
+
+#: NeMo/Megatron activations (``model.activation``): the gated ones have two input projections
+#: of ``ffn_hidden_size`` each (fc1 = 2 x ffn), i.e. three h x ffn matrices like SwiGLU
+_GATED = frozenset({"swiglu", "fast-swiglu", "geglu", "fast-geglu", "reglu", "fast-reglu"})
+_PLAIN = frozenset({"gelu", "squared-relu", "relu", "silu"})
+
+
+def _mlp(v):
+    s = str(v).strip().lower()
+    if s in _GATED:
+        return "swiglu"
+    if s in _PLAIN:
+        return "gelu"
+    raise ValueError(v)
+
+
+def _pos(v):
+    s = str(v).strip().lower()
+    if s in ("learned_absolute", "learned"):
+        return "learned"
+    if s == "rope":
+        return "rope"
+    raise ValueError(v)  # alibi, kerple, xpos, none...: not a shape the estimator models
+
+
+def _recompute(em: Emitter, prefix: str) -> None:
+    """``activations_checkpoint_granularity``: selective / full; an explicit null = no recompute."""
+    key = f"{prefix}activations_checkpoint_granularity"
+    n = em.node(key)
+    if n is None:
+        return
+    source = f"{em.name} {key}"
+    if n.value is None or (isinstance(n.value, str) and n.value.strip().lower() in ("null", "none", "~")):
+        em.ff.facts.add("training.recompute", Value("none", n.span, True, "", source))
+        return
+    v = to_value(n, source)
+    if v is None:
+        return
+    if v.known:
+        v = v.map(lambda x: {"selective": "selective", "full": "full"}[str(x).strip().lower()])
+    em.ff.facts.add("training.recompute", v)
+
+
+def _offload(em: Emitter, prefix: str) -> None:
+    """``model.cpu_offloading`` (Transformer Engine offloads activations/weights of layers) and
+    Lightning's offloading strategies (``deepspeed_stage_2_offload``, ``cpu_offload``)."""
+    from parallint.readers.deepspeed import bool_offload
+
+    for key in (f"{prefix}cpu_offloading", f"{prefix}optim.cpu_offload"):
+        n = em.node(key)
+        if n is not None:
+            v = bool_offload(n, n.span, f"{em.name} {key}")
+            if v is not None:
+                em.ff.facts.add("training.offload", v)
+    strat = em.node("trainer.strategy") if prefix == "model." else None
+    if strat is None:
+        return
+    if isinstance(strat.value, str) and "offload" in strat.value.lower():
+        em.ff.facts.add("training.offload", Value(True, strat.span, True, "", f"{em.name} trainer.strategy"))
+    elif strat.is_map:
+        for k in ("cpu_offload", "offload_optimizer", "offload_parameters", "offload_params"):
+            n = strat.get(k)
+            if n is not None:
+                v = bool_offload(n, strat.key_spans.get(k, n.span), f"{em.name} trainer.strategy.{k}")
+                if v is not None and not (v.known and not isinstance(v.value, bool)):
+                    em.ff.facts.add("training.offload", v)
+
+
+#: Hugging Face tokenizers whose vocabulary size is published (the ``vocab_size`` of their config)
+_TOKENIZER_VOCAB = (
+    (re.compile(r"^meta-llama/(meta-)?llama-3(\.[0-9])?-", re.I), 128256),
+    (re.compile(r"^meta-llama/llama-2-", re.I), 32000),
+    (re.compile(r"^(mistralai|mistral-community)/mixtral-8x(7|22)b(-instruct)?-v0\.1$", re.I), 32000),
+)
+
+
+def _tokenizer_vocab(em: Emitter, prefix: str) -> None:
+    """``model.vocab`` from a Hugging Face tokenizer named in ``tokenizer.type``, padded as Megatron
+    pads it: up to a multiple of ``make_vocab_size_divisible_by`` (NeMo default 128) x TP."""
+    tok = em.node(f"{prefix}tokenizer.type")
+    lib = em.node(f"{prefix}tokenizer.library")
+    if tok is None or not isinstance(tok.value, str):
+        return
+    if lib is not None and str(lib.value).strip().lower() != "huggingface":
+        return
+    name = tok.value.strip()
+    vocab = next((n for rx, n in _TOKENIZER_VOCAB if rx.search(name)), None)
+    if vocab is None:
+        return
+    div = em.node(f"{prefix}make_vocab_size_divisible_by")
+    tp = em.ff.facts.all("parallel.tp")
+    try:
+        d = 128 if div is None else as_int(div.value)
+    except (TypeError, ValueError):
+        d = None
+    t = tp[0].value if len(tp) == 1 and tp[0].known and isinstance(tp[0].value, int) else (1 if not tp else None)
+    if not d or not t or d <= 0 or t <= 0:
+        em.ff.facts.add("model.vocab", Value.unknown("padding of the tokenizer vocabulary unknown", tok.span))
+        return
+    m = d * t
+    padded = -(-vocab // m) * m
+    em.ff.facts.add("model.vocab", Value(padded, tok.span, True, "",
+                                         f"{em.name} {prefix}tokenizer.type {name} ({vocab} tokens, "
+                                         f"padded to a multiple of {d} x TP {t})"))
