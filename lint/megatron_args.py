@@ -99,7 +99,8 @@ def flag_facts(flag: str, value: Value | None) -> list[tuple[str, Value]]:
     present = Value(True, None, True, "", src) if value is None else _flag_on(value)
     if name in ("sequence-parallel", "use-distributed-optimizer", "bf16", "fp16", "swiglu",
                 "untie-embeddings-and-output-weights", "disable-bias-linear", "add-bias-linear",
-                "recompute-activations", "use-rotary-position-embeddings", "deepspeed"):
+                "recompute-activations", "use-rotary-position-embeddings", "deepspeed",
+                "checkpoint-activations"):
         if present is None:
             return out
         if not present.known:
@@ -128,6 +129,8 @@ def flag_facts(flag: str, value: Value | None) -> list[tuple[str, Value]]:
             out.append(("model.bias", Value(True, span, True, "", src)))
         elif name == "recompute-activations" and on:
             out.append(("training.recompute", Value("selective", span, True, "", src)))
+        elif name == "checkpoint-activations" and on:  # Megatron before 2022: full recompute
+            out.append(("training.recompute", Value("full", span, True, "", src)))
         elif name == "use-rotary-position-embeddings" and on:
             out.append(("model.position_embeddings", Value("rope", span, True, "", src)))
         return out
@@ -165,7 +168,7 @@ _VALUED = set(INT_FLAGS) | {"num-query-groups", "num-layers-per-virtual-pipeline
 _BOOLEAN = {"sequence-parallel", "use-distributed-optimizer", "bf16", "fp16", "swiglu",
             "untie-embeddings-and-output-weights", "disable-bias-linear", "add-bias-linear",
             "recompute-activations", "use-rotary-position-embeddings", "deepspeed",
-            "group-query-attention", "use-torch-fsdp2", "use-megatron-fsdp",
+            "checkpoint-activations", "group-query-attention", "use-torch-fsdp2", "use-megatron-fsdp",
             "overlap-moe-expert-parallel-comm"}
 
 
@@ -256,8 +259,21 @@ def args_facts(words: list[Value], require_marker: bool = True) -> FactMap:
     if layers_per_vstage is not None:
         facts.add("parallel.vpp", vpp_from_layers_per_stage(
             facts.int("model.layers"), facts.int("parallel.pp") or 1, layers_per_vstage))
+    if not facts.all("training.recompute") and _complete(words, flags):
+        # Megatron recomputes nothing unless told to; only said when every word is known
+        facts.add("training.recompute", Value("none", first_flag_span, True, "",
+                                              "no --recompute-* flag (Megatron's default)"))
     facts.add("framework", Value("megatron", first_flag_span, True, "", "Megatron arguments"))
     return facts
+
+
+def _complete(words: list[Value], flags: list[tuple[str, Value, Value | None]]) -> bool:
+    """Every word is known and none of the flags reads more arguments from a file or from DeepSpeed's
+    activation-checkpointing config, so the absence of a flag means the framework's default."""
+    if any(not w.known for w in words):
+        return False
+    return not any(name in LINK_FLAGS or "checkpoint" in name or "recompute" in name
+                   for name, _, _ in flags)
 
 
 def vpp_from_layers_per_stage(layers: int | None, pp: int | None, per_stage: Value) -> Value:

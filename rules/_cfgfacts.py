@@ -139,7 +139,7 @@ def _deepspeed_single_node(launch, lf: FactMap) -> Value | None:
     if launcher not in SINGLE_NODE_DEFAULT or getattr(launch, "wrapper", None) is not None:
         return None
     opts = getattr(launch, "options", {}) or {}
-    if any(k in opts for k in SINGLE_NODE_DEFAULT[launcher]):
+    if "opaque" in opts or any(k in opts for k in SINGLE_NODE_DEFAULT[launcher]):
         return None
     if getattr(launch, "scheduler", None):
         return None
