@@ -220,3 +220,68 @@ def test_nemo_corpus_llama3_counts(rel, published, vocab):
     ff = read_corpus(nemo, rel)
     assert fact(ff, "model.vocab") == vocab
     assert count_params(model_of(ff)) == published
+
+
+# --- torchtitan ----------------------------------------------------------------------------------
+def tt(model='name = "llama3"\nflavor = "8B"', tp="2", mode='"selective"', extra=""):
+    from parallint.readers import torchtitan
+
+    return run(torchtitan, f"""
+[model]
+{model}
+
+[training]
+seq_len = 4096
+{extra}
+
+[parallelism]
+tensor_parallel_degree = {tp}
+
+[activation_checkpoint]
+mode = {mode}
+""", "train.toml")
+
+
+def test_torchtitan_preset_sp_recompute():
+    ff = tt()
+    assert fact(ff, "model.preset") == "llama-3-8b"
+    assert ff.facts.get("model.preset").span.line == 3
+    assert fact(ff, "parallel.sequence_parallel") is True
+    assert fact(ff, "training.recompute") == "selective"
+
+
+@pytest.mark.parametrize("model,want", [
+    ('name = "llama3"\nflavor = "405B"', "llama-3.1-405b"),  # torchtitan's llama3 405B is Llama 3.1's
+    ('name = "llama2"\nflavor = "70B"', "llama-2-70b"),
+    ('name = "llama3"\nflavor = "debugmodel"', None),
+    ('name = "deepseek_v3"\nflavor = "16B"', None),
+    ('name = "llama"\nflavor = "7B"', None),  # torchtrain's generic name: which Llama is not said
+])
+def test_torchtitan_presets_only_on_a_match(model, want):
+    ff = tt(model=model)
+    if want is None:
+        assert "model.preset" not in ff.facts
+    else:
+        assert fact(ff, "model.preset") == want
+
+
+def test_torchtitan_no_sp_without_tp_and_unknowns():
+    ff = tt(tp="1", mode='"full"')
+    assert "parallel.sequence_parallel" not in ff.facts and fact(ff, "training.recompute") == "full"
+    ff = tt(tp='"${TP}"', mode='"memory_budget"')
+    assert "parallel.sequence_parallel" not in ff.facts and fact(ff, "training.recompute") is None
+
+
+def test_torchtitan_cpu_offload():
+    assert fact(tt(extra="enable_cpu_offload = true"), "training.offload") is True
+    assert fact(tt(extra="enable_cpu_offload = false"), "training.offload") is False
+
+
+def test_torchtitan_corpus_llama3_405b_count():
+    from parallint.estimator.spec import normalize, spec_from_facts
+    from parallint.readers import torchtitan
+
+    ff = read_corpus(torchtitan, "pytorch__torchtitan/torchtitan/models/llama3/train_configs/llama3_405b.toml")
+    spec = normalize(spec_from_facts(ff.facts))
+    assert count_params(spec["model"]) == 405_853_388_800  # Llama-3.1-405B
+    assert spec["model"]["seq_len"] == 8192 and spec["parallel"]["sequence_parallel"] is True

@@ -29,6 +29,12 @@ def _preset_key(name: str) -> str:
     return "".join(ch for ch in str(name).lower() if ch.isalnum())
 
 
+def preset_name(name: str) -> str | None:
+    """The catalogue's own spelling of preset ``name`` (``Llama2_7B`` -> ``llama-2-7b``), or None."""
+    want = _preset_key(name)
+    return next((key for key in presets() if _preset_key(key) == want), None)
+
+
 def preset(name: str) -> dict | None:
     """The shape of a named preset (``gpt2-xl``, ``llama-2-7b``, ``Llama2_7B``...), or None."""
     want = _preset_key(name)

@@ -69,7 +69,11 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
 
     add_degree("parallel.dp_replicate", "data_parallel_replicate_degree")
     add_degree("parallel.dp_shard", "data_parallel_shard_degree", "data_parallel_degree")
-    add_degree("parallel.tp", "tensor_parallel_degree")
+    tp = add_degree("parallel.tp", "tensor_parallel_degree")
+    if tp is not None and tp.known and tp.value > 1:
+        # torchtitan's TP plan shards the norms' sequence dimension (SequenceParallel) whenever TP > 1
+        ff.facts.add("parallel.sequence_parallel", Value(True, tp.span, True, "",
+                                                         f"{tp.source} > 1 (torchtitan shards norms by sequence)"))
     pp = add_degree("parallel.pp", "pipeline_parallel_degree")
     add_degree("parallel.cp", "context_parallel_degree")
     add_degree("parallel.ep", "expert_parallel_degree")
@@ -84,6 +88,7 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
         if v is not None:
             ff.facts.add("training.global_batch", v)
     em.add("model.seq_len", "training.seq_len", as_int)
+    _emit_model(em, root, first)
     mb = first("pipeline_parallel_microbatch_size")
     if mb:
         ff.data.extra["pp_microbatch_size"] = em.value(mb).map(as_int)
@@ -99,3 +104,46 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
             parts.append(Partition(stages, node.span, [n.span for n in node.value],
                                    f"{em.name} {fq}", pp=pp, config=config_name))
     return parts
+
+
+#: torchtitan model names whose flavors are published models under another preset name
+_PRESET_ALIASES = {"llama3": "llama-3.1"}
+_AC_MODES = ("none", "selective", "full")
+
+
+def _ac_mode(v) -> str:
+    s = str(v).strip().lower()
+    if s not in _AC_MODES:
+        raise ValueError(v)  # memory_budget and later modes: not a recompute kind the estimator models
+    return s
+
+
+def _emit_model(em: Emitter, root: PNode, first) -> None:
+    """``model.preset`` from ``[model] name`` + ``flavor`` when that is one of parallint's presets;
+    ``training.recompute`` from ``[activation_checkpoint] mode``; CPU offload."""
+    from parallint.estimator.spec import preset_name
+
+    ff = em.ff
+    name, flavor = em.value("model.name"), em.value("model.flavor")
+    if name is not None and flavor is not None and name.known and flavor.known \
+            and isinstance(name.value, str) and isinstance(flavor.value, str):
+        n, fl = name.value.strip(), flavor.value.strip()
+        for cand in (f"{n}-{fl}", f"{_PRESET_ALIASES.get(n.lower(), '')}-{fl}"):
+            canon = None if cand.startswith("-") else preset_name(cand)
+            if canon is not None:
+                ff.facts.add("model.preset", Value(canon, flavor.span, True, "",
+                                                   f"{em.name} model.name {n!r} + model.flavor {fl!r}"))
+                break
+    mode = em.value("activation_checkpoint.mode")
+    if mode is not None:
+        if mode.known:
+            mode = mode.map(_ac_mode)
+        ff.facts.add("training.recompute", mode)
+    from parallint.readers.deepspeed import bool_offload
+
+    for key in ("training.enable_cpu_offload",):
+        n = root.path(key)
+        if n is not None:
+            v = bool_offload(n, n.span, f"{em.name} {key}")
+            if v is not None:
+                ff.facts.add("training.offload", v)
