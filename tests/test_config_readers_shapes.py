@@ -285,3 +285,29 @@ def test_torchtitan_corpus_llama3_405b_count():
     spec = normalize(spec_from_facts(ff.facts))
     assert count_params(spec["model"]) == 405_853_388_800  # Llama-3.1-405B
     assert spec["model"]["seq_len"] == 8192 and spec["parallel"]["sequence_parallel"] is True
+
+
+# --- nanotron ------------------------------------------------------------------------------------
+def nano(tp=2, mode="REDUCE_SCATTER", recompute="true"):
+    from parallint.readers import nanotron
+
+    return run(nanotron, f"""
+parallelism:
+  dp: 2
+  tp: {tp}
+  pp: 1
+  tp_mode: {mode}
+  recompute_layer: {recompute}
+""", "config.yaml")
+
+
+def test_nanotron_sp_and_recompute():
+    ff = nano()
+    assert fact(ff, "parallel.sequence_parallel") is True and ff.facts.get("parallel.sequence_parallel").span.line == 5
+    assert fact(ff, "training.recompute") == "full"
+    ff = nano(mode="ALL_REDUCE", recompute="false")
+    assert fact(ff, "parallel.sequence_parallel") is False and "training.recompute" not in ff.facts
+    ff = nano(tp=1)  # no tensor parallelism: nothing is sharded by sequence
+    assert "parallel.sequence_parallel" not in ff.facts
+    ff = nano(mode="${MODE}", recompute="${RC}")
+    assert fact(ff, "parallel.sequence_parallel") is None and fact(ff, "training.recompute") is None

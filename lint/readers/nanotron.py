@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, Emitter, as_int, load_tree, new_facts
+from parallint.readers.cfgutil import ConfigData, Emitter, as_bool, as_int, load_tree, new_facts
 from parallint.readers.hf_model import emit_hf_shape
 
 KIND = "nanotron"
@@ -31,6 +31,24 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             dp.value * tp.value * pp.value, par.span, True, "",
             f"{em.name} parallelism dp×tp×pp ({dp.value}×{tp.value}×{pp.value})"))
         ff.standalone_job = True
+    mode = em.value("parallelism.tp_mode")
+    if mode is not None and tp is not None and tp.known and isinstance(tp.value, int) and tp.value > 1:
+        if not mode.known:
+            ff.facts.add("parallel.sequence_parallel", mode)
+        elif str(mode.value).strip().upper() in ("REDUCE_SCATTER", "ALL_REDUCE"):
+            # REDUCE_SCATTER keeps activations outside the TP regions sharded by sequence
+            ff.facts.add("parallel.sequence_parallel", Value(
+                str(mode.value).strip().upper() == "REDUCE_SCATTER", mode.span, True, "", mode.source))
+    rl = em.value("parallelism.recompute_layer")
+    if rl is not None:
+        if not rl.known:
+            ff.facts.add("training.recompute", rl)
+        else:
+            try:
+                if as_bool(rl.value):  # false: nanotron may still recompute parts; not stated as none
+                    ff.facts.add("training.recompute", Value("full", rl.span, True, "", rl.source))
+            except ValueError:
+                pass
     em.add("training.micro_batch", "tokens.micro_batch_size", as_int)
     em.add("training.grad_accum", "tokens.batch_accumulation_per_replica", as_int)
     em.add("model.seq_len", "tokens.sequence_length", as_int)
