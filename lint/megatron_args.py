@@ -259,7 +259,9 @@ def args_facts(words: list[Value], require_marker: bool = True) -> FactMap:
     if layers_per_vstage is not None:
         facts.add("parallel.vpp", vpp_from_layers_per_stage(
             facts.int("model.layers"), facts.int("parallel.pp") or 1, layers_per_vstage))
-    if not facts.all("training.recompute") and _complete(words, flags):
+    if first_flag_span is None and flags:
+        first_flag_span = flags[0][1].span
+    if not facts.all("training.recompute") and first_flag_span is not None and _complete(words, flags):
         # Megatron recomputes nothing unless told to; only said when every word is known
         facts.add("training.recompute", Value("none", first_flag_span, True, "",
                                               "no --recompute-* flag (Megatron's default)"))

@@ -120,7 +120,10 @@ def _sniff_yaml(text: str) -> str | None:
         len(top & _ACC_KEYS) >= 2 or top & {"fsdp_config", "deepspeed_config", "parallelism_config"}
     ):
         return "accelerate"
-    if "model" in top and (top <= {"model", "parallel", "training", "hardware", "name"} or (
+    # a job spec has a model section and at least one of the others (a lone `model:` is any
+    # framework's config: diffusion, timm, ...)
+    if "model" in top and top & {"parallel", "training", "hardware"} and (
+            top <= {"model", "parallel", "training", "hardware", "name", "estimator"} or (
             top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"})):
         return "jobspec"
     if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^\s+(dp|tp|pp)\s*:", text, re.M):
