@@ -354,3 +354,22 @@ def test_bash_c_at_top_level():
         bash -c "torchrun --nproc_per_node 2 t.py"
         """))
     assert la.launcher == "torchrun"
+
+
+def test_unreadable_source_makes_every_variable_unknown(tmp_path):
+    from parallint.readers.shell import read
+
+    text = (
+        "GPUS=8\n"
+        'if [ -n "$CFG" ]; then source "$CFG"; fi\n'
+        "GPUS=${GPUS:-8}\nNODES=${NODES:-1}\nLAYERS=12\n"
+        "torchrun --nnodes $NODES --nproc_per_node $GPUS pretrain_gpt.py --num-layers $LAYERS "
+        "--tensor-model-parallel-size 1\n"
+    )
+    p = tmp_path / "run.sh"
+    p.write_text(text)
+    f = read("run.sh", p, text)
+    (launch,) = f.launches
+    assert launch.facts.get("parallel.procs_per_node") is None
+    assert launch.facts.get("parallel.nodes") is None
+    assert launch.facts.int("model.layers") == 12

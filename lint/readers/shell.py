@@ -193,6 +193,8 @@ class Evaluator:
         self.steps = 0
         self.call_depth = 0
         self.sourcing: list[Path] = []
+        #: set once a `source` names a file that cannot be read: any variable may have changed
+        self.opaque_source = ""
         self.record = True  # record launches (off while evaluating sourced files)
         self.seen_command = False
         self.in_function = 0
@@ -721,12 +723,12 @@ class Evaluator:
                                    (self.abspath is not None and target == _resolved(self.abspath))):
             return  # a cycle: the file is being read already
         if target is None or len(self.sourcing) >= MAX_SOURCE_DEPTH:
-            self.data.sources_unresolved = True
+            self._opaque_source(w)
             return
         try:
             data = target.read_bytes()[:MAX_BYTES]
         except OSError:
-            self.data.sources_unresolved = True
+            self._opaque_source(w)
             return
         disp = _display_path(self.path, self.abspath, target)
         sub = Src(disp, data, abspath=target)
@@ -739,6 +741,16 @@ class Evaluator:
         finally:
             self.record = rec
             self.sourcing.pop()
+
+    def _opaque_source(self, w: Word) -> None:
+        """A sourced file parallint cannot read may set any variable: every variable known so far,
+        and every `${X:-default}` of a variable not assigned since, becomes unknown."""
+        self.data.sources_unresolved = True
+        why = f"may be set by `source {w.text if w.known else '...'}`, which parallint cannot read"
+        self.opaque_source = why
+        for name, var in list(self.vars.items()):
+            if not name.isdigit() and name not in ("@", "*", "#"):
+                self.vars[name] = Var(var.kind, exported=var.exported, span=var.span, unknown_why=why)
 
     def _resolve(self, w: Word, src: Src) -> Path | None:
         if not w.known or not w.text:
@@ -997,7 +1009,7 @@ class Evaluator:
         is_set = v is not None
         is_null = v is None or (not v.unknown_why and v.kind == "scalar" and _pieces_text(v.pieces) == "")
         unknown_state = v is not None and (v.unknown_why or any(not p.known for p in v.pieces))
-        if v is None and (name.isdigit() or name in ("@", "*") or is_runtime_var(name)):
+        if v is None and (name.isdigit() or name in ("@", "*") or is_runtime_var(name) or self.opaque_source):
             unknown_state = True  # positional parameters and scheduler-set variables: a default
             # is only what runs when they are absent, and they are usually present
         if op in (":-", "-", ":=", "=", ":?", "?", ":+", "+"):
@@ -1012,6 +1024,9 @@ class Evaluator:
             if unknown_state and v is not None:
                 return self._var_chunks(name, src, node, quoted, index)
             if unknown_state and v is None:
+                if self.opaque_source and not name.isdigit():
+                    return [("lit" if quoted else "split",
+                             [unknown_piece(self.opaque_source, src, node.start_byte)])]
                 if is_runtime_var(name):
                     return [("lit" if quoted else "split",
                              [unknown_piece(f"{name} is set by the scheduler or launcher at run time",
