@@ -311,3 +311,81 @@ def test_nanotron_sp_and_recompute():
     assert "parallel.sequence_parallel" not in ff.facts
     ff = nano(mode="${MODE}", recompute="${RC}")
     assert fact(ff, "parallel.sequence_parallel") is None and fact(ff, "training.recompute") is None
+
+
+# --- Hugging Face MoE layouts --------------------------------------------------------------------
+def hf(doc: dict):
+    import json
+
+    from parallint.readers import hf_model
+
+    return run(hf_model, json.dumps(doc, indent=1), "config.json")
+
+
+def hf_count(doc: dict) -> int:
+    from parallint.estimator.spec import normalize, spec_from_facts
+
+    return count_params(normalize(spec_from_facts(hf(doc).facts))["model"])
+
+
+MIXTRAL_8X7B = {"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "intermediate_size": 14336, "num_local_experts": 8,
+                "num_experts_per_tok": 2, "vocab_size": 32000, "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def test_hf_mixtral_every_layer_and_published_count():
+    ff = hf(MIXTRAL_8X7B)
+    assert fact(ff, "model.moe_layer_freq") == 1
+    assert hf_count(MIXTRAL_8X7B) == 46_702_792_704  # Mixtral-8x7B
+
+
+def test_hf_qwen_moe_sparse_step_and_shared_expert():
+    doc = {"model_type": "qwen2_moe", "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+           "intermediate_size": 1024, "moe_intermediate_size": 128, "shared_expert_intermediate_size": 512,
+           "num_experts": 8, "num_experts_per_tok": 2, "decoder_sparse_step": 2, "mlp_only_layers": [5],
+           "vocab_size": 1000, "hidden_act": "silu"}
+    ff = hf(doc)
+    assert fact(ff, "model.moe_layer_freq") == [0, 1, 0, 1, 0, 0]  # (i + 1) % 2 == 0, layer 5 dense
+    assert fact(ff, "model.shared_expert_ffn") == 512
+    h = 256
+    attn = 4 * h * h
+    dense = attn + 3 * h * 1024 + 2 * h
+    moe = attn + 8 * 3 * h * 128 + h * 8 + 3 * h * 512 + 2 * h
+    assert hf_count(doc) == 4 * dense + 2 * moe + 2 * 1000 * h + h
+    # the model type's defaults (every layer sparse) apply only to that model type
+    ff = hf({k: v for k, v in doc.items() if k not in ("decoder_sparse_step", "mlp_only_layers")})
+    assert fact(ff, "model.moe_layer_freq") == [1] * 6
+
+
+def test_hf_deepseek_first_dense_layers_and_shared_experts():
+    doc = {"model_type": "deepseek_v3", "hidden_size": 256, "num_hidden_layers": 5, "num_attention_heads": 4,
+           "n_routed_experts": 16, "n_shared_experts": 2, "moe_intermediate_size": 64, "first_k_dense_replace": 2,
+           "moe_layer_freq": 1, "intermediate_size": 1024, "vocab_size": 1000}
+    ff = hf(doc)
+    assert fact(ff, "model.moe_layer_freq") == [0, 0, 1, 1, 1]
+    assert fact(ff, "model.shared_expert_ffn") == 128
+
+
+def test_hf_moe_layout_unknowns():
+    ff = hf({"num_hidden_layers": "${L}", "moe_layer_interval": 2, "num_experts": 4})
+    assert fact(ff, "model.moe_layer_freq") is None
+    ff = hf({"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2})
+    assert "model.moe_layer_freq" not in ff.facts and "model.shared_expert_ffn" not in ff.facts
+
+
+def test_hf_corpus_openmoe_is_not_40b():
+    # ColossalAI OpenMoE: an MoE block every 6th layer ((i + 1) % 6 == 0), each with a dense
+    # extra_mlp beside the 32 experts; the other 20 layers are dense
+    from parallint.readers import hf_model
+
+    ff = read_corpus(hf_model, "hpcaitech__ColossalAI/colossalai/legacy/moe/openmoe/model/openmoe_8b_config.json")
+    assert sum(fact(ff, "model.moe_layer_freq")) == 4
+    h, q, f, v = 2048, 24 * 128, 8192, 256384
+    attn = 4 * h * q
+    dense = attn + 3 * h * f + 2 * h
+    moe = attn + 32 * 3 * h * f + 32 * h + 3 * h * f + 2 * h
+    want = 20 * dense + 4 * moe + 2 * v * h + h
+    from parallint.estimator.spec import normalize, spec_from_facts
+
+    assert count_params(normalize(spec_from_facts(ff.facts))["model"]) == want
+    assert 9.0e9 < want < 9.5e9

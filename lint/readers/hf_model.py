@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import FileFacts
+from parallint.facts import FileFacts, Value
 from parallint.readers.cfgutil import ConfigData, Emitter, as_bool, as_int, load_tree, new_facts
 
 KIND = "hf_model"
@@ -46,3 +46,103 @@ def emit_hf_shape(em: Emitter, prefix: str) -> None:
     em.add("model.top_k", ps("num_experts_per_tok", "moe_topk", "topk"), as_int)
     em.add("model.moe_ffn", ps("moe_intermediate_size"), as_int)
     em.add("model.mlp", ps("hidden_act", "activation_function"), _mlp)
+    _emit_moe_layout(em, prefix)
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def _emit_moe_layout(em: Emitter, prefix: str) -> None:
+    """Which layers are MoE (``model.moe_layer_freq``, a 0/1 list per layer) and the always-on dense
+    MLP beside the experts (``model.shared_expert_ffn``), in each family's own convention:
+
+    * Mixtral (``num_local_experts``): every layer;
+    * Qwen2-MoE / Qwen3-MoE: layer i is sparse when ``(i + 1) % decoder_sparse_step == 0`` and i is
+      not in ``mlp_only_layers`` (defaults 1 and [] for those model types); shared expert
+      ``shared_expert_intermediate_size``;
+    * DeepSeek-V2/V3: layer i is MoE when ``i >= first_k_dense_replace`` and ``i % moe_layer_freq
+      == 0``; ``n_shared_experts`` x ``moe_intermediate_size`` shared;
+    * OpenMoE (ColossalAI): layer i is MoE when ``(i + 1) % moe_layer_interval == 0``; each MoE
+      layer also runs a dense ``extra_mlp`` of ``intermediate_size``.
+    """
+    ff = em.ff
+
+    def val(key: str):
+        v = em.value(prefix + key)
+        return v
+
+    def ival(key: str, default=None):
+        v = val(key)
+        if v is None:
+            return default, None
+        if not v.known:
+            return "unknown", v
+        try:
+            return as_int(v.value), v
+        except (TypeError, ValueError):
+            return "unknown", v
+
+    mtype = val("model_type")
+    mt = str(mtype.value).lower() if mtype is not None and mtype.known else ""
+    layers, _ = ival("num_hidden_layers")
+    if layers == "unknown":
+        layers = None
+
+    def put_pattern(pattern_of, anchor, source):
+        if anchor is None:
+            return
+        if layers is None or layers <= 0:
+            ff.facts.add("model.moe_layer_freq", Value.unknown("number of layers unknown", anchor.span, source))
+            return
+        pat = [1 if pattern_of(i) else 0 for i in range(layers)]
+        ff.facts.add("model.moe_layer_freq", Value(pat, anchor.span, True, "", source))
+
+    def unknown(anchor, why):
+        ff.facts.add("model.moe_layer_freq", Value.unknown(why, anchor.span, anchor.source))
+
+    if em.node(prefix + "moe_layer_interval") is not None:  # OpenMoE
+        every, v = ival("moe_layer_interval")
+        if every == "unknown" or not every or every <= 0:
+            unknown(v, "moe_layer_interval not a positive integer")
+        else:
+            put_pattern(lambda i: (i + 1) % every == 0, v, f"{em.name} moe_layer_interval {every}")
+            ffn, fv = ival("intermediate_size")
+            if isinstance(ffn, int):
+                ff.facts.add("model.shared_expert_ffn", Value(ffn, fv.span, True, "",
+                                                              f"{em.name} intermediate_size (OpenMoE extra_mlp)"))
+        return
+    routed, rv = ival("n_routed_experts")
+    if rv is not None:  # DeepSeek-V2/V3
+        first, fv = ival("first_k_dense_replace", 0)
+        freq, qv = ival("moe_layer_freq", 1)
+        if "unknown" in (first, freq) or not freq or freq <= 0:
+            unknown(_first(fv, qv, rv), "first_k_dense_replace / moe_layer_freq unknown")
+        elif routed not in ("unknown", None, 0):
+            put_pattern(lambda i: i >= first and i % freq == 0, _first(fv, qv, rv),
+                        f"{em.name} first_k_dense_replace {first}, moe_layer_freq {freq}")
+        shared, sv = ival("n_shared_experts")
+        mffn, _ = ival("moe_intermediate_size")
+        if isinstance(shared, int) and isinstance(mffn, int) and shared > 0:
+            ff.facts.add("model.shared_expert_ffn", Value(shared * mffn, sv.span, True, "",
+                                                          f"{em.name} n_shared_experts x moe_intermediate_size"))
+        return
+    qwen = mt in ("qwen2_moe", "qwen3_moe")
+    if qwen or em.node(prefix + "decoder_sparse_step") is not None:
+        experts, ev = ival("num_experts")
+        step, sv = ival("decoder_sparse_step", 1 if qwen else None)
+        only = val("mlp_only_layers")
+        anchor = _first(sv, ev, only, mtype)
+        only_list = [] if (only is None and qwen) else (only.value if only is not None and only.known else None)
+        if step in ("unknown", None) or not isinstance(only_list, list) or not (isinstance(step, int) and step > 0):
+            if anchor is not None:
+                unknown(anchor, "decoder_sparse_step / mlp_only_layers unknown")
+        elif isinstance(experts, int) and experts > 0:
+            skip = {x for x in only_list if isinstance(x, int)}
+            put_pattern(lambda i: i not in skip and (i + 1) % step == 0, anchor,
+                        f"{em.name} decoder_sparse_step {step}, mlp_only_layers {sorted(skip)}")
+        em.add("model.shared_expert_ffn", prefix + "shared_expert_intermediate_size", as_int)
+        return
+    n, nv = ival("num_local_experts")
+    if nv is not None and isinstance(n, int) and n > 0:  # Mixtral: a sparse MoE block in every layer
+        ff.facts.add("model.moe_layer_freq", Value(1, nv.span, True, "", f"{em.name} num_local_experts (every layer)"))
