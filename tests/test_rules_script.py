@@ -342,3 +342,17 @@ def test_mesh_against_launch_world_size(tmp_path):
     found = run(tmp_path, files)
     assert codes(found) == [("train.py", 2, "LAY007")]
     assert "16" in found[0].message and found[0].related and found[0].related[0].path == "run.sh"
+
+
+def test_every_invalid_script_example_passes_the_needle_filter():
+    """The reader's NEEDLES must let through every script a rule is meant to catch."""
+    from parallint.readers.python import NEEDLES
+    from parallint.registry import get_registry
+
+    for rule in get_registry().rules:
+        if rule.__module__.rsplit(".", 1)[-1] not in ("ddp", "pg", "dat", "ckp", "pip", "lay_mesh"):
+            continue
+        for ex in rule.invalid:
+            for name, text in ex.all_files().items():
+                if name.endswith(".py"):
+                    assert any(n in text for n in NEEDLES), (rule.code, name)

@@ -23,11 +23,19 @@ from parallint.facts import FileFacts, Value, known_int
 #: A Python file is worth parsing only when its text contains one of these (the names the script
 #: rules trigger on). Kept in sync with parallint.classify.PYTHON_NEEDLES by the engine owner.
 NEEDLES: tuple[str, ...] = (
-    "init_process_group", "DistributedDataParallel", "DDP", "DistributedSampler",
-    "init_device_mesh", "DeviceMesh", "initialize_model_parallel", "deepspeed", "Accelerator",
-    "DDPStrategy", "TrainingArguments", "fully_shard", "FullyShardedDataParallel", "FSDP",
-    "set_device", "torch.save", "torch.load", "find_unused_parameters", "Trainer(",
-    "checkpoint", "DataLoader", "barrier", "all_reduce",
+    # process groups, collectives, rank branches, hand-written pipeline partitions (PG, PIP)
+    "init_process_group", "torch.distributed",
+    # wrappers (DDP, DAT001, CKP)
+    "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard",
+    # samplers (DAT002, DAT003)
+    "DistributedSampler", "sampler",
+    # meshes and model-parallel set-up (LAY007, facts)
+    "init_device_mesh", "DeviceMesh", "initialize_model_parallel",
+    # devices and checkpoints (DDP002, PG001, CKP)
+    "set_device", "torch.save", "torch.load",
+    # framework wrappers whose arguments are facts (DDP001, BAT003, links)
+    "find_unused_parameters", "deepspeed", "Accelerator", "TrainingArguments", "SFTConfig",
+    "DPOConfig", "GRPOConfig", "Trainer(",
 )
 
 MAX_BYTES = 2_000_000  # larger "scripts" are generated code: not read
