@@ -57,9 +57,11 @@ def _setup(job, ctx):
         values = [v.value for v in facts.known(key)]
         if any(_int(x) is None for x in values) or len({_int(x) for x in values}) > 1:
             return None
-    for f in job.files:  # CPU/NVMe offload moves states off the GPU: not modelled, stay silent
-        if f.kind in ("deepspeed", "accelerate", "nemo", "foundry", "torchtitan", "torchtitan_py",
-                      "python") and _OFFLOAD.search(f.text or ""):
+    # CPU/NVMe offload moves states off the GPU: not modelled, stay silent (also when unknown)
+    if any(not v.known or v.value is not False for v in facts.all("training.offload")):
+        return None
+    for f in job.files:  # the Python reader states no offload fact: an inline config's keys
+        if f.kind == "python" and _OFFLOAD.search(f.text or ""):
             return None
     for f in job.files:
         if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or _PARTIAL.search(f.text or "")):

@@ -389,3 +389,47 @@ def test_hf_corpus_openmoe_is_not_40b():
 
     assert count_params(normalize(spec_from_facts(ff.facts))["model"]) == want
     assert 9.0e9 < want < 9.5e9
+
+
+# --- offload -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("zo,want", [
+    ({"stage": 3, "offload_optimizer": {"device": "cpu"}}, True),
+    ({"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/local"}}, True),
+    ({"stage": 2, "offload_optimizer": {"device": "none"}}, False),
+    ({"stage": 2, "offload_optimizer": {"pin_memory": True}}, False),  # DeepSpeed's default device: none
+    ({"stage": 2, "cpu_offload": True}, True),  # the pre-0.3.16 spelling
+    ({"stage": 2, "offload_optimizer": {"device": "${DEV}"}}, None),
+    ({"stage": 2}, "absent"),
+])
+def test_deepspeed_offload(zo, want):
+    import json
+
+    from parallint.readers import deepspeed
+
+    ff = run(deepspeed, json.dumps({"train_batch_size": 8, "zero_optimization": zo}, indent=1), "ds.json")
+    if want == "absent":
+        assert "training.offload" not in ff.facts
+    else:
+        assert fact(ff, "training.offload") is want
+        assert ff.facts.all("training.offload")[0].span.line == 5
+
+
+@pytest.mark.parametrize("text,want", [
+    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: true\n", True),
+    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: false\n", False),
+    ("distributed_type: DEEPSPEED\ndeepspeed_config:\n  offload_optimizer_device: cpu\n  zero_stage: 2\n", True),
+    ("distributed_type: DEEPSPEED\ndeepspeed_config:\n  offload_optimizer_device: none\n  zero_stage: 2\n", False),
+])
+def test_accelerate_offload(text, want):
+    from parallint.readers import accelerate
+
+    ff = run(accelerate, "num_processes: 8\n" + text, "acc.yaml")
+    assert fact(ff, "training.offload") is want
+
+
+def test_foundry_offload():
+    from parallint.readers import foundry
+
+    ff = run(foundry, "global_train_batch_size: 8\nfsdp_config:\n  sharding_strategy: FULL_SHARD\n"
+                      "  activation_cpu_offload: true\n", "run.yaml")
+    assert fact(ff, "training.offload") is True and ff.facts.get("training.offload").span.line == 4

@@ -85,12 +85,11 @@ def test_a_model_file_alone_is_not_a_job_layout():
 
 
 @pytest.mark.parametrize("text", [
-    '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}',
     "model:\n  freeze_language_model: true\n",
     "peft:\n  peft_scheme: lora\n",
     "model:\n  mamba_ssm: true\n",
 ])
-def test_offload_frozen_adapters_and_other_architectures_keep_silent(text):
+def test_frozen_adapters_and_other_architectures_keep_silent(text):
     cfg = FileFacts("cfg.json", Path("cfg.json"), "deepspeed", text)
     job = _job(PURE_DP, extra_files=[cfg])
     assert not _run(PureDataParallelOversized(), job)
@@ -137,3 +136,30 @@ def test_torchtitan_selective_ac_is_a_lower_bound():
     facts["framework"] = "megatron"  # Megatron's selective recompute keeps 34sbh per layer
     found = _run(PredictedOom(), _job(facts, kind="shell"))
     assert found
+
+
+@pytest.mark.parametrize("offload,silent", [
+    (Value(True, Span("ds.json", 5, 5), source="ds.json zero_optimization.offload_optimizer"), True),
+    (Value.unknown("environment variable in $DEV", Span("ds.json", 5, 5)), True),
+    (Value(False, Span("ds.json", 5, 5), source="ds.json zero_optimization.offload_optimizer"), False),
+])
+def test_offload_fact_keeps_both_silent(offload, silent):
+    job = _job({**PURE_DP, "training.offload": offload})
+    assert (not _run(PureDataParallelOversized(), job)) is silent
+
+
+def test_offload_word_in_a_config_text_without_the_fact_does_not_silence():
+    # the readers state offload as a fact; "offload" in a comment or a false switch is no offload
+    ds = FileFacts("ds.json", Path("ds.json"), "deepspeed", '{"zero_optimization": {"cpu_offload": false}}')
+    job = _job(PURE_DP, extra_files=[ds])
+    assert len(_run(PureDataParallelOversized(), job)) == 1
+
+
+def test_offload_read_from_a_deepspeed_config_keeps_both_silent():
+    from parallint.readers import deepspeed
+
+    text = '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}'
+    ds = deepspeed.read("ds.json", Path("ds.json"), text)
+    job = _job(PURE_DP, extra_files=[ds])
+    job.facts.extend(ds.facts)
+    assert not _run(PureDataParallelOversized(), job) and not _run(PredictedOom(), job)

@@ -47,6 +47,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             ff.facts.add("parallel.fsdp", v)
             if v.known and str(v.value).upper() in ("FULL_SHARD", "1", "HYBRID_SHARD"):
                 ff.facts.add("parallel.zero_stage", Value(3, v.span, True, "", v.source))
+    _offload(ff, root, em.name)
     # DeepSpeed plugin
     ds = root.get("deepspeed_config")
     if ds is not None and ds.is_map:
@@ -65,6 +66,36 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                           ("parallelism_config_sp_size", "parallel.sp")):
             em.add(fact, [f"parallelism_config.{key}", f"parallelism_config.{key.replace('parallelism_config_', '')}"], as_int)
     return ff
+
+
+def _offload(ff: FileFacts, root, name: str) -> None:
+    """FSDP ``fsdp_offload_params`` (CPUOffload of parameters, gradients and optimizer states) and
+    the DeepSpeed plugin's ``offload_optimizer_device`` / ``offload_param_device`` (none/cpu/nvme)."""
+    from parallint.readers.deepspeed import bool_offload
+
+    fsdp = root.get("fsdp_config")
+    if fsdp is not None and fsdp.is_map:
+        for key in ("fsdp_offload_params",):
+            n = fsdp.get(key)
+            if n is not None:
+                v = bool_offload(n, fsdp.key_spans.get(key, n.span), f"{name} fsdp_config.{key}")
+                if v is not None:
+                    ff.facts.add("training.offload", v)
+    ds = root.get("deepspeed_config")
+    if ds is not None and ds.is_map:
+        for key in ("offload_optimizer_device", "offload_param_device"):
+            n = ds.get(key)
+            v = to_value(n, f"{name} deepspeed_config.{key}")
+            if v is None:
+                continue
+            if n.value is None or str(n.value).strip().lower() == "none":
+                v = Value("none", n.span, True, "", v.source)  # accelerate's "no offload" device
+            span = ds.key_spans.get(key, n.span)
+            if not v.known:
+                ff.facts.add("training.offload", Value.unknown(v.why, span, v.source))
+            else:
+                dev = "none" if v.value is False else str(v.value).strip().lower()
+                ff.facts.add("training.offload", Value(dev in ("cpu", "nvme"), span, True, "", v.source))
 
 
 def _positive(v):

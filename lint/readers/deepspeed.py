@@ -78,7 +78,10 @@ def offload_value(zo, source: str) -> Value | None:
         if n is None or not n.is_map:
             continue
         span = zo.key_spans.get(sec, n.span)
-        dev = to_value(n.get("device"), f"{source}.{sec}.device")
+        dn = n.get("device")
+        dev = to_value(dn, f"{source}.{sec}.device")
+        if dn is not None and (dn.value is None or str(dn.value).strip().lower() == "none"):
+            dev = Value("none", dn.span, True, "", f"{source}.{sec}.device")  # "none" is a device here
         if dev is None:
             found = found or Value(False, span, True, "", f"{source}.{sec}")
             continue

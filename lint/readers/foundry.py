@@ -30,6 +30,15 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     v = to_value(p, f"{em.name} precision")
     if v is not None and v.known and precision_of(v.value):
         ff.facts.add("training.precision", Value(precision_of(v.value), p.span, True, "", v.source))
+    from parallint.readers.deepspeed import bool_offload
+
+    for key in ("fsdp_config.cpu_offload", "fsdp_config.activation_cpu_offload",
+                "parallelism_config.fsdp.cpu_offload", "parallelism_config.fsdp.activation_cpu_offload"):
+        n = em.node(key)
+        if n is not None:
+            v = bool_offload(n, n.span, f"{em.name} {key}")
+            if v is not None:
+                ff.facts.add("training.offload", v)
     s = em.node("fsdp_config.sharding_strategy")
     sv = to_value(s, f"{em.name} fsdp_config.sharding_strategy")
     if sv is not None:
