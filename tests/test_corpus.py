@@ -54,8 +54,10 @@ ALLOWED: dict[tuple[str, str, int], str] = {
     ("EleutherAI__gpt-neox/configs/175B.yml", "MEM002", 6): "175B parameters, pure data parallel, ZeRO-1",
     ("EleutherAI__gpt-neox/configs/llama2/70B.yml", "MEM001", 3): "Llama-2-70B, pure data parallel, no ZeRO",
     ("EleutherAI__gpt-neox/configs/llama2/70B.yml", "MEM002", 3): "Llama-2-70B, pure data parallel, no ZeRO",
-    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM001", 3): "CodeLlama-34B, pure data parallel, no ZeRO",
-    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM002", 3): "CodeLlama-34B, pure data parallel, no ZeRO",
+    # (the file states no intermediate_size, so gpt-neox's ParallelMLP builds a value branch of 11008,
+    # not CodeLlama's 22016: 20.2B parameters, still 301 GiB of states per GPU without ZeRO)
+    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM001", 3): "CodeLlama-34B layout, pure data parallel, no ZeRO",
+    ("EleutherAI__gpt-neox/configs/llama2/codellama_34B.yml", "MEM002", 3): "CodeLlama-34B layout, pure data parallel, no ZeRO",
     # --- DDP001 (the script rules' config form): the file sets find_unused_parameters: true, which
     # costs an extra autograd traversal every step; the rule reports every explicit True.
     ("NVIDIA__NeMo/examples/speechlm2/conf/salm.yaml", "DDP001", 95): "trainer.strategy.find_unused_parameters: true",
