@@ -1,5 +1,10 @@
 """gpt-neox YAML (JSON with comments; keys with ``_`` or ``-``): ``model_parallel_size`` = TP,
-``pipe_parallel_size`` = PP (0 = no pipeline), shape, the DeepSpeed batch triple and ZeRO stage."""
+``pipe_parallel_size`` = PP (0 = no pipeline), shape, the DeepSpeed batch triple and ZeRO stage.
+
+The MLP width is the one gpt-neox's ``ParallelMLP`` builds (``intermediate_size`` is the fused
+gate + value width before the gated two-thirds scaling, see :func:`mlp_widths`); ``norm``,
+``pos_emb``, ``no_weight_tying``, the ``use_bias_in_*`` switches, ``checkpoint_activations`` and
+the ``zero_optimization`` offload sections become facts only when the file states them."""
 
 from __future__ import annotations
 
