@@ -88,7 +88,7 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
         if v is not None:
             ff.facts.add("training.global_batch", v)
     em.add("model.seq_len", "training.seq_len", as_int)
-    _emit_model(em, root, first)
+    _emit_model(em, root)
     mb = first("pipeline_parallel_microbatch_size")
     if mb:
         ff.data.extra["pp_microbatch_size"] = em.value(mb).map(as_int)
@@ -118,7 +118,7 @@ def _ac_mode(v) -> str:
     return s
 
 
-def _emit_model(em: Emitter, root: PNode, first) -> None:
+def _emit_model(em: Emitter, root: PNode) -> None:
     """``model.preset`` from ``[model] name`` + ``flavor`` when that is one of parallint's presets;
     ``training.recompute`` from ``[activation_checkpoint] mode``; CPU offload."""
     from parallint.estimator.spec import preset_name
