@@ -100,7 +100,7 @@ def flag_facts(flag: str, value: Value | None) -> list[tuple[str, Value]]:
     if name in ("sequence-parallel", "use-distributed-optimizer", "bf16", "fp16", "swiglu",
                 "untie-embeddings-and-output-weights", "disable-bias-linear", "add-bias-linear",
                 "recompute-activations", "use-rotary-position-embeddings", "deepspeed",
-                "checkpoint-activations"):
+                "checkpoint-activations", "cpu-offloading", "optimizer-cpu-offload"):
         if present is None:
             return out
         if not present.known:
@@ -129,6 +129,8 @@ def flag_facts(flag: str, value: Value | None) -> list[tuple[str, Value]]:
             out.append(("model.bias", Value(True, span, True, "", src)))
         elif name == "recompute-activations" and on:
             out.append(("training.recompute", Value("selective", span, True, "", src)))
+        elif name in ("cpu-offloading", "optimizer-cpu-offload") and on:
+            out.append(("training.offload", Value(True, span, True, "", src)))
         elif name == "checkpoint-activations" and on:  # Megatron before 2022: full recompute
             out.append(("training.recompute", Value("full", span, True, "", src)))
         elif name == "use-rotary-position-embeddings" and on:
@@ -168,7 +170,7 @@ _VALUED = set(INT_FLAGS) | {"num-query-groups", "num-layers-per-virtual-pipeline
 _BOOLEAN = {"sequence-parallel", "use-distributed-optimizer", "bf16", "fp16", "swiglu",
             "untie-embeddings-and-output-weights", "disable-bias-linear", "add-bias-linear",
             "recompute-activations", "use-rotary-position-embeddings", "deepspeed",
-            "checkpoint-activations", "group-query-attention", "use-torch-fsdp2", "use-megatron-fsdp",
+            "checkpoint-activations", "cpu-offloading", "optimizer-cpu-offload", "group-query-attention", "use-torch-fsdp2", "use-megatron-fsdp",
             "overlap-moe-expert-parallel-comm"}
 
 

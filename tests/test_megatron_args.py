@@ -38,3 +38,9 @@ def test_shape_flags():
     assert f.get("model.mlp").value == "swiglu" and f.get("model.norm").value == "rmsnorm"
     assert f.get("model.bias").value is False and f.get("model.position_embeddings").value == "rope"
     assert f.get("model.kv_heads").value == 8
+
+
+def test_cpu_offload_flags():
+    assert args_facts(_words(*BASE, "--optimizer-cpu-offload")).get("training.offload").value is True
+    assert args_facts(_words(*BASE, "--cpu-offloading")).get("training.offload").value is True
+    assert args_facts(_words(*BASE)).get("training.offload") is None
