@@ -52,20 +52,22 @@ def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> 
     return None
 
 
-def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
-    if depth > MAX_DEPTH:
+def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
+    """Add the file at ``target`` (and, depth permitting, the files it names) to ``job``."""
+    if target is None or target in seen or depth > MAX_DEPTH:
         return
+    seen.add(target)
+    linked = read(target)
+    if linked is None:
+        return
+    job.files.append(linked)
+    job.facts.extend(linked.facts)
+    _follow(job, linked, read, root, seen, depth + 1)
+
+
+def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
     for link in f.links:
-        target = resolve_link(link, f.abspath.parent, root)
-        if target is None or target in seen:
-            continue
-        seen.add(target)
-        linked = read(target)
-        if linked is None:
-            continue
-        job.files.append(linked)
-        job.facts.extend(linked.facts)
-        _follow(job, linked, read, root, seen, depth + 1)
+        _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, depth)
 
 
 def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path) -> list[Job]:
@@ -85,32 +87,18 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             continue
         root = repo_root(f.abspath.parent)
         for launch in f.launches:
-            name = f"{f.path}:{launch.span.line}"
-            job = Job(name=name, root=f, launch=launch, files=[f])
+            job = Job(name=f"{f.path}:{launch.span.line}", root=f, launch=launch, files=[f])
             job.facts.extend(launch.facts)
             job.facts.extend(f.facts)
             seen = {f.abspath}
-            links = list(launch.links)
-            if launch.script is not None and launch.script not in links:
-                links.insert(0, launch.script)
-            for link in links:
-                target = resolve_link(link, f.abspath.parent, root, module=launch.is_module and link is launch.script)
-                if target is None or target in seen:
-                    continue
-                seen.add(target)
-                linked = read(target)
-                if linked is None:
-                    continue
-                job.files.append(linked)
-                job.facts.extend(linked.facts)
-                _follow(job, linked, read, root, seen, 1)
+            if launch.script is not None:
+                module = launch.is_module
+                _attach(job, resolve_link(launch.script, f.abspath.parent, root, module=module), read, root, seen, 1)
+            for link in launch.links:
+                if link is not launch.script:
+                    _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
-                if target not in seen:
-                    seen.add(target)
-                    linked = read(target)
-                    if linked is not None:
-                        job.files.append(linked)
-                        job.facts.extend(linked.facts)
+                _attach(job, target, read, root, seen, 1)
             taken.update(seen)
             jobs.append(job)
 
