@@ -379,6 +379,16 @@ class EnvRendezvousWithoutLauncher(Rule):
                 )
 
 
+def _only_call_site(s: Script, frame) -> Call | None:
+    """The single call of a function the file defines once and never passes around, else None."""
+    if frame.kind != "function" or frame.name in s.refs or len(s.functions.get(frame.name, ())) != 1:
+        return None
+    sites = s.callsites.get(frame.name, [])
+    if len(sites) != 1 or sites[0][0] is None or "spawn" in sites[0][0].groups:
+        return None
+    return sites[0][0]
+
+
 # collective -> index of its positional `group` argument
 _GROUP_POS = {
     "barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "broadcast": 2, "all_gather": 2,
@@ -447,6 +457,18 @@ class CollectiveInRankBranch(Rule):
             if rank in first_group_ranks:
                 dist.all_reduce(t, group=first_group)
         """),
+        Example("""
+            import torch.distributed as dist
+            def send_side(t):
+                dist.broadcast(t, src=0)
+            def recv_side(t):
+                dist.broadcast(t, src=0)
+            dist.init_process_group("nccl")
+            if dist.get_rank() == 0:
+                send_side(t)
+            else:
+                recv_side(t)
+        """),
     ]
     invalid = [
         Example("""
@@ -472,6 +494,19 @@ class CollectiveInRankBranch(Rule):
             if rank == 0:
                 torch.save(model.state_dict(), "ckpt.pt")
         """, line=5),
+        Example("""
+            import torch.distributed as dist
+            def evaluate(model, loader):
+                loss = compute(model, loader)
+                dist.all_reduce(loss)
+                return loss
+            def train(model, loader):
+                dist.init_process_group("nccl")
+                for epoch in range(10):
+                    step(model, loader)
+                    if dist.get_rank() == 0:
+                        print(evaluate(model, loader))
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -494,19 +529,32 @@ class CollectiveInRankBranch(Rule):
         for c in s.methods("state_dict"):
             if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.node.args:
                 cands.append((c, "FSDP state_dict"))
+        entries = []  # (call, short, the rank condition, the call site it is reached through)
         for c, short in cands:
             branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main]
-            if not branch:
+            if branch:
+                entries.append((c, short, branch[-1], None))
                 continue
-            twins = [o for o, sh in cands if sh == short and o is not c and o.frame is c.frame]
-            if twins:
+            site = _only_call_site(s, c.frame)
+            if site is not None:
+                sguards = [g for g in (site.frame.base_guards + site.guards) if g.rank and not g.main]
+                if sguards:
+                    entries.append((c, short, sguards[-1], site))
+        for c, short, g, site in entries:
+            if any(o is not c and sh == short and (og.if_id == g.if_id and og.branch != g.branch)
+                   for o, sh, og, _ in entries):
+                continue  # the other branch makes the same collective
+            if site is None and any(o is not c and sh == short and o.frame is c.frame for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
-            g = branch[-1]
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
                     "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
-            yield self.report(
-                c.span,
-                f"{what} runs only on the ranks where `{g.text}` is {'true' if g.branch else 'false'}; "
-                "the other ranks never enter it and the job hangs",
-                related=[Related.at(g.span, "rank-dependent condition")],
-            )
+            side = "true" if g.branch else "false"
+            if site is None:
+                msg = f"{what} runs only on the ranks where `{g.text}` is {side}"
+                related = [Related.at(g.span, "rank-dependent condition")]
+            else:
+                msg = (f"{what} in {c.frame.name}(), which is only called where `{g.text}` is {side} "
+                       f"(line {site.span.line})")
+                related = [Related.at(site.span, f"{c.frame.name}() called only on some ranks"),
+                           Related.at(g.span, "rank-dependent condition")]
+            yield self.report(c.span, msg + "; the other ranks never enter it and the job hangs", related=related)

@@ -442,6 +442,18 @@ def test_facts_from_frameworks():
     assert sorted(v.value for v in f.links) == ["conf/ds.json", "ds_config.json"]
 
 
+def test_accelerator_facts():
+    f = read(
+        """
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="bf16", gradient_accumulation_steps=4)
+        """
+    )
+    assert f.facts.get("training.precision").value == "bf16"
+    assert f.facts.int("training.grad_accum") == 4
+    assert f.facts.get("training.grad_accum").span.line == 2
+
+
 def test_unknown_devices_give_no_known_fact():
     f = read(
         """

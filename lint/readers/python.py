@@ -1396,6 +1396,13 @@ def _facts(s: Script, f: FileFacts) -> None:
         if st is not None and st.known and isinstance(st.value, str) and st.value.startswith("ddp_find_unused_parameters_"):
             f.facts.add("ddp.find_unused_parameters",
                         Value(st.value.endswith("_true"), st.span, True, "", f"Trainer(strategy={st.value!r})"))
+    for c in s.by("accelerator"):
+        v = s.arg(c, "gradient_accumulation_steps", with_span=True)
+        if v is not None:
+            _fact(f, "training.grad_accum", v, "Accelerator(gradient_accumulation_steps=...)", _int)
+        v = s.arg(c, "mixed_precision", with_span=True)
+        if v is not None and v.known and v.value in ("bf16", "fp16"):
+            f.facts.add("training.precision", Value(v.value, v.span, True, "", "Accelerator(mixed_precision=...)"))
     for c in s.by("training_args"):
         for kw, key in (("per_device_train_batch_size", "training.micro_batch"),
                         ("gradient_accumulation_steps", "training.grad_accum")):
