@@ -20,6 +20,20 @@ _TRAINISH = re.compile(r"train", re.I)
 _EVALISH = re.compile(r"eval|valid|test|(?:^|_)(?:val|dev)(?:_|$)", re.I)
 
 
+_PER_RANK = re.compile(r"rank|world_size|num_shards|process_index", re.I)
+
+
+def _bound_text(s: Script, node, c: Call) -> str:
+    """The source of the expression a name passed to the call was bound to ("" if unknown)."""
+    import libcst as cst
+
+    if isinstance(node, cst.Name):
+        b = s.binding(node.value, c.frame)
+        if b is not None:
+            return s.code(b[0])
+    return ""
+
+
 def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool | None:
     """True when an argument is passed and is surely not None; None when it cannot be said."""
     import libcst as cst
@@ -87,6 +101,14 @@ class MissingDistributedSampler(Rule):
             model = DDP(model, device_ids=[local_rank])
             val_loader = DataLoader(val_set, batch_size=64)
         """),
+        Example("""
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader, Subset
+            model = DDP(model, device_ids=[local_rank])
+            mine = Subset(train_set, range(dist.get_rank(), len(train_set), dist.get_world_size()))
+            train_loader = DataLoader(mine, batch_size=32, shuffle=True)
+        """),
     ]
     invalid = [
         Example("""
@@ -116,6 +138,8 @@ class MissingDistributedSampler(Rule):
             shuffle = s.arg(c, "shuffle", 2)
             ds = c.arg_node("dataset", 0)
             ds_text = s.code(ds) if ds is not None else ""
+            if _PER_RANK.search(ds_text) or _PER_RANK.search(_bound_text(s, ds, c)):
+                continue  # the dataset is split by rank by hand (data[rank::world_size], shards[rank])
             trainish = bool(_TRAINISH.search(ds_text) or _TRAINISH.search(c.target or ""))
             if not ((shuffle is not None and shuffle.known and shuffle.value is True) or trainish):
                 continue
