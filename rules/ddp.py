@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.readers.python import GROUPS, Script, job_scripts, script_of
+from parallint.readers.python import Script, job_scripts, script_of
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
@@ -373,4 +373,4 @@ class MultipleDeviceIds(Rule):
                 )
 
 
-__all__ = ["FindUnusedParameters", "GlobalRankAsDevice", "ReentrantCheckpointUnderDDP", "MultipleDeviceIds", "GROUPS"]
+__all__ = ["FindUnusedParameters", "GlobalRankAsDevice", "ReentrantCheckpointUnderDDP", "MultipleDeviceIds"]
