@@ -115,8 +115,13 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
     for f in files:
         if f.abspath in taken or f.launches:
             continue
-        job = Job(name=f.path, root=f, files=[f])
-        job.facts.extend(f.facts)
-        _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
-        jobs.append(job)
+        jobs.append(standalone_job(f, read))
     return jobs
+
+
+def standalone_job(f: FileFacts, read: Reader) -> Job:
+    """The job of a file that no launch takes in: the file and the files it names."""
+    job = Job(name=f.path, root=f, files=[f])
+    job.facts.extend(f.facts)
+    _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
+    return job

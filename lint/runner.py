@@ -50,6 +50,47 @@ class Result:
     jobs: list = field(default_factory=list)
 
 
+#: kinds parsed in worker processes when a run has many of them (LibCST dominates run time)
+PARALLEL_KINDS = frozenset({"python"})
+PARALLEL_MIN_FILES = 24
+_WORKER: "tuple[Runner, list] | None" = None
+
+
+def _workers() -> int:
+    if sys.platform == "win32" or os.environ.get("PARALLINT_JOBS") == "1":
+        return 1
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    env = os.environ.get("PARALLINT_JOBS", "")
+    return max(1, min(int(env) if env.isdigit() else n, 8))
+
+
+def _work(item: tuple[Path, str, str, str]):
+    """In a worker: parse one file and run the file rules on it; the syntax tree stays here."""
+    from parallint.link import standalone_job
+
+    runner, rules = _WORKER
+    f = runner._parse(*item)
+    diags: list[Diagnostic] = []
+    job_diags: list[Diagnostic] = []
+    if f is not None:
+        runner.cache[f.abspath] = f
+        ctx = Context(runner.config.settings, runner.cwd, runner)
+        for rule in rules:
+            if f.kind in rule.kinds:
+                diags.extend(runner._run(rule, "check_file", f, ctx, f.path))
+        # the job the file makes on its own, in case no launch takes it in (decided later)
+        job = standalone_job(f, runner.read)
+        for rule in rules:
+            job_diags.extend(runner._run(rule, "check_job", job, ctx, job.name))
+        f.data = None
+    errors = list(runner.errors)
+    runner.errors.clear()
+    return f, (diags, job_diags), errors
+
+
 def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
     return Diagnostic("SYN001", "parse-error", Severity.ERROR, message, Span(path, line, column))
 
@@ -88,6 +129,9 @@ class Runner:
         self.errors: list[str] = []
         self.stdin: dict[Path, str] = {}
         self.debug = bool(os.environ.get("PARALLINT_DEBUG"))
+        self.early: dict[Path, list[Diagnostic]] = {}  # file-rule findings made in workers
+        self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
+        self.stripped: set[Path] = set()  # parsed in a worker: no syntax tree here
 
     # reading ------------------------------------------------------------------------------
     def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
@@ -99,6 +143,14 @@ class Runner:
         return facts
 
     def _read(self, abspath: Path, explicit: bool) -> FileFacts | None:
+        loaded = self._load(abspath, explicit)
+        if loaded is None or isinstance(loaded, FileFacts):
+            return loaded
+        return self._parse(*loaded)
+
+    def _load(self, abspath: Path, explicit: bool) -> "FileFacts | tuple[Path, str, str, str] | None":
+        """Bytes, decoding and classification: cheap, no parser. Returns (abspath, display, text,
+        kind) for a file a reader must parse, a FileFacts carrying SYN001 for a broken one, or None."""
         display = display_path(abspath, self.cwd)
         if abspath in self.stdin:
             text, decode_error = self.stdin[abspath], None
@@ -131,6 +183,9 @@ class Runner:
         if decode_error is not None:
             line = raw[: decode_error.start].count(b"\n") + 1
             return self._broken(abspath, display, f"invalid UTF-8 at byte {decode_error.start}", kind, line)
+        return abspath, display, text, kind
+
+    def _parse(self, abspath: Path, display: str, text: str, kind: str) -> FileFacts | None:
         module = READERS.get(kind)
         try:
             reader = importlib.import_module(f"parallint.readers.{module}")
@@ -155,17 +210,67 @@ class Runner:
         return f
 
     # the pipeline -------------------------------------------------------------------------
-    def collect(self, paths: list[str]) -> list[FileFacts]:
+    def collect(self, paths: list[str], rules: list[type] = ()) -> list[FileFacts]:
+        """Every file below ``paths`` that a reader takes. With ``rules`` and enough Python files,
+        the Python files are parsed (and their file rules run) in worker processes."""
         excluder = Excluder(
             self.config.exclude, self.config.base, self.config.get("respect-gitignore", True)
         )
         cands: list[Candidate] = discover(paths, excluder, self.cwd, self.errors)
-        out = []
+        slots: list[Path] = []
+        pending: list[tuple[Path, str, str, str]] = []
         for c in cands:
-            f = self.read(c.abspath, explicit=c.explicit)
-            if f is not None:
-                out.append(f)
-        return out
+            if c.abspath in self.cache:
+                slots.append(c.abspath)
+                continue
+            loaded = self._load(c.abspath, c.explicit)
+            if loaded is None or isinstance(loaded, FileFacts):
+                self.cache[c.abspath] = loaded
+            else:
+                pending.append(loaded)
+            slots.append(c.abspath)
+        python = [p for p in pending if p[3] in PARALLEL_KINDS]
+        if rules and len(python) >= PARALLEL_MIN_FILES and _workers() > 1:
+            self._parse_in_workers(python, rules)
+            pending = [p for p in pending if p[3] not in PARALLEL_KINDS]
+        for item in pending:
+            self.cache[item[0]] = self._parse(*item)
+        return [f for f in (self.cache.get(a) for a in slots) if f is not None]
+
+    def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        global _WORKER
+        _WORKER = (self, [r() for r in rules])
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=_workers(), mp_context=ctx) as pool:
+                for item, (f, diags, errors) in zip(items, pool.map(_work, items, chunksize=4)):
+                    self.cache[item[0]] = f
+                    if f is not None:
+                        self.early[item[0]], self.early_job[item[0]] = diags
+                        self.stripped.add(item[0])
+                    self.errors.extend(errors)
+        except Exception as exc:  # a pool that cannot start: parse here instead
+            if self.debug:
+                raise
+            for item in items:
+                if item[0] not in self.cache or self.cache[item[0]] is None:
+                    self.cache[item[0]] = self._parse(*item)
+            del exc
+        finally:
+            _WORKER = None
+
+    def rehydrate(self, f: FileFacts) -> FileFacts:
+        """A file parsed in a worker comes back without its syntax tree; job rules that need it
+        get it parsed again here (only scripts that a launch links)."""
+        if f.abspath not in self.stripped:
+            return f
+        self.stripped.discard(f.abspath)
+        fresh = self._parse(f.abspath, f.path, f.text, f.kind) or f
+        self.cache[f.abspath] = fresh
+        return fresh
 
     def jobs(self, files: list[FileFacts]):
         from parallint.link import build_jobs
@@ -174,18 +279,26 @@ class Runner:
 
     def check(self, paths: list[str], rules: list[type], files: list[FileFacts] | None = None) -> Result:
         if files is None:
-            files = self.collect(paths)
+            files = self.collect(paths, rules)
         ctx = Context(self.config.settings, self.cwd, self)
         instances = [r() for r in rules]
         enabled = {r.code for r in rules}
         diags: list[Diagnostic] = []
         for f in files:
             diags.extend(d for d in f.diagnostics if d.code in enabled)
+            if f.abspath in self.early:
+                diags.extend(self.early.pop(f.abspath))
+                continue
             for rule in instances:
                 if f.kind in rule.kinds:
                     diags.extend(self._run(rule, "check_file", f, ctx, f.path))
         jobs = self.jobs(files) if files else []
         for job in jobs:
+            if job.launch is None and job.root.abspath in self.early_job:
+                diags.extend(self.early_job.pop(job.root.abspath))
+                continue
+            if self.stripped:
+                job.files = [self.rehydrate(f) for f in job.files]
             for rule in instances:
                 diags.extend(self._run(rule, "check_job", job, ctx, job.name))
         # findings in linked files that were not named on the command line are still reported
