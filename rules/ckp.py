@@ -95,6 +95,23 @@ class UnguardedCheckpointSave(Rule):
             if __name__ == "__main__":
                 main()
         """, line=9),
+        Example("""
+            import torch
+            from torch.distributed import init_process_group
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Trainer:
+                def __init__(self, model, gpu_id):
+                    self.model = DDP(model, device_ids=[gpu_id])
+                def _save(self, epoch):
+                    torch.save(self.model.module.state_dict(), "checkpoint.pt")
+                def train(self, epochs):
+                    for epoch in range(epochs):
+                        self._save(epoch)
+            def main(rank, world_size):
+                init_process_group("nccl", rank=rank, world_size=world_size)
+                Trainer(model, rank).train(10)
+            main(0, 1)
+        """, line=8),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -159,6 +176,13 @@ class LoadWithoutMapLocation(Rule):
             import torch.distributed as dist
             dist.init_process_group("nccl")
             state = torch.load("ckpt.pt")
+        """, line=4),
+        Example("""
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            def resume(model, path):
+                model.load_state_dict(torch.load(path, weights_only=True))
+                return DDP(model, device_ids=[local_rank])
         """, line=4),
     ]
 

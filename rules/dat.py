@@ -120,6 +120,12 @@ class MissingDistributedSampler(Rule):
                 for x, y in loader:
                     step(x, y)
         """, line=4),
+        Example("""
+            import torch.utils.data
+            from torch.distributed.fsdp import fully_shard
+            fully_shard(model)
+            train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=8)
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -315,6 +321,11 @@ class SamplerWithShuffle(Rule):
             from torch.utils.data import DataLoader, DistributedSampler
             loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set), shuffle=True)
         """, line=2),
+        Example("""
+            import torch.utils.data as tud
+            sampler = tud.BatchSampler(tud.DistributedSampler(ds), batch_size=8, drop_last=False)
+            loader = tud.DataLoader(ds, batch_sampler=sampler, shuffle=True)
+        """, line=3),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:

@@ -88,6 +88,14 @@ class NcclWithoutSetDevice(Rule):
             if __name__ == "__main__":
                 main()
         """, line=5),
+        Example("""
+            import argparse
+            import torch.distributed as dist
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dist-backend", default="nccl")
+            args = parser.parse_args()
+            dist.init_process_group(backend=args.dist_backend)
+        """, line=6),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -259,6 +267,13 @@ class WorldSizeConflict(Rule):
                 dist.init_process_group("nccl", world_size=8)
             """,
         }, line=2),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 4 train.py\n",
+            "train.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl", init_method="env://", rank=0)
+            """,
+        }, line=2),
     ]
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
@@ -351,6 +366,13 @@ class EnvRendezvousWithoutLauncher(Rule):
                     main()
             """,
         }, line=3),
+        Example(files={
+            "train.sh": "#!/bin/bash\nexport NCCL_DEBUG=INFO\npython pretrain.py\n",
+            "pretrain.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl", init_method="env://")
+            """,
+        }, line=2),
     ]
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
