@@ -8,6 +8,19 @@ DistributedDataParallel as DDP`` cannot dodge a rule) with its arguments, positi
 layer partitions; device meshes. ``facts`` holds the normalized facts the script states.
 
 Importing this module is cheap: LibCST is imported inside :func:`read`.
+
+For rule writers (see rules/ddp.py, pg.py, dat.py, ckp.py, pip.py, lay_mesh.py)::
+
+    s = script_of(f)                       # the Script of a python FileFacts, else None
+    s.by("init_process_group", "ddp")      # calls by group of qualified names (GROUPS)
+    s.methods("set_epoch")                 # x.set_epoch(...) calls on anything
+    s.arg(call, "world_size", pos=None)    # Value (known/unknown) or None when not passed
+    s.arg_span(call, "world_size")         # where to report about that argument
+    call.guards / call.loops / call.frame  # enclosing ifs (Guard.rank, .zero), loops, function
+    s.effective_guards(call)               # guard chains through the file's own call sites
+    s.rank_kind(expr, frame)               # "global" / "local" rank, as far as the code shows
+    s.partitions, s.meshes                 # hand-written pipeline splits, device meshes
+    s.is_distributed(), s.framework_managed()
 """
 
 from __future__ import annotations
