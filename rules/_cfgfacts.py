@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from parallint.diagnostics import Related
+from parallint.launch import launch_world_size
 from parallint.facts import FactMap, Value, known_int
 from parallint.rule import Rule
 
@@ -111,7 +112,7 @@ def job_view(job: "Job", config: dict | None = None) -> View:
         if isinstance(lf, FactMap):
             launch_world = _world_of(lf)
             if launch_world is None:
-                launch_world = _deepspeed_single_node(launch, lf)
+                launch_world = launch_world_size(launch)
         for a in getattr(launch, "args", []) or []:
             if a.known and isinstance(a.value, str) and a.value.startswith("--"):
                 flags.add(a.value[2:].split("=", 1)[0].replace("_", "-").lower())
@@ -121,34 +122,6 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     if w is None:
         w = _world_of(job.facts)
     return View(job.facts, w, _frameworks(job.facts), launch_world, _gpn(job.facts, config), flags, config)
-
-
-#: launchers that run on one node unless told otherwise -> the options that could tell otherwise
-SINGLE_NODE_DEFAULT = {
-    "deepspeed": ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H", "launcher"),
-    "torchrun": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-    "torch.distributed.run": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-}
-
-
-def _deepspeed_single_node(launch, lf: FactMap) -> Value | None:
-    """``deepspeed --num_gpus N`` with no hostfile, node count or include/exclude list, and
-    ``torchrun --nproc_per_node N`` with no ``--nnodes``/rendezvous options (its default is one
-    node), without a scheduler wrapper, run on the local machine only: the world is N."""
-    launcher = getattr(launch, "launcher", "")
-    if launcher not in SINGLE_NODE_DEFAULT or getattr(launch, "wrapper", None) is not None:
-        return None
-    opts = getattr(launch, "options", {}) or {}
-    if "opaque" in opts or any(k in opts for k in SINGLE_NODE_DEFAULT[launcher]):
-        return None
-    if getattr(launch, "scheduler", None):
-        return None
-    if lf.all("parallel.nodes"):
-        return None
-    ppn = lf.get("parallel.procs_per_node")
-    if known_int(ppn) is None:
-        return None
-    return Value(known_int(ppn), ppn.span, True, "", f"{ppn.source} (single node: no hostfile)")
 
 
 @dataclass

@@ -1462,24 +1462,11 @@ def script_of(f: FileFacts) -> Script | None:
 
 
 def launch_world_size(job) -> tuple[int | None, Value | None]:
-    """The world size the job's launcher starts (explicit, or nodes × processes per node)."""
-    launch = getattr(job, "launch", None)
-    facts = getattr(launch, "facts", None)
-    if facts is None:
-        return None, None
-    ws = facts.get("parallel.world_size")
-    if known_int(ws) is not None:
-        return known_int(ws), ws
-    nodes, ppn = facts.get("parallel.nodes"), facts.get("parallel.procs_per_node")
-    n, p = known_int(nodes), known_int(ppn)
-    if n is not None and p is not None:
-        return n * p, Value(n * p, ppn.span, True, "", f"{nodes.source} × {ppn.source}")
-    # torchrun without --nnodes runs on one node, unless a scheduler starts it on several
-    if (n is None and p is not None and not facts.all("parallel.nodes")
-            and getattr(launch, "launcher", "") in ("torchrun", "torch.distributed.run", "torch.distributed.launch")
-            and getattr(launch, "wrapper", None) is None and not getattr(launch, "scheduler", None)):
-        return p, ppn
-    return None, None
+    """The world size the job's launcher starts (see parallint.launch.launch_world_size)."""
+    from parallint.launch import launch_world_size as _lws
+
+    v = _lws(getattr(job, "launch", None))
+    return (known_int(v), v) if v is not None else (None, None)
 
 
 def job_scripts(job) -> list[tuple[FileFacts, Script]]:
