@@ -38,10 +38,19 @@ LAUNCH_KINDS = frozenset({"shell", "makefile", "kube"})
 #: A Python file reaches the LibCST reader only when it contains one of these names.
 #: (The names the script rules trigger on; broad words such as "torch" would keep most files.)
 PYTHON_NEEDLES: tuple[str, ...] = (
-    "init_process_group", "DistributedDataParallel", "DDP", "DistributedSampler",
-    "init_device_mesh", "DeviceMesh", "initialize_model_parallel", "deepspeed", "Accelerator",
-    "DDPStrategy", "TrainingArguments", "fully_shard", "FullyShardedDataParallel", "FSDP",
-    "set_device", "torch.save", "torch.load", "find_unused_parameters", "Trainer(",
+    # process groups, collectives, rank branches, hand-written pipeline partitions (PG, PIP)
+    "init_process_group", "torch.distributed",
+    # wrappers (DDP, DAT001, CKP)
+    "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard",
+    # samplers (DAT002, DAT003)
+    "DistributedSampler", "sampler",
+    # meshes and model-parallel set-up (LAY007, facts)
+    "init_device_mesh", "DeviceMesh", "initialize_model_parallel",
+    # devices and checkpoints (DDP002, PG001, CKP)
+    "set_device", "torch.save", "torch.load",
+    # framework wrappers whose arguments are facts (DDP001, BAT003, links)
+    "find_unused_parameters", "deepspeed", "Accelerator", "TrainingArguments", "SFTConfig",
+    "DPOConfig", "GRPOConfig", "Trainer(",
 )
 
 SHELL_SUFFIXES = {".sh", ".bash", ".sbatch", ".slurm", ".zsh", ".ksh"}

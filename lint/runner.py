@@ -320,10 +320,18 @@ class Runner:
 
     @staticmethod
     def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+        """Identical findings once; where one rule reports one position at several severities (a
+        script that a one-node and a multi-node launch both start), only the most severe."""
+        top: dict[tuple, Diagnostic] = {}
+        for d in diags:
+            key = (d.code, d.span.path, d.span.line, d.span.column)
+            if key not in top or d.severity > top[key].severity:
+                top[key] = d
         seen, out = set(), []
         for d in diags:
-            key = (d.code, d.span.path, d.span.line, d.span.column, d.message)
-            if key not in seen:
+            pos = (d.code, d.span.path, d.span.line, d.span.column)
+            key = pos + (d.message,)
+            if d.severity == top[pos].severity and key not in seen:
                 seen.add(key)
                 out.append(d)
         return out

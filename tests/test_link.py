@@ -84,3 +84,14 @@ def test_show_and_estimate_agree_on_a_shown_job(tmp_path, cli):
     a = json.loads(cli("estimate", "--format", "json", "job.yaml", cwd=tmp_path).stdout)
     b = json.loads(cli("estimate", "--format", "json", "shown.yaml", cwd=tmp_path).stdout)
     assert a[0]["param_count"] == b[0]["param_count"] and a[0]["per_gpu"] == b[0]["per_gpu"]
+
+
+def test_script_of_two_launches_reports_the_most_severe_once(tmp_path, cli):
+    write_tree(tmp_path, {
+        "one_node.sh": "torchrun --nproc_per_node 8 train.py\n",
+        "two_nodes.sh": "torchrun --nnodes 2 --nproc_per_node 8 --rdzv_endpoint host:29500 train.py\n",
+        "train.py": ("import torch\nimport torch.distributed as dist\n"
+                     "dist.init_process_group('nccl')\ntorch.cuda.set_device(dist.get_rank())\n"),
+    })
+    items = json.loads(cli("check", "--select", "DDP002", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert [(d["path"], d["line"], d["severity"]) for d in items] == [("train.py", 4, "error")]

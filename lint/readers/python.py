@@ -33,23 +33,9 @@ from typing import Any, Iterable
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value, known_int
 
-#: A Python file is worth parsing only when its text contains one of these (the names the script
-#: rules trigger on). Kept in sync with parallint.classify.PYTHON_NEEDLES by the engine owner.
-NEEDLES: tuple[str, ...] = (
-    # process groups, collectives, rank branches, hand-written pipeline partitions (PG, PIP)
-    "init_process_group", "torch.distributed",
-    # wrappers (DDP, DAT001, CKP)
-    "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard",
-    # samplers (DAT002, DAT003)
-    "DistributedSampler", "sampler",
-    # meshes and model-parallel set-up (LAY007, facts)
-    "init_device_mesh", "DeviceMesh", "initialize_model_parallel",
-    # devices and checkpoints (DDP002, PG001, CKP)
-    "set_device", "torch.save", "torch.load",
-    # framework wrappers whose arguments are facts (DDP001, BAT003, links)
-    "find_unused_parameters", "deepspeed", "Accelerator", "TrainingArguments", "SFTConfig",
-    "DPOConfig", "GRPOConfig", "Trainer(",
-)
+#: A Python file is worth parsing only when its text contains one of these (the pre-filter lives
+#: with the classifier, which must not import this module).
+from parallint.classify import PYTHON_NEEDLES as NEEDLES  # noqa: E402
 
 MAX_BYTES = 2_000_000  # larger "scripts" are generated code: not read
 MAX_NESTING = 100  # syntax-tree depth; real training code stays under 30
