@@ -199,15 +199,10 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
     rest = words[1:]
 
     if name == "env":
-        i = 0
-        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
-            i += 2 if rest[i].text in ("-u", "--unset", "-C", "--chdir", "-S") else 1
+        i = _skip_options(rest, 0, ("-u", "--unset", "-C", "--chdir", "-S"))
         return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
     if name in SIMPLE_WRAPPERS:
-        i = 0
-        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
-            i += 1
-        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+        return _parse(rest[_skip_options(rest, 0):], ctx, span, env, wrapper, depth + 1)
     if name in OPT_WRAPPERS:
         i = 0
         while i < len(rest) and rest[i].known and (rest[i].text.startswith("-") or "=" in rest[i].text):
@@ -220,14 +215,9 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
                 i += 1 if "=" in rest[i].text else 2
         return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
     if name in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye") and rest and rest[0].text == "run":
-        i = 1
-        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
-            i += 1
-        return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+        return _parse(rest[_skip_options(rest, 1):], ctx, span, env, wrapper, depth + 1)
     if name == "conda" and rest and rest[0].text == "run":
-        i = 1
-        while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
-            i += 2 if rest[i].text in ("-n", "--name", "-p", "--prefix") else 1
+        i = _skip_options(rest, 1, ("-n", "--name", "-p", "--prefix"))
         return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
     if name in ("singularity", "apptainer") and rest and rest[0].text in ("exec", "run"):
         i = 1
@@ -239,29 +229,29 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
     if name in ("sh", "bash", "zsh", "dash") and len(rest) >= 2 and rest[0].known and \
             re.fullmatch(r"-[a-z]*c[a-z]*", rest[0].text):
         return _shell_c(rest[1], ctx, span, env, wrapper, depth)
-    if name == "torchrun":
-        return _torchrun("torchrun", words[0], rest, ctx, span, env, wrapper)
+    if name in ("torchrun", "deepspeed", "composer"):
+        return _frontend(name, rest, ctx, span, env, wrapper)
     if name == "accelerate-launch":
-        return _accelerate(words[0], rest, ctx, span, env, wrapper)
-    if name == "accelerate":
-        if rest and rest[0].text == "launch":
-            return _accelerate(words[0], rest[1:], ctx, span, env, wrapper)
+        return _frontend("accelerate", rest, ctx, span, env, wrapper)
+    if name in SUBCOMMAND_FRONTENDS:
+        if rest and rest[0].text == SUBCOMMAND_FRONTENDS[name]:
+            return _frontend(name, rest[1:], ctx, span, env, wrapper)
         return None
-    if name == "deepspeed":
-        return _deepspeed(words[0], rest, ctx, span, env, wrapper)
-    if name == "colossalai":
-        if rest and rest[0].text == "run":
-            return _colossalai(words[0], rest[1:], ctx, span, env, wrapper)
-        return None
-    if name == "composer":
-        return _composer(words[0], rest, ctx, span, env, wrapper)
     if name == "srun":
-        return _srun(words[0], rest, ctx, span, env, wrapper, depth)
+        return _srun(rest, ctx, span, env, wrapper, depth)
     if name in ("mpirun", "mpiexec", "orterun"):
-        return _mpirun(words[0], rest, ctx, span, env, wrapper, depth)
+        return _mpirun(rest, ctx, span, env, wrapper, depth)
     if PYTHON_RE.match(words[0].text):
-        return _python(words[0], rest, ctx, span, env, wrapper)
+        return _python(rest, ctx, span, env, wrapper)
     return None
+
+
+def _skip_options(rest: list[Word], i: int, with_value: tuple[str, ...] = ()) -> int:
+    """The index of the first word from ``i`` on that is not a wrapper's option (those in
+    ``with_value`` take the next word too)."""
+    while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+        i += 2 if rest[i].text in with_value else 1
+    return i
 
 
 def _shell_c(w: Word, ctx: Context, span, env, wrapper, depth: int) -> Launch | None:
@@ -289,12 +279,10 @@ def _shell_c(w: Word, ctx: Context, span, env, wrapper, depth: int) -> Launch | 
     return None
 
 
-def _options(rest: list[Word], bools: set[str], values: set[str], script_next: bool = True,
-             two: set[str] = frozenset()) -> tuple[dict[str, Value], dict[str, Word], int, bool]:
-    """Parse leading ``--options``. Returns (options, option words, index of the first
-    non-option word, whether an unknown splat was among the options)."""
+def _options(rest: list[Word], bools: set[str], values: set[str]) -> tuple[dict[str, Value], int, bool]:
+    """Parse leading ``--options``. Returns (options, index of the first non-option word, whether
+    an unknown splat was among the options)."""
     opts: dict[str, Value] = {}
-    owords: dict[str, Word] = {}
     opaque = False
     i = 0
     while i < len(rest):
@@ -312,31 +300,24 @@ def _options(rest: list[Word], bools: set[str], values: set[str], script_next: b
             k, _, _ = t.partition("=")
             key = norm(k)
             opts[key] = w.value(len(k) + 1, k)
-            owords[key] = w
             i += 1
             continue
         key = norm(t)
         if key in bools:
             opts[key] = Value(True, w.span, True, "", t)
-            owords[key] = w
             i += 1
             continue
         nxt = rest[i + 1] if i + 1 < len(rest) else None
-        if key in two:
-            i += 3
-            continue
         if key in values or (nxt is not None and not _looks_like_program(nxt) and not nxt.text.startswith("-")):
             if nxt is None:
                 i += 1
                 continue
             opts[key] = nxt.value(0, t)
-            owords[key] = w
             i += 2
             continue
         opts[key] = Value(True, w.span, True, "", t)
-        owords[key] = w
         i += 1
-    return opts, owords, i, opaque
+    return opts, i, opaque
 
 
 def _looks_like_program(w: Word) -> bool:
@@ -345,7 +326,7 @@ def _looks_like_program(w: Word) -> bool:
                         or _basename(t) in ("torchrun", "deepspeed", "accelerate", "bash", "sh"))
 
 
-def _int_fact(v: Value | None, source: str, allow_range: bool = False) -> Value | None:
+def int_fact(v: Value | None, source: str, allow_range: bool = False) -> Value | None:
     if v is None:
         return None
     if not v.known:
@@ -411,11 +392,15 @@ def _links_from_args(launch: Launch, args: list[Word]) -> None:
                 launch.links.append(a.value(len(k) + 1, k))
 
 
-def _new(launcher: str, span: Span | None, env: dict[str, Value], wrapper: Launch | None,
-         ctx: Context) -> Launch:
-    lspan = span or Span("<unknown>", 1)
-    la = Launch(launcher=launcher, span=lspan, env=dict(env), wrapper=wrapper,
-                scheduler=dict(ctx.scheduler))
+def _start(launcher: str, span: Span | None, env: dict[str, Value], wrapper: Launch | None, ctx: Context,
+           opts: dict[str, Value] | None = None, opaque: bool = False, whose: str = "") -> Launch:
+    """A new launch with its options (``opaque`` when an unexpanded variable was among them) and
+    the facts it inherits from its scheduler and wrappers."""
+    la = Launch(launcher=launcher, span=span or Span("<unknown>", 1), env=dict(env), wrapper=wrapper,
+                scheduler=dict(ctx.scheduler), options=opts if opts is not None else {})
+    if opaque:
+        la.options["opaque"] = Value.unknown(f"unexpanded variable among {whose}", span)
+    _inherit(la, ctx)
     return la
 
 
@@ -440,113 +425,82 @@ def _inherit(launch: Launch, ctx: Context) -> None:
                 launch.facts.add(key, v)
 
 
-def _torchrun(launcher: str, w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
-    opts, owords, i, opaque = _options(rest, TORCHRUN_BOOL, TORCHRUN_VALUE)
-    la = _new(launcher, span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
-    _inherit(la, ctx)
-    src = {"torchrun": "torchrun", "torch.distributed.run": "python -m torch.distributed.run",
-           "torch.distributed.launch": "python -m torch.distributed.launch"}[launcher]
-    n = _int_fact(opts.get("nnodes"), f"{src} --nnodes", allow_range=True)
-    if n is not None:
-        la.facts.add("parallel.nodes", n)
-    p = _int_fact(opts.get("nproc_per_node"), f"{src} --nproc_per_node")
-    if p is not None:
-        la.facts.add("parallel.procs_per_node", p)
-    module = "module" in opts or "m" in opts
-    _script_part(la, rest, i, module)
-    return la
+@dataclass(frozen=True)
+class _Frontend:
+    """A launcher that forks the workers itself: its option tables and what its options state."""
+
+    source: str  # how its options are named in a fact's source ("deepspeed" -> "deepspeed --num_nodes")
+    bools: set[str]
+    values: set[str]
+    #: (option names, first present wins; fact key; whether ``N:N`` counts as N)
+    facts: tuple[tuple[tuple[str, ...], str, bool], ...]
+    links: tuple[str, ...] = ()  # options naming a file the job reads
+    module: tuple[str, ...] = ("module", "m")  # options saying the script is a module
+    aliases: tuple[tuple[str, str], ...] = ()  # (short, long) spellings of one option
 
 
-def _accelerate(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
-    opts, owords, i, opaque = _options(rest, ACCELERATE_BOOL, set())
-    la = _new("accelerate", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
-    _inherit(la, ctx)
-    n = _int_fact(opts.get("num_machines"), "accelerate launch --num_machines")
-    if n is not None:
-        la.facts.add("parallel.nodes", n)
-    p = _int_fact(opts.get("num_processes"), "accelerate launch --num_processes")
-    if p is not None:
-        la.facts.add("parallel.world_size", p)
-    for key in ("config_file", "deepspeed_config_file"):
-        v = opts.get(key)
-        if v is not None and v.known:
-            la.links.append(v)
-    _script_part(la, rest, i, "module" in opts or "m" in opts)
-    return la
-
-
-def _deepspeed(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
-    opts, owords, i, opaque = _options(rest, DEEPSPEED_BOOL, DEEPSPEED_VALUE)
-    if "h" in opts:
-        opts.setdefault("hostfile", opts.pop("h"))
-    la = _new("deepspeed", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
-    _inherit(la, ctx)
-    n = _int_fact(opts.get("num_nodes"), "deepspeed --num_nodes")
-    if n is not None:
-        la.facts.add("parallel.nodes", n)
-    p = _int_fact(opts.get("num_gpus"), "deepspeed --num_gpus")
-    if p is not None:
-        la.facts.add("parallel.procs_per_node", p)
-    hf = opts.get("hostfile")
-    if hf is not None and hf.known:
-        la.links.append(hf)
-    _script_part(la, rest, i, "module" in opts)
-    return la
+def _torchrun_like(source: str) -> _Frontend:
+    return _Frontend(source, TORCHRUN_BOOL, TORCHRUN_VALUE,
+                     ((("nnodes",), "parallel.nodes", True), (("nproc_per_node",), "parallel.procs_per_node", False)))
 
 
 COLOSSALAI_BOOL = {"m", "module"}
 COLOSSALAI_VALUE = {"host", "hostfile", "include", "exclude", "num_nodes", "nproc_per_node", "master_addr",
                     "master_port", "extra_launch_args", "ssh_port"}
 
+FRONTENDS: dict[str, _Frontend] = {
+    "torchrun": _torchrun_like("torchrun"),
+    "torch.distributed.run": _torchrun_like("python -m torch.distributed.run"),
+    "torch.distributed.launch": _torchrun_like("python -m torch.distributed.launch"),
+    "accelerate": _Frontend(
+        "accelerate launch", ACCELERATE_BOOL, set(),
+        ((("num_machines",), "parallel.nodes", False), (("num_processes",), "parallel.world_size", False)),
+        links=("config_file", "deepspeed_config_file")),
+    "deepspeed": _Frontend(
+        "deepspeed", DEEPSPEED_BOOL, DEEPSPEED_VALUE,
+        ((("num_nodes",), "parallel.nodes", False), (("num_gpus",), "parallel.procs_per_node", False)),
+        links=("hostfile",), module=("module",), aliases=(("h", "hostfile"),)),
+    #: ``colossalai run``: a torchrun front end that can also start the nodes of a hostfile over ssh
+    "colossalai": _Frontend(
+        "colossalai run", COLOSSALAI_BOOL, COLOSSALAI_VALUE,
+        ((("num_nodes",), "parallel.nodes", False), (("nproc_per_node",), "parallel.procs_per_node", False)),
+        links=("hostfile",)),
+    "composer": _Frontend(
+        "composer", COMPOSER_BOOL, COMPOSER_VALUE,
+        ((("nproc", "n"), "parallel.procs_per_node", False), (("world_size",), "parallel.world_size", False)),
+        module=("module_mode", "m")),
+}
+#: ``accelerate launch``, ``colossalai run``: the subcommand that launches
+SUBCOMMAND_FRONTENDS = {"accelerate": "launch", "colossalai": "run"}
+#: ``python -m <module>`` spellings of the front ends
+FRONTEND_MODULES = {
+    "torch.distributed.run": "torch.distributed.run", "torch.distributed.launch": "torch.distributed.launch",
+    "accelerate.commands.launch": "accelerate", "deepspeed.launcher.runner": "deepspeed",
+    "composer.cli.launcher": "composer",
+}
 
-def _colossalai(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
-    """``colossalai run``: a torchrun front end that can also start the nodes of a hostfile over ssh."""
-    opts, owords, i, opaque = _options(rest, COLOSSALAI_BOOL, COLOSSALAI_VALUE)
-    la = _new("colossalai", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
-    _inherit(la, ctx)
-    n = _int_fact(opts.get("num_nodes"), "colossalai run --num_nodes")
-    if n is not None:
-        la.facts.add("parallel.nodes", n)
-    p = _int_fact(opts.get("nproc_per_node"), "colossalai run --nproc_per_node")
-    if p is not None:
-        la.facts.add("parallel.procs_per_node", p)
-    hf = opts.get("hostfile")
-    if hf is not None and hf.known:
-        la.links.append(hf)
-    _script_part(la, rest, i, "m" in opts or "module" in opts)
+
+def _frontend(launcher: str, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    fe = FRONTENDS[launcher]
+    opts, i, opaque = _options(rest, fe.bools, fe.values)
+    for short, long in fe.aliases:
+        if short in opts:
+            opts.setdefault(long, opts.pop(short))
+    la = _start(launcher, span, env, wrapper, ctx, opts, opaque, "the launcher's options")
+    for names, key, allow_range in fe.facts:
+        raw = next((opts[n] for n in names if n in opts), None)
+        v = int_fact(raw, f"{fe.source} --{names[0]}", allow_range=allow_range)
+        if v is not None:
+            la.facts.add(key, v)
+    for key in fe.links:
+        v = opts.get(key)
+        if v is not None and v.known:
+            la.links.append(v)
+    _script_part(la, rest, i, any(m in opts for m in fe.module))
     return la
 
 
-def _composer(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
-    opts, owords, i, opaque = _options(rest, COMPOSER_BOOL, COMPOSER_VALUE)
-    la = _new("composer", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among the launcher's options", span)
-    _inherit(la, ctx)
-    p = _int_fact(opts.get("nproc", opts.get("n")), "composer --nproc")
-    if p is not None:
-        la.facts.add("parallel.procs_per_node", p)
-    ws = _int_fact(opts.get("world_size"), "composer --world_size")
-    if ws is not None:
-        la.facts.add("parallel.world_size", ws)
-    _script_part(la, rest, i, "module_mode" in opts or "m" in opts)
-    return la
-
-
-def _python(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
+def _python(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
     i = 0
     while i < len(rest):
         w = rest[i]
@@ -563,18 +517,11 @@ def _python(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Lau
                 after = rest[i + 2:]
             else:
                 mod, after = t[2:], rest[i + 1:]
-            if mod in ("torch.distributed.run", "torch.distributed.launch"):
-                return _torchrun(mod, w0, after, ctx, span, env, wrapper)
-            if mod in ("accelerate.commands.launch",):
-                return _accelerate(w0, after, ctx, span, env, wrapper)
-            if mod in ("deepspeed.launcher.runner",):
-                return _deepspeed(w0, after, ctx, span, env, wrapper)
-            if mod in ("composer.cli.launcher",):
-                return _composer(w0, after, ctx, span, env, wrapper)
+            if mod in FRONTEND_MODULES:
+                return _frontend(FRONTEND_MODULES[mod], after, ctx, span, env, wrapper)
             if mod in ("pip", "venv", "pytest", "http.server", "ensurepip", "json.tool"):
                 return None
-            la = _new("python", span, env, wrapper, ctx)
-            _inherit(la, ctx)
+            la = _start("python", span, env, wrapper, ctx)
             _procs_from_wrapper(la)
             _script_part(la, [rest[i + 1] if t == "-m" else Word.lit(mod, w.span)] + after, 0, True)
             return la
@@ -584,8 +531,7 @@ def _python(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Lau
     sw = rest[i]
     if sw.known and not sw.text.endswith(".py") and "/" not in sw.text and "." in sw.text:
         return None  # `python setup.py`-like words are fine; `python foo.txt`? not a launch
-    la = _new("python", span, env, wrapper, ctx)
-    _inherit(la, ctx)
+    la = _start("python", span, env, wrapper, ctx)
     _procs_from_wrapper(la)
     _script_part(la, rest, i, False)
     return la
@@ -605,7 +551,7 @@ def _procs_from_wrapper(la: Launch) -> None:
             la.facts.add("parallel.world_size", np_)
 
 
-def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
+def _srun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
     opts: dict[str, Value] = {}
     i = 0
     opaque = False
@@ -649,12 +595,8 @@ def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -
             continue
         opts[_SRUN_SHORT.get(letter, letter)] = Value(True, w.span, True, "", f"srun {t}")
         i += 1
-    la = _new("srun", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among srun's options", span)
-    _inherit(la, ctx)
-    nodes = _int_fact(opts.get("nodes"), "srun --nodes", allow_range=True)
+    la = _start("srun", span, env, wrapper, ctx, opts, opaque, "srun's options")
+    nodes = int_fact(opts.get("nodes"), "srun --nodes", allow_range=True)
     if nodes is not None:
         la.facts.add("parallel.nodes", nodes)
     sched_nodes = ctx.scheduler_facts.int("parallel.nodes")
@@ -662,9 +604,9 @@ def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -
     # tasks per node this step runs
     tpn: Value | None = None
     if "ntasks_per_node" in opts:
-        tpn = _int_fact(opts["ntasks_per_node"], "srun --ntasks-per-node")
+        tpn = int_fact(opts["ntasks_per_node"], "srun --ntasks-per-node")
     elif "ntasks" in opts:
-        nt = _int_fact(opts["ntasks"], "srun --ntasks")
+        nt = int_fact(opts["ntasks"], "srun --ntasks")
         if nt is not None and nt.known and n_nodes and nt.value % n_nodes == 0:
             tpn = Value(nt.value // n_nodes, nt.span, True, "", "srun --ntasks / nodes")
         elif nt is not None and nt.known and nodes is None and sched_nodes is None and nt.value == 1:
@@ -674,13 +616,7 @@ def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -
     elif opaque:
         tpn = None
     else:
-        s = ctx.scheduler
-        if "ntasks_per_node" in s:
-            tpn = _int_fact(s["ntasks_per_node"], "#SBATCH --ntasks-per-node")
-        elif "ntasks" in s and sched_nodes:
-            nt = _int_fact(s["ntasks"], "#SBATCH --ntasks")
-            if nt is not None and nt.known and nt.value % sched_nodes == 0:
-                tpn = Value(nt.value // sched_nodes, nt.span, True, "", "#SBATCH --ntasks / --nodes")
+        tpn = sbatch_tasks_per_node(ctx.scheduler, sched_nodes)
     if tpn is not None:
         la.options["ntasks_per_node_effective"] = tpn
     gpn = gpus_per_node(opts, "srun", n_nodes, tpn)
@@ -700,6 +636,18 @@ def _srun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -
     if tpn is not None:
         la.facts.add("parallel.procs_per_node", tpn)
     return la
+
+
+def sbatch_tasks_per_node(sbatch: dict[str, Value], nodes: int | None) -> Value | None:
+    """Tasks per node the ``#SBATCH`` directives fix: ``--ntasks-per-node``, or ``--ntasks`` split
+    evenly over ``nodes``."""
+    if "ntasks_per_node" in sbatch:
+        return int_fact(sbatch["ntasks_per_node"], "#SBATCH --ntasks-per-node")
+    if "ntasks" in sbatch and nodes:
+        nt = int_fact(sbatch["ntasks"], "#SBATCH --ntasks")
+        if nt is not None and nt.known and nt.value % nodes == 0:
+            return Value(nt.value // nodes, nt.span, True, "", "#SBATCH --ntasks / --nodes")
+    return None
 
 
 _SRUN_SHORT = {
@@ -788,7 +736,7 @@ def gpus_per_node(opts: dict[str, Value], who: str, nodes: int | None, tpn: Valu
     return None
 
 
-def _mpirun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
+def _mpirun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
     opts: dict[str, Value] = {}
     env = dict(env)
     i = 0
@@ -833,15 +781,11 @@ def _mpirun(w0: Word, rest: list[Word], ctx: Context, span, env, wrapper, depth)
         else:
             opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
             i += 1
-    la = _new("mpirun", span, env, wrapper, ctx)
-    la.options = opts
-    if opaque:
-        la.options["opaque"] = Value.unknown("unexpanded variable among mpirun's options", span)
-    _inherit(la, ctx)
-    np_ = _int_fact(opts.get("np", opts.get("n", opts.get("c"))), "mpirun -np")
+    la = _start("mpirun", span, env, wrapper, ctx, opts, opaque, "mpirun's options")
+    np_ = int_fact(opts.get("np", opts.get("n", opts.get("c"))), "mpirun -np")
     if np_ is not None:
         la.facts.add("parallel.world_size", np_)
-    ppn = _int_fact(opts.get("npernode", opts.get("ppn", opts.get("N"))), "mpirun per-node count")
+    ppn = int_fact(opts.get("npernode", opts.get("ppn", opts.get("N"))), "mpirun per-node count")
     if ppn is not None:
         la.options["ntasks_per_node_effective"] = ppn
     inner_words = rest[i:]

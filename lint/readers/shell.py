@@ -268,7 +268,7 @@ class Evaluator:
                 self.scheduler[key] = val
         s = self.scheduler
         self.data.sbatch = dict(s)
-        nodes = cmdline._int_fact(s.get("nodes"), "#SBATCH --nodes", allow_range=False)
+        nodes = cmdline.int_fact(s.get("nodes"), "#SBATCH --nodes")
         if nodes is not None and not nodes.known and s.get("nodes") is not None and s["nodes"].known:
             txt = str(s["nodes"].value)
             m = re.fullmatch(r"(\d+)-\1", txt)
@@ -277,11 +277,7 @@ class Evaluator:
         if nodes is not None:
             self.sched_facts.add("parallel.nodes", nodes)
         n = nodes.value if nodes is not None and nodes.known else None
-        tpn = cmdline._int_fact(s.get("ntasks_per_node"), "#SBATCH --ntasks-per-node")
-        if tpn is None and "ntasks" in s and n:
-            nt = cmdline._int_fact(s["ntasks"], "#SBATCH --ntasks")
-            if nt is not None and nt.known and nt.value % n == 0:
-                tpn = Value(nt.value // n, nt.span, True, "", "#SBATCH --ntasks / --nodes")
+        tpn = cmdline.sbatch_tasks_per_node(s, n)
         gpn = cmdline.gpus_per_node(s, "#SBATCH", n, tpn)
         if gpn is not None:
             self.sched_facts.add("hardware.gpus_per_node_requested", gpn)
