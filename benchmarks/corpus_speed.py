@@ -46,19 +46,25 @@ def main() -> None:
     t_parse = time.perf_counter() - t0
 
     exe = str(Path(sys.executable).with_name("parallint"))
-    t0 = time.perf_counter()
-    proc = subprocess.run([exe, "check", "--format", "json", "--exit-zero", str(root)], capture_output=True, text=True)
-    t_lint = time.perf_counter() - t0
-    try:
-        n = len(json.loads(proc.stdout))
-    except ValueError:
-        n = -1
+    runs = []
+    for label, jobs in (("parallint check, serial (PARALLINT_JOBS=1)", "1"), ("parallint check, worker processes", "")):
+        env = dict(os.environ, PARALLINT_JOBS=jobs)
+        t0 = time.perf_counter()
+        proc = subprocess.run([exe, "check", "--format", "json", "--exit-zero", str(root)],
+                              capture_output=True, text=True, env=env)
+        t = time.perf_counter() - t0
+        try:
+            n = len(json.loads(proc.stdout))
+        except ValueError:
+            n = -1
+        runs.append((f"{label} ({n} findings)", t))
 
     print(f"{len(files)} files, {total / 1e6:.1f} MB under {root}")
-    print(f"{'step':<44} {'seconds':>8} {'x read':>8}")
-    for label, t in (("read every file (baseline)", t_read), ("safe_load/json.loads every config (baseline)", t_parse),
-                     (f"parallint check ({n} findings, incl. start-up)", t_lint)):
-        print(f"{label:<44} {t:8.3f} {t / t_read:8.1f}")
+    print(f"{'step':<52} {'seconds':>8} {'x read':>8}")
+    for label, t in [("read every file (baseline)", t_read),
+                     ("safe_load/json.loads every config (baseline)", t_parse), *runs]:
+        print(f"{label:<52} {t:8.3f} {t / t_read:8.1f}")
+    print(f"serial / parallel: {runs[0][1] / runs[1][1]:.2f}x")
 
 
 if __name__ == "__main__":
