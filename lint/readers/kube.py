@@ -17,22 +17,13 @@ from pathlib import Path
 
 from parallint import cmdline
 from parallint.cmdline import Word
-from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.facts import FactMap, FileFacts, Value
+from parallint.diagnostics import Span
+from parallint.facts import FileFacts, Value
 from parallint.launch import Launch
+from parallint.readers.shell import syn001
 
 JOB_KINDS = {"PyTorchJob", "TrainJob", "MPIJob", "Job", "TrainingRuntime", "ClusterTrainingRuntime"}
 K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
-    return Diagnostic("SYN001", "parse-error", Severity.ERROR, message, Span(path, line, column))
-
-
-def _val(node, source: str) -> Value | None:
-    if node is None:
-        return None
-    return Value(node.value, node.span, True, "", source)
 
 
 def _int(node, source: str) -> Value | None:
@@ -78,6 +69,30 @@ def _gpu_product(pod_spec) -> Value | None:
     return None
 
 
+def _gpu_facts(job: Launch, pod_spec, container, source: str) -> bool:
+    """Add the GPUs a container requests and the GPU model its pod selects; True when it requests GPUs."""
+    g = _gpu_request(container, source)
+    if g is not None:
+        job.facts.add("hardware.gpus_per_node_requested", g)
+    prod = _gpu_product(pod_spec)
+    if prod is not None:
+        job.facts.add("hardware.gpu", prod)
+    return g is not None
+
+
+def _procs_per_node(job: Launch, node, option: str, source: str) -> None:
+    """A job's processes per node (``nprocPerNode`` & co.): an option of the job and a fact."""
+    v = _int(node, source)
+    job.options[option] = v
+    job.facts.add("parallel.procs_per_node", v)
+
+
+def _spec(doc):
+    """A manifest's ``spec`` mapping, or None."""
+    spec = doc.get("spec")
+    return spec if spec is not None and spec.is_map else None
+
+
 def _gpu_from_label(text: str) -> str | None:
     for tok in re.split(r"[\s_]+", text.strip()):
         for cand in (tok, tok.lower().removeprefix("nvidia-").removeprefix("tesla-")):
@@ -91,7 +106,7 @@ def _gpu_from_label(text: str) -> str | None:
     return None
 
 
-def _env(container, path: str) -> dict[str, Value]:
+def _env(container) -> dict[str, Value]:
     env: dict[str, Value] = {}
     node = container.get("env") if container is not None else None
     if node is None or not node.is_seq:
@@ -168,7 +183,7 @@ OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"
 
 
 def _launches_of_container(container, wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
-    env = dict(_env(container, path))
+    env = _env(container)
     words, nodes, first = _command_words(container, env)
     if not words:
         return []
@@ -245,8 +260,8 @@ def _main_container(pod_spec, preferred: str = "pytorch"):
 
 
 def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
-    spec = doc.get("spec")
-    if spec is None or not spec.is_map:
+    spec = _spec(doc)
+    if spec is None:
         return []
     replicas = spec.get("pytorchReplicaSpecs")
     if replicas is None or not replicas.is_map:
@@ -276,9 +291,7 @@ def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
     if nproc is None and elastic is not None and elastic.is_map:
         nproc = elastic.get("nProcPerNode")
     if nproc is not None:
-        v = _int(nproc, "PyTorchJob nprocPerNode")
-        job.options["nproc_per_node"] = v
-        job.facts.add("parallel.procs_per_node", v)
+        _procs_per_node(job, nproc, "nproc_per_node", "PyTorchJob nprocPerNode")
     out: list[Launch] = []
     seen_cmds: set[str] = set()
     gpus_added = False
@@ -291,13 +304,7 @@ def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
         if c is None:
             continue
         if not gpus_added:
-            g = _gpu_request(c, f"{rtype}")
-            if g is not None:
-                job.facts.add("hardware.gpus_per_node_requested", g)
-                gpus_added = True
-            prod = _gpu_product(pod)
-            if prod is not None:
-                job.facts.add("hardware.gpu", prod)
+            gpus_added = _gpu_facts(job, pod, c, rtype)
         key = repr([c.get("command") and c.get("command").plain(), c.get("args") and c.get("args").plain()])
         if key in seen_cmds:
             continue
@@ -308,8 +315,8 @@ def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
 
 
 def _trainjob(doc, path: str, abspath: Path) -> list[Launch]:
-    spec = doc.get("spec")
-    if spec is None or not spec.is_map:
+    spec = _spec(doc)
+    if spec is None:
         return []
     trainer = spec.get("trainer")
     job = Launch("trainjob", doc.span)
@@ -320,14 +327,10 @@ def _trainjob(doc, path: str, abspath: Path) -> list[Launch]:
         job.facts.add("parallel.nodes", _int(n, "TrainJob trainer.numNodes"))
     p = trainer.get("numProcPerNode")
     if p is not None:
-        v = _int(p, "TrainJob trainer.numProcPerNode")
-        job.options["nproc_per_node"] = v
-        job.facts.add("parallel.procs_per_node", v)
+        _procs_per_node(job, p, "nproc_per_node", "TrainJob trainer.numProcPerNode")
     res = trainer.get("resourcesPerNode")
     if res is not None:
-        g = _gpu_request(_Wrap(res), "trainer")
-        if g is not None:
-            job.facts.add("hardware.gpus_per_node_requested", g)
+        _gpu_facts(job, None, _Wrap(res), "trainer")
     out = _launches_of_container(trainer, job, path, abspath)
     return out or [job]
 
@@ -343,8 +346,8 @@ class _Wrap:
 
 
 def _mpijob(doc, path: str, abspath: Path) -> list[Launch]:
-    spec = doc.get("spec")
-    if spec is None or not spec.is_map:
+    spec = _spec(doc)
+    if spec is None:
         return []
     replicas = spec.get("mpiReplicaSpecs")
     job = Launch("mpijob", doc.span)
@@ -356,18 +359,10 @@ def _mpijob(doc, path: str, abspath: Path) -> list[Launch]:
         if r is not None:
             job.facts.add("parallel.nodes", _int(r, "MPIJob Worker.replicas"))
         pod = _pod_spec(worker.get("template"))
-        c = _main_container(pod)
-        g = _gpu_request(c, "Worker")
-        if g is not None:
-            job.facts.add("hardware.gpus_per_node_requested", g)
-        prod = _gpu_product(pod)
-        if prod is not None:
-            job.facts.add("hardware.gpu", prod)
+        _gpu_facts(job, pod, _main_container(pod), "Worker")
     spw = spec.get("slotsPerWorker")
     if spw is not None:
-        v = _int(spw, "MPIJob slotsPerWorker")
-        job.options["slots_per_worker"] = v
-        job.facts.add("parallel.procs_per_node", v)
+        _procs_per_node(job, spw, "slots_per_worker", "MPIJob slotsPerWorker")
     out: list[Launch] = []
     launcher = replicas.get("Launcher")
     if launcher is not None and launcher.is_map:
@@ -378,8 +373,8 @@ def _mpijob(doc, path: str, abspath: Path) -> list[Launch]:
 
 
 def _volcano(doc, path: str, abspath: Path) -> list[Launch]:
-    spec = doc.get("spec")
-    if spec is None or not spec.is_map:
+    spec = _spec(doc)
+    if spec is None:
         return []
     tasks = spec.get("tasks")
     job = Launch("volcano", doc.span)
@@ -402,11 +397,8 @@ def _batch_job(doc, path: str, abspath: Path) -> list[Launch]:
     out: list[Launch] = []
     for c in _containers(pod):
         holder = Launch("kubejob", doc.span)
-        g = _gpu_request(c, "container")
-        if g is not None:
-            holder.facts.add("hardware.gpus_per_node_requested", g)
-        for la in _launches_of_container(c, holder, path, abspath):
-            out.append(la)
+        _gpu_facts(holder, None, c, "container")
+        out.extend(_launches_of_container(c, holder, path, abspath))
     return out
 
 
@@ -421,7 +413,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             return ff  # a Helm/Jinja template: not YAML until rendered
         line, col = yamlpos.error_position(exc)
         msg = getattr(exc, "problem", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        ff.diagnostics.append(_syn(path, f"invalid YAML at line {line}, column {col}: {msg}", line, col))
+        ff.diagnostics.append(syn001(path, f"invalid YAML at line {line}, column {col}: {msg}", line, col))
         return ff
     docs_out = []
     for doc in docs:
@@ -445,7 +437,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             else:
                 continue
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
-            ff.diagnostics.append(_syn(path, f"cannot read {kind_s}: {type(exc).__name__}", doc.span.line,
+            ff.diagnostics.append(syn001(path, f"cannot read {kind_s}: {type(exc).__name__}", doc.span.line,
                                        doc.span.column))
             continue
         docs_out.append((kind_s, doc))

@@ -841,8 +841,6 @@ class Evaluator:
                         cur = []
                     cur.extend(item)
                     started = True
-                if not data and not started:
-                    pass
             elif kind == "splitarray":
                 for item in data:
                     for part in _split_pieces(item):
