@@ -512,3 +512,110 @@ def test_importing_the_reader_does_not_import_libcst():
     code = "import sys, parallint.readers.python as p; assert p.NEEDLES; print('libcst' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ the fast walk
+_WALK_SAMPLE = '''
+import os, torch.distributed as dist
+from . import sibling
+from torch.nn.parallel import (DistributedDataParallel as DDP,)
+@decorate(arg=f(1))
+class A(Base, metaclass=M):
+    x: int = g(2)
+    def m(self, a, /, b=h(3), *c, d=i(4), **e) -> R:
+        try:
+            y = [j(k) for k in range(5) if k(6)]
+        except (E1, E2) as err:
+            z = l(7) if cond(8) else n(9)
+        finally:
+            print(f"{o(10)!r:>{p(11)}} and {q(12)}")
+        with ctx(13) as cm, ctx2(14):
+            lam = lambda u=v(15): w(16)
+        return {kk(17): vv(18) for kk, vv in items(19)}
+match cmd(20):
+    case Point(x=0) if guard(21):
+        pass
+    case [first, *rest]:
+        pass
+'''
+
+
+def _syntax_free_order(walk_or_visit, module):
+    """Ids of the nodes visited, leaving out pure syntax (whitespace, commas, parentheses)."""
+    import libcst as cst
+
+    syn = (cst.BaseParenthesizableWhitespace, cst.Comma, cst.LeftParen, cst.RightParen, cst.EmptyLine,
+           cst.TrailingWhitespace, cst.Newline, cst.LeftSquareBracket, cst.RightSquareBracket,
+           cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Semicolon, cst.AssignEqual, cst.Colon, cst.Dot,
+           cst.ImportStar, cst.BaseUnaryOp, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp,
+           cst.BaseAugOp, cst.Asynchronous, cst.Comment, cst.ParamSlash, cst.ParamStar)
+    seen: list[int] = []
+    if walk_or_visit == "visit":
+        class Rec(cst.CSTVisitor):
+            def on_visit(self, n):
+                if not isinstance(n, syn):
+                    seen.append(id(n))
+                return True
+
+        module.visit(Rec())
+    else:
+        class W(P._Walker):
+            def walk(self, n):
+                if not isinstance(n, syn):
+                    seen.append(id(n))
+                P._Walker.walk(self, n)
+
+        W().walk(module)
+    return seen
+
+
+@pytest.mark.parametrize("source", ["sample", "reader", "rules"])
+def test_fast_walk_visits_what_libcst_visits_in_the_same_order(source):
+    import libcst as cst
+
+    if source == "sample":
+        texts = [_WALK_SAMPLE]
+    else:
+        root = Path(P.__file__).parent if source == "reader" else Path(__file__).parent.parent / "rules"
+        texts = [p.read_text() for p in sorted(root.glob("*.py"))]
+    total = 0
+    for text in texts:
+        module = cst.parse_module(text)
+        order = _syntax_free_order("visit", module)
+        total += len(order)
+        assert _syntax_free_order("walk", module) == order
+    assert total > 300
+
+
+def test_fast_walk_honours_visit_false_and_calls_leave():
+    import libcst as cst
+
+    module = cst.parse_module("def f():\n    a(1)\nb(2)\n")
+    events: list[str] = []
+
+    class W(P._Walker):
+        def visit_FunctionDef(self, n):
+            events.append("enter " + n.name.value)
+            return False
+
+        def leave_FunctionDef(self, n):
+            events.append("leave " + n.name.value)
+
+        def visit_Call(self, n):
+            events.append("call " + n.func.value)
+
+    W().walk(module)
+    assert events == ["enter f", "leave f", "call b"]
+
+
+def test_imports_in_any_scope_are_resolved_and_relative_or_star_imports_are_not():
+    s = script('''
+        from .local import dist
+        from torch.distributed import *
+        def main():
+            import torch.distributed as d2
+            d2.init_process_group("nccl")
+            dist.barrier()
+        ''')
+    assert [c.func_text for c in s.by("init_process_group")] == ["d2.init_process_group"]
+    assert not s.by("collective")

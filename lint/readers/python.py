@@ -618,18 +618,32 @@ class Script:
 MULTI: Any = object()
 
 
-def _ast_depth(tree, limit: int) -> int:
-    """Depth of a stdlib ``ast`` tree (iterative; stops counting at ``limit``)."""
+def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
+    """Depth of a stdlib ``ast`` tree (iterative; stops counting at ``limit``). The same pass
+    gathers the Import/ImportFrom nodes into ``imports`` when given."""
     import ast
 
+    AST, Import, ImportFrom = ast.AST, ast.Import, ast.ImportFrom
     best, stack = 0, [(tree, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, d = stack.pop()
+        node, d = pop()
         if d > best:
             best = d
             if best >= limit:
                 return best
-        stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+        t = type(node)
+        if imports is not None and (t is Import or t is ImportFrom):
+            imports.append(node)
+        d += 1
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        push((x, d))
+            elif isinstance(v, AST):
+                push((v, d))
     return best
 
 
@@ -647,42 +661,24 @@ def _dotted(node) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _collect_imports(module, out: dict[str, set[str]]) -> None:
-    """Every import in the file (any scope): local name -> qualified names."""
-    import libcst as cst
+def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
+    """Every import in the file (any scope): local name -> qualified names. Read from CPython's
+    ``ast`` nodes (gathered while checking the file's depth), much cheaper than a LibCST walk."""
+    import ast
 
-    class V(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
+    for node in nodes:
+        if isinstance(node, ast.Import):
             for a in node.names:
-                full = _dotted(a.name) or ""
-                if a.asname is not None and isinstance(a.asname.name, cst.Name):
-                    out.setdefault(a.asname.name.value, set()).add(full)
+                if a.asname is not None:
+                    out.setdefault(a.asname, set()).add(a.name)
                 else:
-                    top = full.split(".")[0]
+                    top = a.name.split(".")[0]
                     out.setdefault(top, set()).add(top)
-            return False
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-                return False
-            mod = _dotted(node.module) or ""
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or node.module is None or any(a.name == "*" for a in node.names):
+                continue
             for a in node.names:
-                name = _dotted(a.name) or ""
-                local = a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else name
-                out.setdefault(local, set()).add(f"{mod}.{name}")
-            return False
-
-        # expressions never hold imports: do not descend into them
-        def visit_SimpleStatementLine(self, node) -> bool:
-            return any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in node.body)
-
-        def visit_Decorator(self, node) -> bool:
-            return False
-
-        def visit_Parameters(self, node) -> bool:
-            return False
-
-    module.visit(V())
+                out.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
 
 
 def _tail(node) -> str | None:
@@ -730,6 +726,90 @@ def _int_literals(node) -> list[int] | None:
             out.append(x)
         return out or None
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A fast walk over a LibCST tree. ``CSTNode.visit`` rebuilds every node it passes (and calls two
+# attribute hooks per field), which costs more than parsing; this walk only reads. It keeps
+# LibCST's visiting protocol and order: ``visit_<Type>`` (returning False skips the children),
+# children in source order, then ``leave_<Type>``. Purely syntactic fields (parentheses,
+# whitespace, commas, brackets) hold nothing a walker looks for and are not entered.
+_SYNTAX_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "equal", "colon", "dot", "leading_lines",
+    "lines_after_decorators", "header", "footer", "indent", "lbrace", "rbrace", "lbracket",
+    "rbracket", "first_colon", "second_colon", "star", "asynchronous", "operator",
+    "trailing_whitespace", "leading_whitespace", "encoding", "default_indent", "default_newline",
+    "has_trailing_newline", "start", "end", "posonly_ind", "trailing_comma", "whitespace_between",
+    "newline", "value_whitespace",
+})
+#: LibCST's visiting order where it differs from the order of the dataclass fields
+_VISIT_ORDER: dict[str, tuple[str, ...]] = {
+    "Arg": ("keyword", "value"),
+    "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    "ExceptHandler": ("type", "name", "body"),
+    "ExceptStarHandler": ("type", "name", "body"),
+    "FunctionDef": ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    "IfExp": ("body", "test", "orelse"),
+    "ImportFrom": ("relative", "module", "names"),
+    "Parameters": ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    "MatchCase": ("pattern", "guard", "body"),
+    "MatchAs": ("pattern", "name"),
+    "TypeAlias": ("name", "type_parameters", "value"),
+    "TypeParam": ("param", "default"),
+    "TypeVar": ("name", "bound"),
+}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+_NODE: Any = None  # libcst.CSTNode, bound on first use
+
+
+def _child_fields(t: type) -> tuple[str, ...]:
+    global _NODE
+    fs = _FIELDS.get(t)
+    if fs is None:
+        import dataclasses
+
+        import libcst as cst
+
+        _NODE = cst.CSTNode
+
+        names = _VISIT_ORDER.get(t.__name__) or tuple(f.name for f in dataclasses.fields(t))
+        fs = tuple(n for n in names if n not in _SYNTAX_FIELDS and not n.startswith("whitespace"))
+        _FIELDS[t] = fs
+    return fs
+
+
+class _Walker:
+    """Base of the fast visitors: subclasses define ``visit_<Type>`` / ``leave_<Type>``."""
+
+    _hooks: dict = {}
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        cls._hooks = {}
+
+    def walk(self, node) -> None:
+        t = type(node)
+        h = self._hooks.get(t)
+        if h is None:
+            cls = type(self)
+            h = (getattr(cls, "visit_" + t.__name__, None), getattr(cls, "leave_" + t.__name__, None),
+                 _child_fields(t))
+            cls._hooks[t] = h
+        visit, leave, fields = h
+        if visit is None or visit(self, node) is not False:
+            walk = self.walk
+            for name in fields:
+                v = getattr(node, name)
+                if type(v) is tuple or type(v) is list:
+                    for x in v:
+                        if isinstance(x, _NODE):
+                            walk(x)
+                elif isinstance(v, _NODE):
+                    walk(v)
+        if leave is not None:
+            leave(self, node)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -789,14 +869,14 @@ def _parse(path: str, text: str) -> Script | None:
         line = text.count("\n", 0, i) + 1
         col = i - (text.rfind("\n", 0, i) + 1) + 1
         raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: {exc}", Span(path, line, col)) from None
-    depth = _ast_depth(tree, MAX_NESTING + 1)
+    import_nodes: list = []
+    depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes)
+    del tree
     if depth > MAX_NESTING:
         raise _SyntaxProblem(
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
             Span(path, 1, 1),
         )
-    del tree
-
     import libcst as cst
 
     from parallint.readers import pyeval
@@ -807,10 +887,10 @@ def _parse(path: str, text: str) -> Script | None:
         return None  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
     script = Script(path, text)
     script._module = module
-    _collect_imports(module, script.import_map)
+    _collect_imports(import_nodes, script.import_map)
     script._evaluator = pyeval.Evaluator(script)
     collector = _Collector(script)
-    module.visit(collector)
+    collector.walk(module)
     for c in script.calls:
         for g in c.groups:
             script._by_group.setdefault(g, []).append(c)
@@ -824,7 +904,7 @@ def _collector_class():
 
     from parallint.readers.pyeval import string_literal
 
-    class Collector(cst.CSTVisitor):
+    class Collector(_Walker):
         def __init__(self, script: Script) -> None:
             super().__init__()
             self.s = script
@@ -917,12 +997,12 @@ def _collector_class():
         def _with_frame(self, frame: Frame, body) -> None:
             saved = (self.frame, self.guards, self.loops, self.block_early)
             self.frame, self.guards, self.loops, self.block_early = frame, [], [], [0]
-            body.visit(self)
+            self.walk(body)
             self.frame, self.guards, self.loops, self.block_early = saved
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             for d in node.decorators:
-                d.visit(self)
+                self.walk(d)
             self._bind(node.name.value, MULTI)
             cls = self.frame.name if self.frame.kind == "class" else None
             frame = Frame("function", node.name.value, self.frame, cls=cls)
@@ -931,7 +1011,7 @@ def _collector_class():
                 for prm in group:
                     frame.params.add(prm.name.value)
                     if prm.default is not None:
-                        prm.default.visit(self)
+                        self.walk(prm.default)
             for prm in (p.star_arg, p.star_kwarg):
                 if isinstance(prm, cst.Param):
                     frame.params.add(prm.name.value)
@@ -946,9 +1026,9 @@ def _collector_class():
 
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             for d in node.decorators:
-                d.visit(self)
+                self.walk(d)
             for a in node.bases:
-                a.visit(self)
+                self.walk(a)
             self._bind(node.name.value, MULTI)
             frame = Frame("class", node.name.value, self.frame)
             self._with_frame(frame, node.body)
@@ -971,21 +1051,21 @@ def _collector_class():
                 self._rank_branch_partition(node)
             if isinstance(node.orelse, cst.If):
                 self.elifs.add(id(node.orelse))
-            node.test.visit(self)
+            self.walk(node.test)
             t = node.test
             is_main = isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name) and t.left.value == "__name__"
             rank, zero = self.s.classify_test(t, self.frame)
             g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main)
             g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main)
             self.guards.append(g_true)
-            node.body.visit(self)
+            self.walk(node.body)
             self.guards.pop()
             if node.orelse is not None:
                 self.guards.append(g_false)
                 if isinstance(node.orelse, cst.Else):
-                    node.orelse.body.visit(self)
+                    self.walk(node.orelse.body)
                 else:
-                    node.orelse.visit(self)
+                    self.walk(node.orelse)
                 self.guards.pop()
             elif rank and _exits(node.body):
                 # `if rank != 0: return` -> the rest of the block runs on the other ranks only
@@ -1003,26 +1083,26 @@ def _collector_class():
             return Loop(self.s, node, names, epoch)
 
         def visit_For(self, node: cst.For) -> bool:
-            node.iter.visit(self)
+            self.walk(node.iter)
             self._bind_target(node.target, MULTI)
             loop = self._loop(node, node.target, node.iter)
             self.s.loops.append((loop, tuple(self.loops), self.frame))
             self.loops.append(loop)
-            node.body.visit(self)
+            self.walk(node.body)
             self.loops.pop()
             if node.orelse is not None:
-                node.orelse.visit(self)
+                self.walk(node.orelse)
             return False
 
         def visit_While(self, node: cst.While) -> bool:
-            node.test.visit(self)
+            self.walk(node.test)
             loop = self._loop(node, None, node.test)
             self.s.loops.append((loop, tuple(self.loops), self.frame))
             self.loops.append(loop)
-            node.body.visit(self)
+            self.walk(node.body)
             self.loops.pop()
             if node.orelse is not None:
-                node.orelse.visit(self)
+                self.walk(node.orelse)
             return False
 
         def visit_CompFor(self, node) -> None:
@@ -1250,14 +1330,17 @@ def _exits(body) -> bool:
 def _names_in(node) -> Iterable:
     import libcst as cst
 
-    out = []
+    v = _NameCollector()
+    v.walk(node)
+    return v.out
 
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            out.append(n)
 
-    node.visit(V())
-    return out
+class _NameCollector(_Walker):
+    def __init__(self) -> None:
+        self.out: list = []
+
+    def visit_Name(self, n) -> None:
+        self.out.append(n)
 
 
 def _Collector(script: Script):  # the class needs libcst: built on first use
