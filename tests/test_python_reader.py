@@ -619,3 +619,14 @@ def test_imports_in_any_scope_are_resolved_and_relative_or_star_imports_are_not(
         ''')
     assert [c.func_text for c in s.by("init_process_group")] == ["d2.init_process_group"]
     assert not s.by("collective")
+
+
+def test_positions_match_libcsts_metadata_wrapper():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    module = cst.parse_module(_WALK_SAMPLE + "x = (a +\n     b)  # c\n")
+    fast = P._positions(module)
+    slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(fast) == len(slow) > 100
+    assert all(fast[n] == r for n, r in slow.items())

@@ -325,9 +325,7 @@ class Script:
 
     def span_of(self, node) -> Span:
         if self._positions is None:  # positions cost a full code generation: only when needed
-            from libcst.metadata import MetadataWrapper, PositionProvider
-
-            self._positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = _positions(self._module)
         r = self._positions.get(node)
         if r is None:
             return Span(self.path, 1, 1)
@@ -612,6 +610,23 @@ class Script:
         if ps is None:
             return None
         return [p + call.frame.base_guards + call.guards for p in ps]
+
+
+def _positions(module) -> Any:
+    """Node -> CodeRange, as LibCST's PositionProvider computes them. Run directly, the provider
+    costs one code generation; through a MetadataWrapper it also costs an empty batched visit of
+    the whole tree (rebuilding every node)."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        provider = PositionProvider()
+        provider._gen_impl(module)
+        computed = provider._computed
+        if computed:
+            return computed
+    except Exception:  # noqa: BLE001 - a LibCST without these internals: the public way
+        pass
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 #: a name bound in a way that cannot be followed (loop target, augmented assignment, import...)
