@@ -7,18 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import (
-    ConfigData, Emitter, as_int, load_tree, new_facts, precision_of, to_value,
-)
+from parallint.readers.cfgutil import Emitter, as_int, open_config, positive_int, precision_of, to_value
 
 KIND = "accelerate"
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff)
-    ff.data = ConfigData(root, "yaml", "accelerate")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "yaml", "accelerate")
+    if root is None:
         return ff
     em = Emitter(ff, root)
     em.framework("accelerate")
@@ -26,8 +22,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     # YAML 1.1 reads an unquoted NO as false
     single = dtype is not None and dtype.known and (dtype.value is False or str(dtype.value).upper() == "NO")
     if not single:
-        nproc = em.add("parallel.world_size", "num_processes", _positive)
-        nmach = em.add("parallel.nodes", "num_machines", _positive)
+        nproc = em.add("parallel.world_size", "num_processes", positive_int)
+        nmach = em.add("parallel.nodes", "num_machines", positive_int)
         if nproc is not None and nproc.known:
             ff.standalone_job = True
             if nmach is not None and nmach.known and nproc.value % nmach.value == 0:
@@ -96,10 +92,3 @@ def _offload(ff: FileFacts, root, name: str) -> None:
             else:
                 dev = "none" if v.value is False else str(v.value).strip().lower()
                 ff.facts.add("training.offload", Value(dev in ("cpu", "nvme"), span, True, "", v.source))
-
-
-def _positive(v):
-    i = as_int(v)
-    if i <= 0:
-        raise ValueError(v)
-    return i

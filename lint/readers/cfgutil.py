@@ -134,6 +134,17 @@ def new_facts(path: str, abspath: Path, kind: str, text: str) -> FileFacts:
     return FileFacts(path=path, abspath=abspath, kind=kind, text=text)
 
 
+def open_config(path: str, abspath: Path, text: str, kind: str, fmt: str, framework: str = "",
+                parse_as: str | None = None) -> tuple[FileFacts, PNode | None]:
+    """A config reader's start: the FileFacts with its :class:`ConfigData` (``fmt``, ``framework``)
+    and the parsed tree (format from the suffix unless ``parse_as``) when it is a mapping, else None
+    (a parse error is already a SYN001 diagnostic)."""
+    ff = new_facts(path, abspath, kind, text)
+    root = load_tree(ff, parse_as)
+    ff.data = ConfigData(root, fmt, framework)
+    return ff, root if root is not None and root.is_map else None
+
+
 def basename(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
@@ -196,6 +207,26 @@ def as_bool(v: Any) -> bool:
     if isinstance(v, str) and v.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
         return v.strip().lower() in ("true", "yes", "1")
     raise ValueError(v)
+
+
+def positive_int(v: Any) -> int:
+    """A count that must be at least 1 (0 or -1 mean "all visible devices" & co.: unknown statically)."""
+    i = as_int(v)
+    if i <= 0:
+        raise ValueError(v)
+    return i
+
+
+def choice(table: dict[str, str]) -> Callable[[Any], str]:
+    """A converter: the normalized name ``table`` gives a value (stripped, lower-cased); ValueError
+    for any other value."""
+    def conv(v: Any) -> str:
+        s = str(v).strip().lower()
+        if s not in table:
+            raise ValueError(v)
+        return table[s]
+
+    return conv
 
 
 def as_int(v: Any) -> int:

@@ -7,16 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, ResolvingEmitter, as_int, load_tree, new_facts, precision_of, to_value
-
+from parallint.readers.cfgutil import ResolvingEmitter, as_int, open_config, precision_of, to_value
 KIND = "foundry"
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff)
-    ff.data = ConfigData(root, "yaml", "foundry")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "yaml", "foundry")
+    if root is None:
         return ff
     em = ResolvingEmitter(ff, root)
     em.framework("foundry")

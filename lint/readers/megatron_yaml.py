@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, Emitter, load_tree, new_facts, to_value
+from parallint.readers.cfgutil import Emitter, open_config, to_value
 from parallint.readers.yamlpos import PNode
 
 KIND = "megatron_yaml"
@@ -23,10 +23,8 @@ UNEVEN_FLAGS = (
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff)
-    ff.data = ConfigData(root, "yaml", "megatron")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "yaml", "megatron")
+    if root is None:
         return ff
     args = root.get("MODEL_ARGS")
     if args is None or not args.is_map:

@@ -7,17 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, Emitter, as_bool, as_int, load_tree, new_facts
+from parallint.readers.cfgutil import Emitter, as_bool, as_int, open_config
 from parallint.readers.hf_model import emit_hf_shape
 
 KIND = "nanotron"
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff)
-    ff.data = ConfigData(root, "yaml", "nanotron")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "yaml", "nanotron")
+    if root is None:
         return ff
     em = Emitter(ff, root)
     em.framework("nanotron")

@@ -11,17 +11,15 @@ from pathlib import Path
 
 from parallint.facts import FileFacts, Value
 from parallint.readers.cfgutil import (
-    ConfigData, Emitter, ResolvingEmitter, as_bool, as_int, load_tree, new_facts, precision_of, to_value,
+    Emitter, ResolvingEmitter, as_bool, as_int, choice, open_config, positive_int, precision_of, to_value,
 )
 
 KIND = "nemo"
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff)
-    ff.data = ConfigData(root, "yaml", "nemo")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "yaml", "nemo")
+    if root is None:
         return ff
     em = ResolvingEmitter(ff, root)
     em.framework("nemo")
@@ -33,8 +31,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
 def emit_trainer(em: Emitter, prefix: str) -> None:
     """Lightning ``trainer`` section: devices, num_nodes, precision, strategy."""
     ff = em.ff
-    dev = em.add("parallel.procs_per_node", f"{prefix}devices", _positive_int)
-    nodes = em.add("parallel.nodes", f"{prefix}num_nodes", _positive_int)
+    dev = em.add("parallel.procs_per_node", f"{prefix}devices", positive_int)
+    nodes = em.add("parallel.nodes", f"{prefix}num_nodes", positive_int)
     if dev is not None and nodes is not None and dev.known and nodes.known:
         ff.facts.add("parallel.world_size", Value(
             dev.value * nodes.value, dev.span, True, "",
@@ -50,13 +48,6 @@ def emit_trainer(em: Emitter, prefix: str) -> None:
                 ff.facts.add("ddp.find_unused_parameters", Value(on, strat.span, True, "", f"{em.name} {prefix}strategy"))
         elif strat.is_map:
             em.add("ddp.find_unused_parameters", f"{prefix}strategy.find_unused_parameters", as_bool)
-
-
-def _positive_int(v):
-    i = as_int(v)
-    if i <= 0:
-        raise ValueError(v)  # -1 = all visible devices: unknown statically
-    return i
 
 
 def _precision(v):
@@ -118,37 +109,15 @@ def emit_megatron_model(em: Emitter, prefix: str) -> None:
         em.ff.facts.add("parallel.distributed_optimizer", Value(True, opt.span, True, "", f"{em.name} {prefix}optim.name"))
 
 
-def _norm(v):
-    s = str(v).strip().lower()
-    if s in ("rmsnorm", "rms_norm"):
-        return "rmsnorm"
-    if s in ("layernorm", "layernorm1p", "layer_norm"):  # layernorm1p: weight (as 1 + w) and bias
-        return "layernorm"
-    raise ValueError(v)
-
-
+#: layernorm1p: weight (as 1 + w) and bias
+_norm = choice({"rmsnorm": "rmsnorm", "rms_norm": "rmsnorm",
+                "layernorm": "layernorm", "layernorm1p": "layernorm", "layer_norm": "layernorm"})
 #: NeMo/Megatron activations (``model.activation``): the gated ones have two input projections
 #: of ``ffn_hidden_size`` each (fc1 = 2 x ffn), i.e. three h x ffn matrices like SwiGLU
-_GATED = frozenset({"swiglu", "fast-swiglu", "geglu", "fast-geglu", "reglu", "fast-reglu"})
-_PLAIN = frozenset({"gelu", "squared-relu", "relu", "silu"})
-
-
-def _mlp(v):
-    s = str(v).strip().lower()
-    if s in _GATED:
-        return "swiglu"
-    if s in _PLAIN:
-        return "gelu"
-    raise ValueError(v)
-
-
-def _pos(v):
-    s = str(v).strip().lower()
-    if s in ("learned_absolute", "learned"):
-        return "learned"
-    if s == "rope":
-        return "rope"
-    raise ValueError(v)  # alibi, kerple, xpos, none...: not a shape the estimator models
+_mlp = choice({**dict.fromkeys(("swiglu", "fast-swiglu", "geglu", "fast-geglu", "reglu", "fast-reglu"), "swiglu"),
+               **dict.fromkeys(("gelu", "squared-relu", "relu", "silu"), "gelu")})
+#: alibi, kerple, xpos, none...: not a shape the estimator models
+_pos = choice({"learned_absolute": "learned", "learned": "learned", "rope": "rope"})
 
 
 def _recompute(em: Emitter, prefix: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, Emitter, as_bool, as_int, load_tree, new_facts, precision_of, to_value
+from parallint.readers.cfgutil import Emitter, as_bool, as_int, choice, open_config, precision_of, to_value
 from parallint.readers.yamlpos import PNode
 
 KIND = "neox"
@@ -31,27 +31,11 @@ def _normalize(node: PNode) -> PNode:
 
 #: gpt-neox activations whose MLP is gated (megatron/model/activations.py ``get_activation``):
 #: linear1 produces gate and value halves, i.e. three h x ffn matrices like SwiGLU
-_GATED = frozenset({"swiglu", "geglu", "reglu", "bilinear", "glu"})
-_PLAIN = frozenset({"gelu", "relu", "softsign", "swish", "mish", "silu"})
-
-
-def _mlp(v):
-    """The job spec's MLP kind: ``swiglu`` = gated (3 matrices), ``gelu`` = plain (2 matrices)."""
-    s = str(v).strip().lower()
-    if s in _GATED:
-        return "swiglu"
-    if s in _PLAIN:
-        return "gelu"
-    raise ValueError(v)
-
-
-def _norm(v):
-    s = str(v).strip().lower()
-    if s in ("rmsnorm", "te_rmsnorm"):
-        return "rmsnorm"
-    if s in ("layernorm", "te_layernorm"):
-        return "layernorm"
-    raise ValueError(v)  # scalenorm, non_parametric_layernorm: not a shape the estimator models
+#: (the job spec's MLP kind: ``swiglu`` = gated, 3 matrices; ``gelu`` = plain, 2 matrices)
+_mlp = choice({**dict.fromkeys(("swiglu", "geglu", "reglu", "bilinear", "glu"), "swiglu"),
+               **dict.fromkeys(("gelu", "relu", "softsign", "swish", "mish", "silu"), "gelu")})
+#: scalenorm, non_parametric_layernorm: not a shape the estimator models
+_norm = choice({"rmsnorm": "rmsnorm", "te_rmsnorm": "rmsnorm", "layernorm": "layernorm", "te_layernorm": "layernorm"})
 
 
 def _round_up(x: int, m: int) -> int:
@@ -81,10 +65,8 @@ def mlp_widths(hidden: int, intermediate: int | None, expansion: float | None, g
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    raw = load_tree(ff)
-    ff.data = ConfigData(raw, "yaml", "neox")
-    if raw is None or not raw.is_map:
+    ff, raw = open_config(path, abspath, text, KIND, "yaml", "neox")
+    if raw is None:
         return ff
     root = _normalize(raw)
     em = Emitter(ff, root)

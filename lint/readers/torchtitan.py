@@ -15,17 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import ConfigData, Emitter, Partition, as_int, load_tree, new_facts, to_value
+from parallint.readers.cfgutil import Emitter, Partition, as_int, open_config
 from parallint.readers.yamlpos import PNode
 
 KIND = "torchtitan"
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
-    ff = new_facts(path, abspath, KIND, text)
-    root = load_tree(ff, "toml")
-    ff.data = ConfigData(root, "toml", "torchtitan")
-    if root is None or not root.is_map:
+    ff, root = open_config(path, abspath, text, KIND, "toml", "torchtitan", parse_as="toml")
+    if root is None:
         return ff
     em = Emitter(ff, root)
     em.framework("torchtitan")
