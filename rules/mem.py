@@ -34,6 +34,22 @@ _PARTIAL = re.compile(r"\b(freeze\w*|frozen|lora\w*|peft|adapters?|llava|vlm|vis
 _OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
 
 
+#: a 130B-parameter GPT (72 layers, hidden 12288) on 32 A100-80GB with TP 8 × PP 4, sequence
+#: parallelism and selective recompute: it fits, a valid example of both MEM rules
+_MEGATRON_130B_FITS = Example(files={"train.sbatch": """
+    #!/bin/bash
+    #SBATCH --nodes=4
+    #SBATCH --gres=gpu:a100:8
+
+    srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
+        --tensor-model-parallel-size 8 --sequence-parallel \\
+        --pipeline-model-parallel-size 4 --recompute-granularity selective \\
+        --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
+        --seq-length 2048 --max-position-embeddings 2048 \\
+        --micro-batch-size 1 --global-batch-size 512 --bf16
+    """})
+
+
 def _gib(x: float) -> str:
     return f"{x / GIB:.1f}"
 
@@ -216,18 +232,8 @@ class PureDataParallelOversized(Rule):
         model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
         parallel: {world_size: 32, tp: "${TP}", pp: 1}
         hardware: {gpu: A100-80GB}
-        """}),        Example(files={"train.sbatch": """
-        #!/bin/bash
-        #SBATCH --nodes=4
-        #SBATCH --gres=gpu:a100:8
-
-        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
-            --tensor-model-parallel-size 8 --sequence-parallel \\
-            --pipeline-model-parallel-size 4 --recompute-granularity selective \\
-            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
-            --seq-length 2048 --max-position-embeddings 2048 \\
-            --micro-batch-size 1 --global-batch-size 512 --bf16
         """}),
+        _MEGATRON_130B_FITS,
     )
     invalid = (
         Example(files={"job.yaml": """
@@ -328,18 +334,8 @@ class PredictedOom(Rule):
         parallel: {world_size: 8, tp: 2, pp: 1, zero_stage: 1}
         training: {micro_batch: "${MBS}", recompute: none}
         hardware: {gpu: A100-80GB}
-        """}),        Example(files={"train.sbatch": """
-        #!/bin/bash
-        #SBATCH --nodes=4
-        #SBATCH --gres=gpu:a100:8
-
-        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
-            --tensor-model-parallel-size 8 --sequence-parallel \\
-            --pipeline-model-parallel-size 4 --recompute-granularity selective \\
-            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
-            --seq-length 2048 --max-position-embeddings 2048 \\
-            --micro-batch-size 1 --global-batch-size 512 --bf16
         """}),
+        _MEGATRON_130B_FITS,
     )
     invalid = (
         Example(files={"job.yaml": """
