@@ -6,10 +6,10 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.diagnostics import Diagnostic, Severity
 from parallint.facts import Value, known_int
 from parallint.rule import Example, Rule
-from parallint.rules.lch import LAUNCH_FILE_KINDS, effective_nodes, launches, procs_per_node
+from parallint.rules.lch import LAUNCH_FILE_KINDS, effective_nodes, launches, procs_per_node, related_at
 
 TRAINING_LAUNCHERS = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed",
                                 "accelerate", "composer", "colossalai", "python", "srun", "mpirun", "pytorchjob", "trainjob",
@@ -178,7 +178,7 @@ class VisibleDevicesFewerThanProcs(Rule):
                 v.span or la.span,
                 f"CUDA_VISIBLE_DEVICES={v.value} shows {len(devs)} device(s) but {pi} processes start on this node "
                 f"({p.source})",
-                related=[Related.at(p.span, f"{p.source} = {pi}")] if p.span else (),
+                related=related_at(p, f"{p.source} = {pi}"),
             )
 
 

@@ -89,6 +89,20 @@ def desc(v: Value) -> str:
     return v.source or "stated value"
 
 
+def related_at(v: Value, message: str) -> tuple[Related, ...]:
+    """The related location of a finding at ``v`` (none when ``v`` has no position)."""
+    return (Related.at(v.span, message),) if v.span else ()
+
+
+def unique(diags: Iterable[Diagnostic]) -> Iterable[Diagnostic]:
+    """``diags`` without repeats (one position, one message): launches of one file share facts."""
+    seen = set()
+    for d in diags:
+        if (d.span, d.message) not in seen:
+            seen.add((d.span, d.message))
+            yield d
+
+
 # -- rules ------------------------------------------------------------------------------------
 class LauncherWorldSizeMismatch(Rule):
     code = "LCH001"
@@ -262,13 +276,7 @@ class LauncherWorldSizeMismatch(Rule):
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
-        seen = set()
-        for la in launches(f):
-            for d in self._check_launch(la):
-                key = (d.span, d.message)
-                if key not in seen:
-                    seen.add(key)
-                    yield d
+        return unique(d for la in launches(f) for d in self._check_launch(la))
 
     def _check_launch(self, la) -> Iterable[Diagnostic]:
         lay = by_layer(la, "parallel.nodes")
@@ -288,13 +296,13 @@ class LauncherWorldSizeMismatch(Rule):
                 own.span or la.span,
                 f"{desc(own)} is {own.value} but {desc(outer)} gives {outer.value} node(s): the "
                 f"rendezvous {'waits for nodes that never join' if own.value > outer.value else 'leaves allocated nodes idle'}",
-                related=[Related.at(outer.span, f"{desc(outer)} = {outer.value}")] if outer.span else (),
+                related=related_at(outer, f"{desc(outer)} = {outer.value}"),
             )
         if srun is not None and sched is not None and srun.value > sched.value:
             yield self.report(
                 srun.span or la.span,
                 f"srun asks for {srun.value} nodes but the allocation (#SBATCH --nodes) has {sched.value}",
-                related=[Related.at(sched.span, f"#SBATCH --nodes = {sched.value}")] if sched.span else (),
+                related=related_at(sched, f"#SBATCH --nodes = {sched.value}"),
             )
         pl = by_layer(la, "parallel.procs_per_node")
         pown, pkube = pl.get("launcher"), pl.get("kube")
@@ -303,7 +311,7 @@ class LauncherWorldSizeMismatch(Rule):
                 pown.span or la.span,
                 f"{desc(pown)} is {pown.value} but {desc(pkube)} is {pkube.value}: the operator computes "
                 f"WORLD_SIZE from its own value",
-                related=[Related.at(pkube.span, f"{desc(pkube)} = {pkube.value}")] if pkube.span else (),
+                related=related_at(pkube, f"{desc(pkube)} = {pkube.value}"),
             )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
@@ -343,8 +351,7 @@ class LauncherWorldSizeMismatch(Rule):
                             v.span,
                             f"Trainer({what}={n}) but the launch gives {launch_v.value} ({desc(launch_v)}): "
                             f"Lightning and the launcher disagree on the world size",
-                            related=[Related.at(launch_v.span, f"{desc(launch_v)} = {launch_v.value}")]
-                            if launch_v.span else (),
+                            related=related_at(launch_v, f"{desc(launch_v)} = {launch_v.value}"),
                         )
 
     def _accelerate_config(self, job, la) -> Iterable[Diagnostic]:
@@ -363,7 +370,7 @@ class LauncherWorldSizeMismatch(Rule):
                 yield self.report(
                     v.span,
                     f"accelerate num_machines is {n} but {desc(outer)} gives {outer.value} node(s)",
-                    related=[Related.at(outer.span, f"{desc(outer)} = {outer.value}")] if outer.span else (),
+                    related=related_at(outer, f"{desc(outer)} = {outer.value}"),
                 )
 
 
@@ -451,7 +458,7 @@ class MoreProcessesThanGpus(Rule):
                 p.span or la.span,
                 f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per node ({desc(g)}): "
                 f"ranks would share a GPU",
-                related=[Related.at(g.span, f"{desc(g)} = {gi}")] if g.span else (),
+                related=related_at(g, f"{desc(g)} = {gi}"),
             )
 
 
@@ -525,7 +532,7 @@ class DoubleLaunch(Rule):
                 tpn.span or la.span,
                 f"{w.launcher} starts {t} tasks per node ({desc(tpn)}) and each runs {la.launcher} with "
                 f"{pi} processes: {t * pi} processes per node in {t} separate rendezvous",
-                related=[Related.at(p.span, f"{desc(p)} = {pi}")] if p.span else (),
+                related=related_at(p, f"{desc(p)} = {pi}"),
             )
 
 
@@ -707,15 +714,13 @@ class MultiNodeRendezvous(Rule):
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
-        seen = set()
+        return unique(self._multi_node(f))
+
+    def _multi_node(self, f) -> Iterable[Diagnostic]:
         for la in launches(f):
             n = effective_nodes(la)
-            if n is None or n <= 1:
-                continue
-            for d in self._check(la, n):
-                if (d.span, d.message) not in seen:
-                    seen.add((d.span, d.message))
-                    yield d
+            if n is not None and n > 1:
+                yield from self._check(la, n)
 
     def _check(self, la, n: int) -> Iterable[Diagnostic]:
         from parallint.cmdline import is_loopback
