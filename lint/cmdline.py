@@ -279,12 +279,13 @@ def _shell_c(w: Word, ctx: Context, span, env, wrapper, depth: int) -> Launch | 
     return None
 
 
-def _options(rest: list[Word], bools: set[str], values: set[str]) -> tuple[dict[str, Value], int, bool]:
-    """Parse leading ``--options``. Returns (options, index of the first non-option word, whether
-    an unknown splat was among the options)."""
-    opts: dict[str, Value] = {}
-    opaque = False
+def _scan_options(rest: list[Word], step) -> tuple[int, bool]:
+    """Walk the leading option words of a launcher: ``step(i, word, text)`` reads the option at
+    ``i`` and returns the index after it. Stops at the first non-option word (after ``--``); an
+    unexpanded splat among the options is skipped and makes the options opaque. Returns (index of
+    the first non-option word, opaque)."""
     i = 0
+    opaque = False
     while i < len(rest):
         w = rest[i]
         if w.splat:
@@ -292,31 +293,40 @@ def _options(rest: list[Word], bools: set[str], values: set[str]) -> tuple[dict[
             i += 1
             continue
         t = w.text
-        if not t.startswith("-") or t in ("-", "--"):
-            if t == "--":
-                i += 1
+        if not t.startswith("-") or t == "-":
             break
+        if t == "--":
+            i += 1
+            break
+        i = step(i, w, t)
+    return i, opaque
+
+
+def _options(rest: list[Word], bools: set[str], values: set[str]) -> tuple[dict[str, Value], int, bool]:
+    """Parse leading ``--options``. Returns (options, index of the first non-option word, whether
+    an unknown splat was among the options)."""
+    opts: dict[str, Value] = {}
+
+    def step(i: int, w: Word, t: str) -> int:
         if "=" in t and t.startswith("--"):
             k, _, _ = t.partition("=")
             key = norm(k)
             opts[key] = w.value(len(k) + 1, k)
-            i += 1
-            continue
+            return i + 1
         key = norm(t)
         if key in bools:
             opts[key] = Value(True, w.span, True, "", t)
-            i += 1
-            continue
+            return i + 1
         nxt = rest[i + 1] if i + 1 < len(rest) else None
         if key in values or (nxt is not None and not _looks_like_program(nxt) and not nxt.text.startswith("-")):
             if nxt is None:
-                i += 1
-                continue
+                return i + 1
             opts[key] = nxt.value(0, t)
-            i += 2
-            continue
+            return i + 2
         opts[key] = Value(True, w.span, True, "", t)
-        i += 1
+        return i + 1
+
+    i, opaque = _scan_options(rest, step)
     return opts, i, opaque
 
 
@@ -553,48 +563,33 @@ def _procs_from_wrapper(la: Launch) -> None:
 
 def _srun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
     opts: dict[str, Value] = {}
-    i = 0
-    opaque = False
-    while i < len(rest):
-        w = rest[i]
-        if w.splat:
-            opaque = True
-            i += 1
-            continue
-        t = w.text
-        if not t.startswith("-") or t == "-":
-            break
-        if t == "--":
-            i += 1
-            break
+
+    def step(i: int, w: Word, t: str) -> int:
         if t.startswith("--"):
             if "=" in t:
                 k, _, _ = t.partition("=")
                 opts[norm(k)] = w.value(len(k) + 1, f"srun {k}")
-                i += 1
-                continue
+                return i + 1
             key = norm(t)
             if key in SRUN_BOOL or key in SRUN_OPTIONAL:
                 opts[key] = Value(True, w.span, True, "", f"srun {t}")
-                i += 1
-                continue
+                return i + 1
             if i + 1 < len(rest):
                 opts[key] = rest[i + 1].value(0, f"srun {t}")
-            i += 2
-            continue
+            return i + 2
         # short option(s)
         letter = t[1:2]
         if letter in SRUN_SHORT_VALUE:
             if len(t) > 2:
-                val = w.value(3 if t[2] == "=" else 2, f"srun -{letter}")
-                i += 1
-            else:
-                val = rest[i + 1].value(0, f"srun -{letter}") if i + 1 < len(rest) else Value.unknown("missing")
-                i += 2
-            opts[_SRUN_SHORT.get(letter, letter)] = val
-            continue
+                opts[_SRUN_SHORT.get(letter, letter)] = w.value(3 if t[2] == "=" else 2, f"srun -{letter}")
+                return i + 1
+            opts[_SRUN_SHORT.get(letter, letter)] = (rest[i + 1].value(0, f"srun -{letter}") if i + 1 < len(rest)
+                                                     else Value.unknown("missing"))
+            return i + 2
         opts[_SRUN_SHORT.get(letter, letter)] = Value(True, w.span, True, "", f"srun {t}")
-        i += 1
+        return i + 1
+
+    i, opaque = _scan_options(rest, step)
     la = _start("srun", span, env, wrapper, ctx, opts, opaque, "srun's options")
     nodes = int_fact(opts.get("nodes"), "srun --nodes", allow_range=True)
     if nodes is not None:
@@ -739,48 +734,34 @@ def gpus_per_node(opts: dict[str, Value], who: str, nodes: int | None, tpn: Valu
 def _mpirun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
     opts: dict[str, Value] = {}
     env = dict(env)
-    i = 0
-    opaque = False
-    while i < len(rest):
-        w = rest[i]
-        if w.splat:
-            opaque = True
-            i += 1
-            continue
-        t = w.text
-        if not t.startswith("-") or t == "-":
-            break
-        if t == "--":
-            i += 1
-            break
-        key = norm(t.split("=", 1)[0])
+
+    def step(i: int, w: Word, t: str) -> int:
+        name = t.split("=", 1)[0]
+        key = norm(name)
         if "=" in t and t.startswith("--"):
-            opts[key] = w.value(len(t.split("=", 1)[0]) + 1, f"mpirun {t.split('=', 1)[0]}")
-            i += 1
-            continue
+            opts[key] = w.value(len(name) + 1, f"mpirun {name}")
+            return i + 1
         if key in MPIRUN_TWO_VALUES:
             if key in ("genv", "env") and i + 2 < len(rest) and rest[i + 1].known:
                 env[rest[i + 1].text] = rest[i + 2].value(0, rest[i + 1].text)
-            i += 3
-            continue
+            return i + 3
         if key == "x":
             if i + 1 < len(rest) and rest[i + 1].known:
                 k, eq, _ = rest[i + 1].text.partition("=")
                 if eq:
                     env[k] = rest[i + 1].value(len(k) + 1, k)
-            i += 2
-            continue
+            return i + 2
         if key in MPIRUN_BOOL:
             opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
-            i += 1
-            continue
+            return i + 1
         nxt = rest[i + 1] if i + 1 < len(rest) else None
         if nxt is not None and not nxt.text.startswith("-") and not _looks_like_program(nxt):
             opts[key] = nxt.value(0, f"mpirun {t}")
-            i += 2
-        else:
-            opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
-            i += 1
+            return i + 2
+        opts[key] = Value(True, w.span, True, "", f"mpirun {t}")
+        return i + 1
+
+    i, opaque = _scan_options(rest, step)
     la = _start("mpirun", span, env, wrapper, ctx, opts, opaque, "mpirun's options")
     np_ = int_fact(opts.get("np", opts.get("n", opts.get("c"))), "mpirun -np")
     if np_ is not None:
