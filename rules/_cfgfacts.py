@@ -71,7 +71,7 @@ class View:
         return known_int(self.world)
 
 
-def _world_of(facts: FactMap) -> Value | None:
+def world_of(facts: FactMap) -> Value | None:
     ws = facts.get("parallel.world_size")
     if known_int(ws) is not None:
         return ws
@@ -98,7 +98,7 @@ def _gpn(facts: FactMap, config: dict) -> Value | None:
 
 def file_view(f: "FileFacts", config: dict | None = None) -> View:
     config = config or {}
-    w = _world_of(f.facts)
+    w = world_of(f.facts)
     return View(f.facts, w, _frameworks(f.facts), None, _gpn(f.facts, config), set(), config)
 
 
@@ -110,7 +110,7 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     if launch is not None:
         lf = getattr(launch, "facts", None)
         if isinstance(lf, FactMap):
-            launch_world = _world_of(lf)
+            launch_world = world_of(lf)
             if launch_world is None:
                 launch_world = launch_world_size(launch)
         for a in getattr(launch, "args", []) or []:
@@ -120,7 +120,7 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     if w is None and hasattr(job, "world_size"):
         w = job.world_size()
     if w is None:
-        w = _world_of(job.facts)
+        w = world_of(job.facts)
     return View(job.facts, w, _frameworks(job.facts), launch_world, _gpn(job.facts, config), flags, config)
 
 

@@ -4,10 +4,10 @@ values that contradict the HF Trainer / accelerate values they are checked again
 from __future__ import annotations
 
 from parallint.diagnostics import Severity
-from parallint.facts import FactMap, Value, known_int
+from parallint.facts import FactMap, known_int
 from parallint.rule import Example
 
-from parallint.rules._cfgfacts import FactRule, Finding, View, src
+from parallint.rules._cfgfacts import FactRule, Finding, View, src, world_of
 
 _TRAIN_PY = "import deepspeed\nimport torch\n\nmodel = torch.nn.Linear(8, 8)\nengine, *_ = deepspeed.initialize(model=model, config='ds_config.json')\n"
 
@@ -26,7 +26,7 @@ def _ds(tb=None, mb=None, gas=None, extra: str = "") -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def _dp(view: View, *, sp: bool) -> tuple[int | None, list]:
+def dp_size(view: View, *, sp: bool) -> tuple[int | None, list]:
     """Data-parallel size = world / (TP × PP [× SP]) and the values it came from."""
     w = view.world_int
     if w is None:
@@ -95,7 +95,7 @@ class DeepspeedBatchIdentity(FactRule):
             return
         if (mb is not None and mb <= 0) or (ga is not None and ga <= 0):
             return
-        dp, dp_rel = _dp(view, sp=True)
+        dp, dp_rel = dp_size(view, sp=True)
         rel = [(mb_v, f"micro batch {mb}"), (ga_v, f"gradient accumulation {ga}")]
         rel = [r for r, i in zip(rel, (mb, ga)) if i is not None]
         if dp is not None:
@@ -160,7 +160,7 @@ class GlobalBatchNotDivisible(FactRule):
         if view.fw("torchtitan"):
             dp, dp_rel = _torchtitan_dp(view)
         else:
-            dp, dp_rel = _dp(view, sp=False)
+            dp, dp_rel = dp_size(view, sp=False)
         if dp is not None:
             if gb % (mb * dp):
                 yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb} × data-parallel "
@@ -265,9 +265,7 @@ class DeepspeedTrainerMismatch(FactRule):
         w = job.world_size() if hasattr(job, "world_size") else None
         launch = getattr(job, "launch", None)
         if launch is not None and isinstance(getattr(launch, "facts", None), FactMap):
-            from parallint.rules._cfgfacts import _world_of
-
-            lw = _world_of(launch.facts)
+            lw = world_of(launch.facts)
             w = lw if lw is not None else w
         if known_int(tb) is not None and mb is not None and known_int(w) is not None:
             expect = mb * (ga or 1) * known_int(w)

@@ -8,7 +8,6 @@ and stays silent unless every number it needs is known.
 from __future__ import annotations
 
 from parallint.diagnostics import Severity
-from parallint.facts import Value
 from parallint.rule import Example
 
 from parallint.rules._cfgfacts import FactRule, Finding, View, src

@@ -22,7 +22,6 @@ from parallint.facts import FileFacts, Value
 from parallint.launch import Launch
 from parallint.readers.shell import syn001
 
-JOB_KINDS = {"PyTorchJob", "TrainJob", "MPIJob", "Job", "TrainingRuntime", "ClusterTrainingRuntime"}
 K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 

@@ -15,7 +15,6 @@ from parallint.readers.cfgutil import ConfigData, Emitter, Placeholder, new_fact
 from parallint.readers.yamlpos import PNode
 
 KIND = "torchtitan_py"
-TOP_CALLS = ("Trainer.Config", "JobConfig", "Config")
 
 
 def _dotted(expr) -> str:
