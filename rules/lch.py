@@ -47,16 +47,24 @@ def by_layer(la, key: str) -> dict[str, Value]:
     return out
 
 
+#: the layers around a launcher, innermost first
+OUTER_LAYERS = ("srun", "scheduler", "kube")
+
+
+def stated(la, key: str, layers: tuple[str, ...] = ("launcher",) + OUTER_LAYERS) -> Value | None:
+    """The value of ``key`` stated by the first of ``layers`` that states one."""
+    lay = by_layer(la, key)
+    return first(*(lay.get(name) for name in layers))
+
+
 def outer_nodes(la) -> Value | None:
     """The node count the scheduler/wrapper gives the launcher: srun's, else #SBATCH's, else the
     Kubernetes job's."""
-    lay = by_layer(la, "parallel.nodes")
-    return first(lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    return stated(la, "parallel.nodes", OUTER_LAYERS)
 
 
 def effective_nodes(la) -> int | None:
-    lay = by_layer(la, "parallel.nodes")
-    v = first(lay.get("launcher"), lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    v = stated(la, "parallel.nodes")
     if v is None and la.launcher == "accelerate":
         return None
     return known_int(v)
@@ -64,8 +72,7 @@ def effective_nodes(la) -> int | None:
 
 def procs_per_node(la) -> Value | None:
     """Processes the launch starts on each node (the launcher's own count, else the job's)."""
-    lay = by_layer(la, "parallel.procs_per_node")
-    v = first(lay.get("launcher"), lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    v = stated(la, "parallel.procs_per_node")
     if v is not None:
         return v
     if la.launcher == "accelerate":
@@ -77,8 +84,7 @@ def procs_per_node(la) -> Value | None:
 
 
 def gpus_requested(la) -> Value | None:
-    lay = by_layer(la, "hardware.gpus_per_node_requested")
-    return first(lay.get("srun"), lay.get("scheduler"), lay.get("kube"))
+    return stated(la, "hardware.gpus_per_node_requested", OUTER_LAYERS)
 
 
 def launches(f) -> Iterable:

@@ -309,7 +309,6 @@ def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
             continue
         seen_cmds.add(key)
         out.extend(_launches_of_container(c, job, path, abspath))
-    job.scheduler = {}
     return out or [job]
 
 
