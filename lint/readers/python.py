@@ -9,6 +9,12 @@ layer partitions; device meshes. ``facts`` holds the normalized facts the script
 
 Importing this module is cheap: LibCST is imported inside :func:`read`.
 
+Speed (benchmarks/bench_python_reader.py): LibCST's parse is most of the cost. The tree is walked
+with :class:`_Walker`, a read-only walk in LibCST's own visiting order (``CSTNode.visit`` rebuilds
+every node it passes, which cost more than the parse); imports come from the ``ast`` pass that
+checks the file first; positions are computed only when a span is asked for, by one code
+generation (:func:`_positions`).
+
 For rule writers (see rules/ddp.py, pg.py, dat.py, ckp.py, pip.py, lay_mesh.py)::
 
     s = script_of(f)                       # the Script of a python FileFacts, else None
