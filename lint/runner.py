@@ -252,13 +252,15 @@ class Runner:
                         self.early[item[0]], self.early_job[item[0]] = diags
                         self.stripped.add(item[0])
                     self.errors.extend(errors)
-        except Exception as exc:  # a pool that cannot start: parse here instead
+        except Exception:  # a pool that cannot start: parse here instead
             if self.debug:
                 raise
             for item in items:
-                if item[0] not in self.cache or self.cache[item[0]] is None:
+                if self.cache.get(item[0]) is None:
+                    self.early.pop(item[0], None)
+                    self.early_job.pop(item[0], None)
+                    self.stripped.discard(item[0])
                     self.cache[item[0]] = self._parse(*item)
-            del exc
         finally:
             _WORKER = None
 
