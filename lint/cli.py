@@ -215,10 +215,8 @@ def estimate(
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
 ) -> None:
     """Estimate per-GPU training memory for every job."""
-    try:
-        from parallint.estimate_cmd import estimate_main
-    except ImportError:
-        raise _fail("the estimator is not available in this installation")
+    from parallint.estimate_cmd import estimate_main
+
     config = _load_config(config_path)
     overrides = {k: v for k, v in dict(gpu=gpu, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage,
                                          micro_batch=micro_batch, recompute=recompute).items() if v is not None}
@@ -234,10 +232,8 @@ def plan(
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
 ) -> None:
     """List the layouts that satisfy every layout rule and fit in memory, best first."""
-    try:
-        from parallint.estimate_cmd import plan_main
-    except ImportError:
-        raise _fail("the estimator is not available in this installation")
+    from parallint.estimate_cmd import plan_main
+
     config = _load_config(config_path)
     raise typer.Exit(plan_main(list(paths), gpus, gpu, output_format, config.settings))
 

@@ -46,7 +46,7 @@ class Config:
             rel = display_path
         out: list[str] = []
         for glob, sels in self.settings.get("per-file-ignores", {}).items():
-            g = glob.lstrip("./") if glob.startswith("./") else glob
+            g = glob[2:] if glob.startswith("./") else glob
             if fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(Path(rel).name, g) or fnmatch.fnmatch(rel, g.rstrip("/") + "/*"):
                 out.extend(sels)
         return out

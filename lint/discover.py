@@ -122,6 +122,7 @@ def _gitignore(dirpath: str) -> tuple[_Pattern, ...]:
         return ()
 
 
+@lru_cache(maxsize=4096)
 def _git_root(start: Path) -> Path | None:
     for d in (start, *start.parents):
         if (d / ".git").exists():

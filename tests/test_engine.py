@@ -175,3 +175,12 @@ def test_example_dedent():
 def test_builtin_registry_loads():
     reg = get_registry()
     assert reg.lookup("SYN001") is reg.lookup("parse-error")
+
+
+def test_per_file_ignores_globs_relative_to_config(tmp_path):
+    from parallint.config import Config
+
+    cfg = Config(None, tmp_path, {"per-file-ignores": {"./.hidden/*": ["DDP001"], "legacy/*.py": ["PG"]}})
+    assert cfg.per_file_ignores(".hidden/a.py", tmp_path / ".hidden" / "a.py") == ["DDP001"]
+    assert cfg.per_file_ignores("legacy/b.py", tmp_path / "legacy" / "b.py") == ["PG"]
+    assert cfg.per_file_ignores("src/c.py", tmp_path / "src" / "c.py") == []
