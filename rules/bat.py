@@ -232,8 +232,7 @@ class DeepspeedTrainerMismatch(FactRule):
 
     def check_job(self, job, ctx):
         ds_files = [f for f in job.files if f.kind == "deepspeed"]
-        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")
-                    or (f.kind == "python" and any(str(v.value) == "hf_trainer" for v in f.facts.known("framework")))]
+        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")]
         if not ds_files or not hf_files:
             return
         found = []

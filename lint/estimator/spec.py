@@ -12,7 +12,9 @@ import copy
 from functools import lru_cache
 from typing import Any
 
-SECTIONS = ("model", "parallel", "training", "hardware")
+from parallint.model import vocab
+
+SECTIONS = vocab.SECTIONS
 
 
 @lru_cache(maxsize=1)
@@ -165,16 +167,8 @@ def _schema_text() -> str:
 
 
 # --------------------------------------------------------------------------- facts -> spec
-_FACT_FIELDS = {
-    "model": ("param_count layers hidden heads kv_heads ffn vocab seq_len mlp tied_embeddings norm "
-              "bias position_embeddings num_experts top_k moe_ffn head_dim preset moe_layer_freq "
-              "shared_expert_ffn").split(),
-    "parallel": ("world_size nodes gpus_per_node dp tp pp vpp cp ep etp zero_stage "
-                 "sequence_parallel distributed_optimizer fsdp").split(),
-    "training": ("micro_batch global_batch grad_accum recompute precision optimizer "
-                 "grad_dtype").split(),
-    "hardware": ("gpu gpu_memory_bytes").split(),
-}
+#: the facts copied into a spec, section -> names: derived from the declared vocabulary
+_FACT_FIELDS = vocab.SPEC_FACT_FIELDS
 
 
 def spec_from_facts(facts, config: dict | None = None) -> dict | None:

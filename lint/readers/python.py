@@ -1552,11 +1552,10 @@ def script_of(f: FileFacts) -> Script | None:
 
 
 def launch_world_size(job) -> tuple[int | None, Value | None]:
-    """The world size the job's launcher starts (see parallint.launch.launch_world_size)."""
-    from parallint.launch import launch_world_size as _lws
+    """The world size the job's launcher starts (alias of parallint.model.world.job_launch_world_size)."""
+    from parallint.model.world import job_launch_world_size
 
-    v = _lws(getattr(job, "launch", None))
-    return (known_int(v), v) if v is not None else (None, None)
+    return job_launch_world_size(job)
 
 
 def job_scripts(job) -> list[tuple[FileFacts, Script]]:
