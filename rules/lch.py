@@ -6,6 +6,7 @@ from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
+from parallint.model.origin import from_call, launch_layer
 from parallint.rule import Example, Rule
 
 LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube"})
@@ -17,17 +18,8 @@ KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Mast
 
 # -- helpers shared with rules/env.py ---------------------------------------------------------
 def layer(v: Value) -> str:
-    """Which launch layer stated a fact: scheduler, srun, kube or the launcher itself."""
-    s = v.source or ""
-    if s.startswith("#SBATCH"):
-        return "scheduler"
-    if s.startswith("srun"):
-        return "srun"
-    if s.startswith("mpirun"):
-        return "mpirun"
-    if s.startswith(KUBE_SOURCES):
-        return "kube"
-    return "launcher"
+    """Which launch layer stated a fact: scheduler, srun, mpirun, kube or the launcher itself."""
+    return launch_layer(v)  # decided on the value's origin (parallint.model.origin)
 
 
 def first(*vals):
@@ -349,7 +341,7 @@ class LauncherWorldSizeMismatch(Rule):
                 if launch_v is None:
                     continue
                 for v in pf.facts.known(key):
-                    if not (v.source or "").startswith("Trainer("):
+                    if not from_call(v, "Trainer"):
                         continue
                     n = known_int(v)
                     if n is not None and n != launch_v.value:

@@ -1450,7 +1450,10 @@ def _nested_shape(v) -> tuple[int, ...] | None:
 def _fact(f: FileFacts, key: str, v: Value, source: str, conv=None) -> None:
     if v.known and conv is not None:
         v = v.map(conv)
-    f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})"))
+    from parallint.facts import Origin  # the call the value is an argument of: rules match on it
+
+    f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})",
+                           Origin(v.origin.how, source.split("(", 1)[0])))
 
 
 def _int(x):
