@@ -198,7 +198,7 @@ def show(
 
     config = _load_config(config_path)
     jobs = build_jobs(paths, config)
-    sys.stdout.write(render_jobs(jobs))
+    sys.stdout.write(render_jobs(jobs, config.settings))
 
 
 @app.command()
