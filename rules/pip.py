@@ -24,10 +24,11 @@ def _config_problems(f, code: str):
 
     sched = getattr(data, "extra", {}).get("pp_schedule")
     schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
+    kind = {"PIP001": "layers", "PIP002": "stages"}[code]  # the reader reports kinds; the rule owns codes
     for part in parts:
-        for c, span, msg in partition_problems(part, schedule):
-            if c == code:
-                yield span, msg
+        for problem in partition_problems(part, schedule):
+            if problem.kind == kind:
+                yield problem.span, problem.message
 
 
 _TITAN = """

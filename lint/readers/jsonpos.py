@@ -4,7 +4,7 @@ It keeps every value's line and column and every mapping's duplicate keys (DeepS
 ``json.load`` silently keeps the last). It is lenient the way DeepSpeed's own loader (hjson) is:
 ``//``, ``#`` and ``/* */`` comments and trailing commas are accepted, and a bare word in value
 position (``"stage": ZERO_STAGE`` in a template that a script fills in with sed) becomes a
-:class:`parallint.readers.cfgutil.Placeholder`, an unknown value, not a parse error.
+:class:`Placeholder`, an unknown value, not a parse error.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ MAX_NODES = 500_000
 _NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
 _ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class Placeholder(str):
+    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
 
 
 class JsonPosError(ValueError):
@@ -106,7 +110,6 @@ class _Parser:
 
     # grammar ------------------------------------------------------------------------------
     def value(self, depth: int) -> PNode:
-        from parallint.readers.cfgutil import Placeholder
 
         self.count += 1
         if self.count > MAX_NODES:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from parallint.readers.python import Frame, Script
 
 MAX_DEPTH = 12
-from parallint.readers.python import MULTI  # noqa: E402,F401 - one sentinel for both modules
+from parallint.readers.pyshared import MULTI  # noqa: E402,F401 - one sentinel for both modules
 
 #: environment variables that carry the global rank / local rank
 GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})

@@ -635,8 +635,7 @@ def _positions(module) -> Any:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-#: a name bound in a way that cannot be followed (loop target, augmented assignment, import...)
-MULTI: Any = object()
+from parallint.readers.pyshared import MULTI  # noqa: E402,F401 - one sentinel for both modules
 
 
 def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
