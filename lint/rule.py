@@ -14,6 +14,10 @@ Documentation: ``doc`` is Markdown with exactly these sections, in order::
 Examples: ``valid`` and ``invalid`` are lists of :class:`Example`. The test suite runs every one:
 an INVALID example must produce exactly ``count`` findings of this rule (on ``line`` when given), a
 VALID one none. An example is one file (``code`` + ``filename``) or several (``files``).
+
+Declarations: ``kinds`` (file kinds), ``calls`` (call groups or qualified names matched in Python
+scripts), ``needles`` (extra pre-filter words) and ``facts`` (fact keys read). Registration refuses
+an unknown kind, call group or fact, so a typo fails loudly instead of silencing the rule.
 """
 
 from __future__ import annotations
@@ -63,6 +67,14 @@ class Rule:
     doc: ClassVar[str] = ""
     #: file kinds check_file is called for (see parallint.classify.KINDS); empty = none
     kinds: ClassVar[frozenset[str]] = frozenset()
+    #: calls the rule matches in Python scripts: call groups of the Python reader (``"ddp"``,
+    #: ``"collective"``) or qualified names (``"torch.distributed.barrier"``). The engine derives
+    #: the reader's call groups and the Python pre-filter from these (parallint.model.calls).
+    calls: ClassVar[frozenset[str]] = frozenset()
+    #: extra words that make a Python file worth parsing for this rule (aliases such as ``DDP``)
+    needles: ClassVar[tuple[str, ...]] = ()
+    #: the fact keys the rule reads (parallint.model.vocab)
+    facts: ClassVar[frozenset[str]] = frozenset()
     valid: ClassVar[Sequence[Example]] = ()
     invalid: ClassVar[Sequence[Example]] = ()
 

@@ -20,6 +20,7 @@ def _plain_distributed(s: Script) -> bool:
 
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
+    calls = frozenset({"save"})
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
     summary = "torch.save in a distributed script not guarded by a rank-0 condition"
@@ -135,6 +136,7 @@ class UnguardedCheckpointSave(Rule):
 
 class LoadWithoutMapLocation(Rule):
     code = "CKP002"
+    calls = frozenset({"load"})
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"

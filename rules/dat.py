@@ -54,6 +54,7 @@ def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool 
 
 class MissingDistributedSampler(Rule):
     code = "DAT001"
+    calls = frozenset({"dataloader", "ddp", "fsdp", "fully_shard"})
     name = "missing-distributed-sampler"
     severity = Severity.WARNING
     summary = "a DDP/FSDP script iterates a training DataLoader with no DistributedSampler"
@@ -169,6 +170,7 @@ def _loader_uses(s: Script, sampler: Call) -> list[Call]:
 
 class SamplerSetEpochMissing(Rule):
     code = "DAT002"
+    calls = frozenset({"dataloader", "distributed_sampler"})
     name = "sampler-set-epoch-missing"
     severity = Severity.WARNING
     summary = "a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)"
@@ -279,6 +281,7 @@ class SamplerSetEpochMissing(Rule):
 
 class SamplerWithShuffle(Rule):
     code = "DAT003"
+    calls = frozenset({"dataloader"})
     name = "sampler-with-shuffle"
     severity = Severity.ERROR
     summary = "DataLoader(sampler=..., shuffle=True) raises at construction"

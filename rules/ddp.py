@@ -13,6 +13,7 @@ _PY = frozenset({"python"})
 
 class FindUnusedParameters(Rule):
     code = "DDP001"
+    facts = frozenset({"ddp.find_unused_parameters"})
     name = "find-unused-parameters"
     severity = Severity.WARNING
     summary = "find_unused_parameters=True makes DDP traverse the autograd graph every step"
@@ -119,6 +120,8 @@ def _device_uses(s: Script):
 
 class GlobalRankAsDevice(Rule):
     code = "DDP002"
+    calls = frozenset({"ddp", "set_device"})
+    facts = frozenset({"parallel.nodes"})
     name = "global-rank-as-device"
     severity = Severity.ERROR
     summary = "the global rank selects the CUDA device (use the local rank)"
@@ -226,6 +229,7 @@ class GlobalRankAsDevice(Rule):
 
 class ReentrantCheckpointUnderDDP(Rule):
     code = "DDP003"
+    calls = frozenset({"checkpoint", "ddp"})
     name = "reentrant-checkpoint-under-ddp"
     severity = Severity.WARNING
     summary = "torch.utils.checkpoint.checkpoint without use_reentrant=False in a DDP-trained script"
@@ -314,6 +318,7 @@ class ReentrantCheckpointUnderDDP(Rule):
 
 class MultipleDeviceIds(Rule):
     code = "DDP004"
+    calls = frozenset({"ddp"})
     name = "multiple-device-ids"
     severity = Severity.ERROR
     summary = "DistributedDataParallel device_ids with more than one element"

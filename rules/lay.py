@@ -40,6 +40,10 @@ def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> s
 
 class ParallelProductMismatch(FactRule):
     code = "LAY001"
+    facts = frozenset({
+        "parallel.cp", "parallel.dp", "parallel.dp_replicate", "parallel.dp_shard", "parallel.pp", "parallel.sp",
+        "parallel.tp",
+    })
     name = "parallel-product-mismatch"
     severity = Severity.ERROR
     summary = "The product of the parallel degrees does not fit the world size"
@@ -198,6 +202,7 @@ class ParallelProductMismatch(FactRule):
 
 class TensorParallelAcrossNodes(FactRule):
     code = "LAY002"
+    facts = frozenset({"parallel.nodes", "parallel.tp"})
     name = "tensor-parallel-across-nodes"
     severity = Severity.WARNING
     summary = "Tensor parallelism spans more GPUs than one node has"
@@ -234,6 +239,7 @@ class TensorParallelAcrossNodes(FactRule):
 
 class HeadsNotDivisibleByTp(FactRule):
     code = "LAY003"
+    facts = frozenset({"model.heads", "parallel.tp"})
     name = "heads-not-divisible-by-tp"
     severity = Severity.ERROR
     summary = "The number of attention heads is not divisible by the tensor-parallel degree"
@@ -275,6 +281,7 @@ class HeadsNotDivisibleByTp(FactRule):
 
 class LayersNotDivisibleByPp(FactRule):
     code = "LAY004"
+    facts = frozenset({"model.layers", "parallel.pp", "parallel.pp_layout", "parallel.vpp"})
     name = "layers-not-divisible-by-pp"
     severity = Severity.ERROR
     summary = "The layers do not split evenly over the pipeline (× virtual) stages"
@@ -334,6 +341,7 @@ def _uneven() -> frozenset[str]:
 
 class SequenceParallelWithoutTp(FactRule):
     code = "LAY005"
+    facts = frozenset({"parallel.sequence_parallel", "parallel.tp"})
     name = "sequence-parallel-without-tp"
     severity = Severity.WARNING
     summary = "Sequence parallelism is enabled with tensor-parallel degree 1"
@@ -371,6 +379,7 @@ class SequenceParallelWithoutTp(FactRule):
 
 class ZeroWithPipeline(FactRule):
     code = "LAY006"
+    facts = frozenset({"parallel.pp", "parallel.zero_stage"})
     name = "zero-with-pipeline"
     severity = Severity.ERROR
     summary = "DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism"
@@ -419,6 +428,7 @@ class ZeroWithPipeline(FactRule):
 
 class ExpertsNotDivisible(FactRule):
     code = "LAY008"
+    facts = frozenset({"model.num_experts", "parallel.ep", "parallel.etp", "parallel.pp", "parallel.tp"})
     name = "experts-not-divisible"
     severity = Severity.ERROR
     summary = "Experts do not divide over expert parallelism, or the expert grid does not fit the world"
@@ -482,6 +492,7 @@ class ExpertsNotDivisible(FactRule):
 
 class ContextParallelSeqLen(FactRule):
     code = "LAY009"
+    facts = frozenset({"model.seq_len", "parallel.cp"})
     name = "context-parallel-seq-len"
     severity = Severity.ERROR
     summary = "The sequence length is not divisible by 2 × the context-parallel degree"
@@ -515,6 +526,7 @@ class ContextParallelSeqLen(FactRule):
 
 class KvGroupsVsTp(FactRule):
     code = "LAY010"
+    facts = frozenset({"model.kv_heads", "parallel.tp"})
     name = "kv-groups-vs-tp"
     severity = Severity.ERROR
     summary = "GQA query groups are neither a multiple nor a divisor of TP"
@@ -548,6 +560,7 @@ class KvGroupsVsTp(FactRule):
 
 class VirtualPipelineWithoutPp(FactRule):
     code = "LAY011"
+    facts = frozenset({"parallel.pp", "parallel.vpp"})
     name = "virtual-pipeline-without-pp"
     severity = Severity.ERROR
     summary = "A virtual (interleaved) pipeline is requested with PP 1"
@@ -579,6 +592,7 @@ class VirtualPipelineWithoutPp(FactRule):
 
 class HiddenNotDivisibleByHeads(FactRule):
     code = "LAY012"
+    facts = frozenset({"model.head_dim", "model.heads", "model.hidden"})
     name = "hidden-not-divisible-by-heads"
     severity = Severity.ERROR
     summary = "hidden_size is not divisible by num_attention_heads and no head dimension is given"

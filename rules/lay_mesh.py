@@ -12,6 +12,7 @@ from parallint.rule import Example, Rule
 
 class DeviceMeshSizeMismatch(Rule):
     code = "LAY007"
+    facts = frozenset({"parallel.world_size"})
     name = "device-mesh-size-mismatch"
     severity = Severity.ERROR
     summary = "the product of an init_device_mesh/DeviceMesh shape differs from the world size"

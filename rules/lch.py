@@ -104,6 +104,7 @@ def unique(diags: Iterable[Diagnostic]) -> Iterable[Diagnostic]:
 # -- rules ------------------------------------------------------------------------------------
 class LauncherWorldSizeMismatch(Rule):
     code = "LCH001"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node"})
     name = "launcher-world-size-mismatch"
     severity = Severity.ERROR
     summary = "Two launch layers disagree on the number of nodes or processes per node."
@@ -374,6 +375,9 @@ class LauncherWorldSizeMismatch(Rule):
 
 class MoreProcessesThanGpus(Rule):
     code = "LCH002"
+    facts = frozenset({
+        "hardware.gpus_per_node_requested", "parallel.nodes", "parallel.procs_per_node", "parallel.world_size",
+    })
     name = "more-processes-than-gpus"
     severity = Severity.ERROR
     summary = "More processes per node than GPUs requested per node."
@@ -462,6 +466,7 @@ class MoreProcessesThanGpus(Rule):
 
 class DoubleLaunch(Rule):
     code = "LCH003"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node", "parallel.world_size"})
     name = "double-launch"
     severity = Severity.ERROR
     summary = "srun/mpirun starts several tasks per node and each task is a launcher that forks workers."
@@ -659,6 +664,7 @@ class PyTorchJobMasterReplicas(Rule):
 
 class MultiNodeRendezvous(Rule):
     code = "LCH006"
+    facts = frozenset({"parallel.nodes"})
     name = "multi-node-rendezvous"
     severity = Severity.ERROR
     summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
@@ -762,6 +768,7 @@ class MultiNodeRendezvous(Rule):
 
 class AccelerateProcessesPerMachine(Rule):
     code = "LCH007"
+    facts = frozenset({"parallel.nodes", "parallel.world_size"})
     name = "accelerate-processes-per-machine"
     severity = Severity.ERROR
     summary = "accelerate num_processes is the total over all machines: it must be a multiple of num_machines."

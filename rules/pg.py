@@ -30,6 +30,7 @@ def _unconditional(s: Script, c: Call) -> bool:
 
 class NcclWithoutSetDevice(Rule):
     code = "PG001"
+    calls = frozenset({"init_process_group", "set_device"})
     name = "nccl-without-set-device"
     severity = Severity.WARNING
     summary = "NCCL process group initialised with no torch.cuda.set_device(...) or device_id="
@@ -120,6 +121,7 @@ class NcclWithoutSetDevice(Rule):
 
 class BackendDeviceMismatch(Rule):
     code = "PG002"
+    calls = frozenset({"ddp", "init_process_group", "set_device"})
     name = "backend-device-mismatch"
     severity = Severity.WARNING
     summary = "gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)"
@@ -220,6 +222,7 @@ class BackendDeviceMismatch(Rule):
 
 class WorldSizeConflict(Rule):
     code = "PG003"
+    calls = frozenset({"init_process_group"})
     name = "world-size-conflict"
     severity = Severity.ERROR
     summary = "world_size=/rank= given to init_process_group disagree with the launcher"
@@ -306,6 +309,7 @@ _RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
 class EnvRendezvousWithoutLauncher(Rule):
     code = "PG004"
+    calls = frozenset({"init_process_group", "spawn"})
     name = "env-rendezvous-without-launcher"
     severity = Severity.ERROR
     summary = "env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE"
@@ -422,6 +426,7 @@ _GROUP_POS = {
 
 class CollectiveInRankBranch(Rule):
     code = "PG005"
+    calls = frozenset({"collective", "dcp_save", "fsdp", "spawn"})
     name = "collective-in-rank-branch"
     severity = Severity.ERROR
     summary = "a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"

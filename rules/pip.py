@@ -200,6 +200,7 @@ def _sizes(p: Partition) -> list[int] | None:
 
 class PartitionCountMismatch(Rule):
     code = "PIP002"
+    facts = frozenset({"parallel.pp", "parallel.world_size"})
     name = "partition-count-mismatch"
     severity = Severity.ERROR
     summary = "the number of partitions differs from the PP degree or from the ranks that select them"

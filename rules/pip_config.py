@@ -23,6 +23,10 @@ def _titan(pp: int, local: int, mbs: int) -> str:
 
 class FewerMicrobatchesThanStages(FactRule):
     code = "PIP004"
+    facts = frozenset({
+        "parallel.pp", "training.global_batch", "training.grad_accum", "training.micro_batch",
+        "training.pp_microbatch",
+    })
     name = "fewer-microbatches-than-stages"
     severity = Severity.WARNING
     summary = "Fewer microbatches per step than pipeline stages: most of the step is bubble"
