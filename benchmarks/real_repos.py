@@ -187,8 +187,8 @@ def parallint_command() -> list[str]:
     exe = Path(sys.executable).with_name("parallint")
     if exe.exists():
         return [str(exe)]
-    # -P: the repository (the working directory) stays off sys.path, so its files are never imported.
-    return [sys.executable, "-P", "-m", "parallint"]
+    # -P (3.11+): the repository (the working directory) stays off sys.path, so its files are never imported.
+    return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", "parallint"]
 
 
 def run_repo(repo: Path, commit: str, extra: list[str], timeout: float) -> RepoRun:
