@@ -184,7 +184,9 @@ def show_rule(code: str = typer.Argument(..., help="A rule code or name, e.g. DD
     rule = reg.lookup(code)
     if rule is None:
         raise _fail(f"unknown rule '{code}' (see 'parallint rules')")
-    typer.echo(rule.documentation(), nl=False)
+    from parallint.examples import finding_lines
+
+    typer.echo(rule.documentation(finding_lines(rule)), nl=False)
 
 
 @app.command()

@@ -50,6 +50,7 @@ LAYER_OF = {
     "parallint.registry": "engine",
     "parallint.runner": "engine",
     "parallint.suppress": "engine",
+    "parallint.examples": "engine",
     "parallint.report": "report",
     "parallint.show": "report",
     "parallint.estimate_cmd": "report",
