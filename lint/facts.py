@@ -7,6 +7,7 @@ Normalized fact keys follow the job spec of DESIGN.md, e.g. ``parallel.tp``, ``p
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -109,7 +110,7 @@ class FactMap:
                 return v
         return None
 
-    def int(self, key: str) -> int | None:
+    def int(self, key: str) -> builtins.int | None:
         return known_int(self.get(key))
 
     def keys(self) -> Iterable[str]:
@@ -121,7 +122,7 @@ class FactMap:
     def __contains__(self, key: str) -> bool:
         return key in self._d
 
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         return len(self._d)
 
 

@@ -86,7 +86,7 @@ def normalize(spec: dict) -> dict:
     Adds ``training.num_microbatches`` (from ``grad_accum`` or ``global_batch / (micro x DP)``) and
     ``_assumptions`` (what was defaulted, in words).
     """
-    out = {k: dict(spec.get(k) or {}) for k in SECTIONS}
+    out: dict[str, Any] = {k: dict(spec.get(k) or {}) for k in SECTIONS}
     out["estimator"] = dict(spec.get("estimator") or {})
     if isinstance(spec.get("framework"), str):
         out["framework"] = spec["framework"]
@@ -182,7 +182,7 @@ def spec_fields(facts, config: dict | None = None, notes: dict[str, str] | None 
     """
     config = config or {}
     notes = {} if notes is None else notes
-    spec: dict[str, dict] = {k: {} for k in SECTIONS}
+    spec: dict[str, Any] = {k: {} for k in SECTIONS}
     for section, names in _FACT_FIELDS.items():
         for name in names:
             v = facts.get(f"{section}.{name}")
@@ -258,7 +258,7 @@ def spec_for_job(job, config: dict | None = None) -> dict | None:
     config = config or {}
     root = getattr(job, "root", None)
     data = getattr(root, "data", None)
-    if getattr(root, "kind", None) == "jobspec" and getattr(data, "valid", False):
+    if getattr(root, "kind", None) == "jobspec" and data is not None and getattr(data, "valid", False):
         spec = copy.deepcopy(data.spec)
         if not (spec.get("hardware") or {}).get("gpu") and config.get("gpu"):
             spec.setdefault("hardware", {})["gpu"] = config["gpu"]
