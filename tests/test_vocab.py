@@ -146,3 +146,10 @@ def test_vocabulary_table_lists_every_fact():
     table = vocab.markdown_table()
     for f in vocab.VOCABULARY:
         assert f"`{f.key}`" in table
+
+
+def test_architecture_doc_carries_the_current_vocabulary_table():
+    text = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    table = text.split("<!-- vocab:begin -->\n", 1)[1].split("<!-- vocab:end -->", 1)[0]
+    assert table == vocab.markdown_table(), (
+        "regenerate: .venv/bin/python -c \"from parallint.model import vocab; print(vocab.markdown_table())\"")
