@@ -129,15 +129,17 @@ def test_factmap_refuses_an_undeclared_fact():
 
 
 def test_no_side_channel_for_the_pipeline_microbatch(tmp_path):
-    """torchtitan's pipeline microbatch is a declared fact, not an ``extra`` entry or config key."""
+    """torchtitan's pipeline microbatch and schedule are declared facts, not ``extra`` entries or
+    config keys."""
     from parallint.readers import torchtitan
 
     text = ("[training]\nlocal_batch_size = 8\n\n[parallelism]\npipeline_parallel_degree = 4\n"
-            "pipeline_parallel_microbatch_size = 2\n")
+            "pipeline_parallel_microbatch_size = 2\npipeline_parallel_schedule = \"1F1B\"\n")
     ff = torchtitan.read("t.toml", tmp_path / "t.toml", text)
     v = ff.facts.get("training.pp_microbatch")
     assert v is not None and v.value == 2 and v.span.line == 6
-    assert "pp_microbatch_size" not in (getattr(ff.data, "extra", {}) or {})
+    assert ff.facts.get("parallel.pp_schedule").value == "1F1B"
+    assert not (getattr(ff.data, "extra", {}) or {})
     for path in list((ROOT / "rules").glob("*.py")) + READER_FILES:
         assert "__pp_microbatch__" not in path.read_text("utf-8"), path
 
@@ -149,7 +151,15 @@ def test_vocabulary_table_lists_every_fact():
 
 
 def test_architecture_doc_carries_the_current_vocabulary_table():
-    text = (ROOT / "docs" / "architecture.md").read_text("utf-8")
-    table = text.split("<!-- vocab:begin -->\n", 1)[1].split("<!-- vocab:end -->", 1)[0]
+    """Regenerate with PARALLINT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_vocab.py"""
+    import os
+
+    doc = ROOT / "docs" / "architecture.md"
+    text = doc.read_text("utf-8")
+    head, rest = text.split("<!-- vocab:begin -->\n", 1)
+    table, tail = rest.split("<!-- vocab:end -->", 1)
+    if os.environ.get("PARALLINT_UPDATE_SNAPSHOTS") == "1":
+        doc.write_text(head + "<!-- vocab:begin -->\n" + vocab.markdown_table() + "<!-- vocab:end -->" + tail, "utf-8")
+        return
     assert table == vocab.markdown_table(), (
-        "regenerate: .venv/bin/python -c \"from parallint.model import vocab; print(vocab.markdown_table())\"")
+        "regenerate: PARALLINT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_vocab.py")

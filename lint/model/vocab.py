@@ -132,6 +132,8 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.distributed_optimizer", "bool", "Megatron distributed optimizer (ZeRO-1)", producers=_MEGATRON),
     Fact("parallel.fsdp", "bool", "FSDP full shard (same as zero_stage 3)",
          producers=("accelerate", "foundry", "python")),
+    Fact("parallel.pp_schedule", "str", "pipeline schedule (torchtitan pipeline_parallel_schedule: 1F1B, "
+         "GPipe, Interleaved1F1B...)", producers=("torchtitan",), spec=False),
     Fact("parallel.pp_layout", "str|bool", "an uneven or explicit pipeline layout is configured",
          producers=("megatron_yaml", "nemo"), spec=False),
     # ------------------------------------------------------------------ training

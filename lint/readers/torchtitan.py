@@ -93,7 +93,9 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
         ff.facts.add("training.pp_microbatch", mb_v.map(as_int))
     sched = first("pipeline_parallel_schedule")
     if sched:
-        ff.data.extra["pp_schedule"] = em.value(sched)
+        sched_v = em.value(sched)
+        if sched_v is not None:
+            ff.facts.add("parallel.pp_schedule", sched_v)
     parts: list[Partition] = []
     fq = first("module_fqns_per_model_part")
     if fq:
