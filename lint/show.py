@@ -8,6 +8,7 @@ HSDP degrees...) are shown as comments."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Iterable
 
 from parallint.facts import Value
@@ -49,8 +50,8 @@ def _value_line(key: str, values: list[Value]) -> str:
     return f"  {key}: null  # unknown: {u.why or 'not resolved'} ({_where(u)})"
 
 
-def _schema_ok(key: str, value) -> bool:
-    """Whether ``value`` is allowed for job-spec field ``key`` by schemas/job.schema.json."""
+@lru_cache(maxsize=None)
+def _validator(key: str):
     import jsonschema
 
     from parallint.estimator.spec import _schema_text
@@ -58,7 +59,12 @@ def _schema_ok(key: str, value) -> bool:
     schema = json.loads(_schema_text())
     section, _, name = key.rpartition(".")
     prop = schema["properties"][section]["properties"][name] if section else schema["properties"][name]
-    return jsonschema.Draft202012Validator(prop).is_valid(value)
+    return jsonschema.Draft202012Validator(prop)
+
+
+def _schema_ok(key: str, value) -> bool:
+    """Whether ``value`` is allowed for job-spec field ``key`` by schemas/job.schema.json."""
+    return bool(_validator(key).is_valid(value))
 
 
 def _spec_line(key: str, value, values: list[Value], note: str | None, indent: str = "  ") -> str:
