@@ -13,9 +13,34 @@ _PY = frozenset({"python"})
 _PER_RANK = re.compile(r"rank|process_index|ordinal|procid", re.I)
 
 
+_BUFFER_NAME = re.compile(r"^(?:buf|buffer|bio|byte_?buf|bytes_?io|mem_?file|membuf|stream)$", re.I)
+
+
 def _plain_distributed(s: Script) -> bool:
-    """The script sets up torch.distributed itself (frameworks guard saves and map devices)."""
-    return s.is_distributed() and not s.framework_managed()
+    """The script sets up distributed training itself (torch.distributed, deepspeed.init_distributed,
+    Accelerator, Fabric, a device mesh); trainers that guard saves and map devices are left alone."""
+    return s.sets_up_distributed()
+
+
+def _in_memory(s: Script, dest, frame) -> bool:
+    """``torch.save(obj, buf)`` into an ``io.BytesIO`` (serialising, not writing a file)."""
+    import libcst as cst
+
+    for _ in range(4):
+        if isinstance(dest, cst.Call):
+            return bool(s.qnames(dest.func) & {"io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"})
+        if isinstance(dest, cst.Name):
+            if _BUFFER_NAME.match(dest.value):
+                return True
+            b = s.binding(dest.value, frame)
+            if b is None:
+                return False
+            dest, frame = b
+            continue
+        if isinstance(dest, cst.Attribute):
+            return _BUFFER_NAME.match(dest.attr.value) is not None
+        return False
+    return False
 
 
 class UnguardedCheckpointSave(Rule):
@@ -26,11 +51,16 @@ class UnguardedCheckpointSave(Rule):
     kinds = _PY
     doc = """
     ## What it does
-    In a script that sets up torch.distributed itself, flags `torch.save(...)` reached from the
-    script's entry point on a path with no rank condition (`if rank == 0:`, `if is_main_process():`,
-    `if local_rank in [-1, 0]:`, an early `return` on the other ranks, a `@rank_zero_only`
-    decorator). Saves to per-rank paths (a file name built from the rank) are fine. Scripts
-    driven by accelerate, Lightning or the HF Trainer are left alone.
+    In a script that sets up distributed training itself (`init_process_group`, DDP/FSDP,
+    `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`),
+    flags `torch.save(...)` reached from the script's entry point on a path with no rank condition.
+    Rank conditions are followed through local variables and attributes
+    (`save_logs = is_master(args)` then `if save_logs:`), helper predicates (`is_main_process()`,
+    `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
+    flag whose name says main/master/rank 0), `if local_rank in [-1, 0]:`, early returns on the
+    other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
+    paths (a file name built from the rank) and into an `io.BytesIO` buffer are fine. Scripts whose
+    loop is run by Lightning's or HF's Trainer are left alone.
 
     ## Why it matters
     Every rank writes the same file at the same time: N times the I/O, and on shared file
@@ -78,7 +108,29 @@ class UnguardedCheckpointSave(Rule):
             import torch
             from accelerate import Accelerator
             accelerator = Accelerator()
-            torch.save(model.state_dict(), "ckpt.pt")
+            if accelerator.is_main_process:
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save(args, model):
+                if args.save_logs:
+                    torch.save(model.state_dict(), args.checkpoint_path)
+            def main(args):
+                dist.init_process_group("nccl")
+                args.save_logs = args.logs != "none" and is_master(args)
+                save(args, model)
+            main(parse())
+        """),
+        Example("""
+            import io
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            payload = buf.getvalue()
         """),
     ]
     invalid = [
@@ -112,6 +164,21 @@ class UnguardedCheckpointSave(Rule):
                 Trainer(model, rank).train(10)
             main(0, 1)
         """, line=8),
+        Example("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for epoch in range(3):
+                train(model)
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """, line=6),
+        Example("""
+            import deepspeed
+            import torch
+            deepspeed.init_distributed()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            torch.save(engine.module.state_dict(), "final.pt")
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -122,6 +189,8 @@ class UnguardedCheckpointSave(Rule):
             dest = c.arg_node("f", 1)
             if c.has_star() or dest is None or _PER_RANK.search(s.code(dest)):
                 continue
+            if _in_memory(s, dest, c.frame):
+                continue  # serialised into memory (to send or hash), not written
             paths = s.effective_guards(c)
             if not paths:
                 continue  # the file never calls the function that saves: unknown

@@ -84,6 +84,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
                    "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
     "ds_initialize": ("deepspeed.initialize",),
+    "ds_init_distributed": ("deepspeed.init_distributed", "deepspeed.comm.init_distributed",
+                            "deepspeed.comm.comm.init_distributed"),
+    "fabric": ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+               "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"),
+    "bytes_io": ("io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"),
     "spawn": ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
               "torch.multiprocessing.spawn.spawn", "colossalai.testing.spawn", "colossalai.testing.utils.spawn",
               "torch.multiprocessing.spawn.start_processes"),
@@ -297,6 +302,7 @@ class Script:
         self._module: Any = None
         self._by_group: dict[str, list[Call]] = {}
         self._evaluator: Any = None
+        self._pending_guards: list = []  # guards to classify again once the whole file is read
 
     # ---------------------------------------------------------------- lookups
     def by(self, *groups: str) -> list[Call]:
@@ -319,6 +325,17 @@ class Script:
     def is_distributed(self) -> bool:
         """The script itself sets up torch.distributed training (not a framework doing it)."""
         return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
+
+    def sets_up_distributed(self) -> bool:
+        """The script starts distributed training through a call it makes itself: torch.distributed,
+        ``deepspeed.init_distributed()``, ``Accelerator()``, ``lightning.Fabric(...)`` or
+        ``init_device_mesh``, and no trainer (HF Trainer, Lightning Trainer) runs the loop for it.
+        Such a script writes and reads its own checkpoints, so the CKP rules apply."""
+        if self.has("hf_trainer", "training_args", "pl_trainer"):
+            return False
+        if self.has("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
+            return True
+        return self.is_distributed() and not self.framework_managed()
 
     def framework_managed(self) -> bool:
         """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves.
@@ -569,6 +586,22 @@ class Script:
             b = self.binding(node.value, frame)
             if b is not None:
                 return self.classify_test(b[0], b[1], depth + 1)
+            return self._classify_all(frame.bindings.get(node.value) if node.value in frame.bindings else None,
+                                      frame, depth)
+        if isinstance(node, cst.Attribute):
+            # `args.save_logs = args.logs and is_master(args)` then `if args.save_logs:` elsewhere
+            bs = self.attr_bindings.get(_dotted(node) or "")
+            if bs:
+                return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
+        return False, None
+
+    def _classify_all(self, exprs, frame, depth, frames=None) -> tuple[bool, bool | None]:
+        """A name bound several times: a rank-0 guard when every binding says rank 0 only."""
+        if not exprs or len(exprs) > 4 or any(e is MULTI for e in exprs):
+            return False, None
+        got = [self.classify_test(e, (frames[i] if frames else frame), depth + 1) for i, e in enumerate(exprs)]
+        if all(r and z is True for r, z in got):
+            return True, True
         return False, None
 
     # ---------------------------------------------------------------- reachability
@@ -1082,6 +1115,7 @@ def _collector_class():
             self.guards.append(g_true)
             self.walk(node.body)
             self.guards.pop()
+            pending = [g_true, g_false]
             if node.orelse is not None:
                 self.guards.append(g_false)
                 if isinstance(node.orelse, cst.Else):
@@ -1089,10 +1123,14 @@ def _collector_class():
                 else:
                     self.walk(node.orelse)
                 self.guards.pop()
-            elif rank and _exits(node.body):
+            elif _exits(node.body) and (rank or not is_main):
                 # `if rank != 0: return` -> the rest of the block runs on the other ranks only
-                self.guards.append(Guard(self.s, t, rank, g_false.zero, id(node), False, early=True))
+                early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True)
+                pending.append(early)
+                self.guards.append(early)
                 self.block_early[-1] += 1
+            if not rank:  # may read a flag bound later in the file (`args.save_logs = is_master(args)`)
+                self.s._pending_guards.append((pending, t, self.frame))
             return False
 
         def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -1377,7 +1415,18 @@ _COLLECTOR = None
 
 # ---------------------------------------------------------------------------------------------
 def _post(script: Script) -> None:
-    """Things that need the whole file: layer counts and selectors of partitions, meshes."""
+    """Things that need the whole file: guards on flags bound further down, layer counts and
+    selectors of partitions, meshes."""
+    for guards, test, frame in script._pending_guards:
+        try:
+            rank, zero = script.classify_test(test, frame)
+        except RecursionError:  # pragma: no cover
+            continue
+        if rank:
+            for g in guards:
+                g.rank = True
+                g.zero = zero if g.branch else (None if zero is None else not zero)
+    script._pending_guards = []
     for p in script.partitions:
         key = p.base.rsplit(".", 1)[-1]
         ns = script.layer_lists.get(key, [])
