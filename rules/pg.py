@@ -28,6 +28,12 @@ def _unconditional(s: Script, c: Call) -> bool:
     return bool(paths) and any(all(g.main for g in p) for p in paths)
 
 
+def _sets_visible_devices(s: Script) -> bool:
+    """The script pins each process to its GPU through CUDA_VISIBLE_DEVICES (in its code, not in
+    a comment)."""
+    return "CUDA_VISIBLE_DEVICES" in s.env_writes()
+
+
 class NcclWithoutSetDevice(Rule):
     code = "PG001"
     name = "nccl-without-set-device"
@@ -102,13 +108,15 @@ class NcclWithoutSetDevice(Rule):
         s = script_of(f)
         if s is None:
             return
-        text = s.text
-        if s.has("set_device") or "set_device" in text or "CUDA_VISIBLE_DEVICES" in text:
+        if s.has("set_device") or s.methods("set_device") or s.methods("set_device_index") or _sets_visible_devices(s):
             return
         for c in s.by("init_process_group"):
             b, _ = _backend(s, c)
             if b != "nccl" or c.has_keyword("device_id") or c.has_star():
                 continue
+            ws = s.arg(c, "world_size")
+            if ws is not None and ws.known and ws.value == 1:
+                continue  # one process: GPU 0 is its GPU
             if _reached(s, c) is None:
                 continue
             yield self.report(
@@ -411,6 +419,53 @@ def _only_call_site(s: Script, frame) -> Call | None:
     return sites[0][0]
 
 
+#: method calls that cannot hold a collective (logging, containers, tensor conversions)
+_PLAIN_METHODS = frozenset({
+    "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "print", "append", "extend",
+    "format", "item", "join", "write", "flush", "close", "cpu", "tolist", "numpy", "get", "items", "keys",
+    "values", "update", "pop", "strip", "split", "startswith", "endswith", "replace", "lower", "upper",
+    "exists", "mkdir", "makedirs", "sleep", "add_scalar", "add_scalars",
+})
+_PLAIN_MODULES = ("torch.", "logging.", "builtins.", "os.", "time.", "math.", "json.", "sys.", "shutil.",
+                  "pathlib.", "numpy.", "random.", "warnings.", "print")
+
+
+def _opaque(s: Script, c: Call) -> bool:
+    """A call whose body this file does not show and that may make a collective."""
+    import builtins
+
+    import libcst as cst
+
+    if c.groups:
+        return False
+    if c.qnames:
+        return not all(q.startswith(_PLAIN_MODULES) for q in c.qnames)
+    func = c.node.func
+    if isinstance(func, cst.Name):
+        if func.value in s.functions:
+            return False  # defined here: its own collectives are checked where it is called
+        return not hasattr(builtins, func.value)
+    if c.method is not None:
+        if c.method in _PLAIN_METHODS:
+            return False
+        recv = c.receiver
+        if isinstance(recv, cst.Name) and recv.value in ("self", "cls") and c.method in s.functions:
+            return False
+        return True
+    return True
+
+
+def _other_path_hidden(s: Script, g) -> bool:
+    """The ranks that do not take the guarded branch run a call this file cannot see into (the
+    `else:`/`elif` branch of the same `if`): their matching collective may well be in there."""
+    if g.early:
+        return False  # `if rank != 0: return`: the other ranks' path is the return
+    for c in s.calls:
+        if any(h.if_id == g.if_id and h.branch != g.branch for h in c.guards) and _opaque(s, c):
+            return True
+    return False
+
+
 # collective -> index of its positional `group` argument
 _GROUP_POS = {
     "barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "broadcast": 2, "all_gather": 2,
@@ -432,7 +487,10 @@ class CollectiveInRankBranch(Rule):
     `reduce`, ..., an FSDP model's full `state_dict()`, `torch.distributed.checkpoint.save`)
     inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`, after
     `if rank != 0: return`), when the same function has no matching call on the other ranks' path.
-    Collectives on an explicit `group=` are left alone.
+    A collective is unmatched only when the other ranks' path is visible: when the `else:`/`elif`
+    branch calls code this file does not show (`model.generate_other_ranks()`, an imported
+    helper), the match may be in there and the rule stays silent. Collectives on an explicit
+    `group=` are left alone.
 
     ## Why it matters
     Every rank of the group must enter the same collective. The ranks that skip the branch never
@@ -490,6 +548,17 @@ class CollectiveInRankBranch(Rule):
                 send_side(t)
             else:
                 recv_side(t)
+        """),
+        # the other ranks' matching broadcast is inside a method this file does not show
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def serve(model):
+                if dist.get_rank() == 0:
+                    run_server(model)
+                    dist.broadcast(torch.tensor([1], device="cuda"), src=0)
+                else:
+                    model.generate_other_ranks()
         """),
     ]
     invalid = [
@@ -566,6 +635,8 @@ class CollectiveInRankBranch(Rule):
             if any(o is not c and sh == short and (og.if_id == g.if_id and og.branch != g.branch)
                    for o, sh, og, _ in entries):
                 continue  # the other branch makes the same collective
+            if _other_path_hidden(s, g):
+                continue  # the other ranks call code this file does not show: the match may be there
             if site is None and any(o is not c and sh == short and o.frame is c.frame for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",

@@ -326,6 +326,18 @@ class Script:
         """The script itself sets up torch.distributed training (not a framework doing it)."""
         return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
 
+    def syntax_index(self) -> "SyntaxIndex":
+        """Identifiers, keyword arguments, string constants and environment writes of the file,
+        from its syntax tree (comments and docstrings are not code). Computed once, on demand."""
+        if getattr(self, "_syntax_index", None) is None:
+            self._syntax_index = SyntaxIndex(self.text)
+        return self._syntax_index
+
+    def env_writes(self) -> set[str]:
+        """Environment variables the script sets: ``os.environ["X"] = ...``, ``os.environ.update(X=...)``,
+        ``os.environ.setdefault("X", ...)``, ``os.putenv("X", ...)``."""
+        return self.syntax_index().env_writes
+
     def sets_up_distributed(self) -> bool:
         """The script starts distributed training through a call it makes itself: torch.distributed,
         ``deepspeed.init_distributed()``, ``Accelerator()``, ``lightning.Fabric(...)`` or
@@ -650,6 +662,73 @@ class Script:
         if ps is None:
             return None
         return [p + call.frame.base_guards + call.guards for p in ps]
+
+
+class SyntaxIndex:
+    """What a file's code (not its comments) names: identifiers (names and attributes), keyword
+    argument names with their constant values, imported modules, base classes, string constants
+    and the environment variables it writes. Built with the stdlib ``ast`` (cheap next to LibCST)."""
+
+    def __init__(self, text: str) -> None:
+        import ast
+
+        self.names: set[str] = set()
+        self.keywords: dict[str, list] = {}
+        self.modules: set[str] = set()
+        self.bases: set[str] = set()
+        self.strings: set[str] = set()
+        self.env_writes: set[str] = set()
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        for node in ast.walk(tree):
+            t = type(node)
+            if t is ast.Name:
+                self.names.add(node.id)
+            elif t is ast.Attribute:
+                self.names.add(node.attr)
+            elif t is ast.keyword and node.arg:
+                v = node.value.value if isinstance(node.value, ast.Constant) else ...
+                self.keywords.setdefault(node.arg, []).append(v)
+            elif t is ast.Import:
+                self.modules.update(a.name for a in node.names)
+            elif t is ast.ImportFrom and node.module:
+                self.modules.add(node.module)
+                self.names.update(a.name for a in node.names)
+            elif t is ast.ClassDef:
+                for b in node.bases:
+                    self.bases.add(b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", ""))
+            elif t is ast.Constant and isinstance(node.value, str) and len(node.value) < 200:
+                self.strings.add(node.value)
+            elif t is ast.Assign or t is ast.AugAssign:
+                for tgt in (node.targets if t is ast.Assign else [node.target]):
+                    if isinstance(tgt, ast.Subscript) and _is_environ(tgt.value):
+                        k = tgt.slice
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                            self.env_writes.add(k.value)
+            elif t is ast.Call and isinstance(node.func, ast.Attribute):
+                f = node.func
+                if f.attr in ("update", "setdefault") and _is_environ(f.value) or (
+                        f.attr == "putenv" and isinstance(f.value, ast.Name) and f.value.id == "os"):
+                    self.env_writes.update(k.arg for k in node.keywords if k.arg)
+                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        self.env_writes.add(node.args[0].value)
+                    if node.args and isinstance(node.args[0], ast.Dict):
+                        self.env_writes.update(k.value for k in node.args[0].keys
+                                               if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+    def keyword_is(self, name: str, value) -> bool:
+        return any(v is value or (v is not ... and v == value and type(v) is type(value))
+                   for v in self.keywords.get(name, ()))
+
+
+def _is_environ(node) -> bool:
+    import ast
+
+    return (isinstance(node, ast.Attribute) and node.attr == "environ"
+            and isinstance(node.value, ast.Name) and node.value.id == "os") or (
+            isinstance(node, ast.Name) and node.id == "environ")
 
 
 def _positions(module) -> Any:
