@@ -22,6 +22,15 @@ def _plain_distributed(s: Script) -> bool:
     return s.sets_up_distributed()
 
 
+def _loads_onto_gpus(s: Script) -> bool:
+    """A script that runs torch.distributed (or deepspeed.init_distributed) itself. Not accelerate
+    or Fabric: their saves gather to the CPU (FSDP full state dicts, ``accelerator.save``), so a
+    plain ``torch.load`` there usually restores CPU tensors."""
+    if s.has("hf_trainer", "training_args", "pl_trainer"):
+        return False
+    return (s.is_distributed() and not s.framework_managed()) or s.runs_setup("ds_init_distributed")
+
+
 def _in_memory(s: Script, dest, frame) -> bool:
     """``torch.save(obj, buf)`` into an ``io.BytesIO`` (serialising, not writing a file)."""
     import libcst as cst
@@ -210,8 +219,10 @@ class LoadWithoutMapLocation(Rule):
     kinds = _PY
     doc = """
     ## What it does
-    In a script that sets up torch.distributed itself, flags `torch.load(...)` without
-    `map_location` (outside rank-specific branches).
+    In a script that sets up torch.distributed itself (or calls `deepspeed.init_distributed()`),
+    flags `torch.load(...)` without `map_location` (outside rank-specific branches). Scripts run
+    by accelerate or Lightning Fabric are left alone: their checkpoint helpers gather state to the
+    CPU, so a plain `torch.load` there usually restores CPU tensors.
 
     ## Why it matters
     Tensors saved from `cuda:0` are restored onto `cuda:0` on every rank: all processes allocate
@@ -257,7 +268,7 @@ class LoadWithoutMapLocation(Rule):
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
-        if s is None or not _plain_distributed(s):
+        if s is None or not _loads_onto_gpus(s):
             return
         loads = s.by("load")
         mapped = [c for c in loads if s.arg(c, "map_location", 1) is not None]

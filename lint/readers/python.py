@@ -269,6 +269,26 @@ class Partition:
 
 
 @dataclass
+class RankList:
+    """A list literal of per-stage values (layer counts, boundaries, layer ids) that the script
+    indexes with a rank: ``layers_per_stage[rank]``, ``bounds[rank]:bounds[rank + 1]``."""
+
+    name: str
+    length: int
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+    frame: Frame | None = field(default=None, repr=False)
+    #: "global" (dist.get_rank(), RANK) or "pipeline" (pp_rank, stage_id ...)
+    rank: str = "global"
+    #: also indexed with rank + 1 (a list of stage boundaries: one more entry than stages)
+    boundaries: bool = False
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+
+@dataclass
 class Mesh:
     span: Span
     shape: tuple[int, ...] | None  # None when not known
@@ -303,6 +323,9 @@ class Script:
         self._by_group: dict[str, list[Call]] = {}
         self._evaluator: Any = None
         self._pending_guards: list = []  # guards to classify again once the whole file is read
+        self._rank_index: list = []  # (name, index expression, frame) of name[<rank>]
+        #: literal per-rank lists (`layers_per_stage = [8, 8, 8]`) indexed by a rank
+        self.rank_lists: list[RankList] = []
 
     # ---------------------------------------------------------------- lookups
     def by(self, *groups: str) -> list[Call]:
@@ -345,9 +368,14 @@ class Script:
         Such a script writes and reads its own checkpoints, so the CKP rules apply."""
         if self.has("hf_trainer", "training_args", "pl_trainer"):
             return False
-        if self.has("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
+        if self.runs_setup("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
             return True
         return self.is_distributed() and not self.framework_managed()
+
+    def runs_setup(self, *groups: str) -> bool:
+        """One of these calls runs when the file is started (not only inside a library function
+        nobody here calls)."""
+        return any(self.paths(c.frame) is not None for c in self.by(*groups))
 
     def framework_managed(self) -> bool:
         """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves.
@@ -1315,6 +1343,11 @@ def _collector_class():
                 idx = node.slice[0].slice.value
                 if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
                     self.s.rank_subscripts.append((node.value.value, node))
+                    self.s._rank_index.append((node.value.value, idx, self.frame))
+                else:
+                    base = idx.left if isinstance(idx, cst.BinaryOperation) else idx
+                    if isinstance(base, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(base) or ""):
+                        self.s._rank_index.append((node.value.value, idx, self.frame))
 
         def visit_FormattedString(self, node: cst.FormattedString) -> None:
             parts = node.parts
@@ -1526,6 +1559,7 @@ def _post(script: Script) -> None:
             if any(b is node for b in bs) and name in rank_subs:
                 p.selector = "rank"
                 p.selector_span = script.span_of(rank_subs[name])
+    _rank_lists(script)
     for c in script.by("init_device_mesh"):
         shape_node = c.arg_node("mesh_shape", 1)
         names_node = c.arg_node("mesh_dim_names", 2)
@@ -1550,6 +1584,61 @@ def _post(script: Script) -> None:
             if v.known:
                 shape = _nested_shape(v.value)
         script.meshes.append(Mesh(c.span, shape, None, c))
+
+
+_PARTITION_NAME = re.compile(r"layer|stage|split|partition|part(?:s)?$|boundar|bound|chunk|block|shard", re.I)
+_PP_RANK_NAME = re.compile(r"^(?:pp|pipe|pipeline|stage)_?(?:rank|id|idx|index)$|^stage$", re.I)
+
+
+def _rank_of_index(script: Script, idx, frame) -> tuple[str | None, bool]:
+    """("global" | "pipeline" | None, plus_one) for the index of ``x[idx]``."""
+    import libcst as cst
+
+    plus = False
+    if isinstance(idx, cst.BinaryOperation) and isinstance(idx.operator, cst.Add):
+        a, b = idx.left, idx.right
+        if isinstance(a, cst.Integer):
+            a, b = b, a
+        if not (isinstance(b, cst.Integer) and b.value == "1"):
+            return None, False
+        idx, plus = a, True
+    if isinstance(idx, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(idx) or ""):
+        return "pipeline", plus
+    if script.rank_kind(idx, frame) == "global":
+        return "global", plus
+    return None, plus
+
+
+def _rank_lists(script: Script) -> None:
+    import libcst as cst
+
+    seen: dict[int, RankList] = {}
+    unclear: set[int] = set()
+    for name, idx, frame in script._rank_index:
+        if not _PARTITION_NAME.search(name):
+            continue
+        b = script.binding(name, frame)
+        if b is None or not isinstance(b[0], (cst.List, cst.Tuple)):
+            continue
+        node = b[0]
+        if len(node.elements) < 2 or any(isinstance(e, cst.StarredElement) for e in node.elements):
+            continue
+        if any(id(p.node) == id(node) for p in script.partitions):
+            continue  # a partition of module slices: PIP001/PIP002 read it already
+        kind, plus = _rank_of_index(script, idx, frame)
+        if kind is None or id(node) in unclear:
+            continue
+        rl = seen.get(id(node))
+        if rl is None:
+            rl = RankList(name, len(node.elements), node, script, b[1], kind, plus)
+            seen[id(node)] = rl
+            script.rank_lists.append(rl)
+        elif rl.rank != kind:  # indexed by different ranks: unclear
+            script.rank_lists.remove(rl)
+            unclear.add(id(node))
+        else:
+            rl.boundaries = rl.boundaries or plus
+    script._rank_index = []
 
 
 def _all_bindings(script: Script):
