@@ -60,14 +60,27 @@ def _all_layers(s: Script, node, frame, depth: int = 0) -> str | None:
 
 
 def _previous_binding(s: Script, call, name: str):
-    """The expression ``name`` was bound to just before ``name = DDP(name, ...)`` in the same scope."""
+    """The expression ``name`` was built from before ``name = DDP(name, ...)`` in the same scope,
+    passing over moves (``name = name.to(device)``)."""
+    import libcst as cst
+
+    from parallint.readers.python import MULTI
+
     bs = call.frame.bindings.get(name, [])
     for i, b in enumerate(bs):
-        if b is call.node and i > 0:
-            prev = bs[i - 1]
-            from parallint.readers.python import MULTI
-
-            return None if prev is MULTI else prev
+        if b is call.node:
+            j = i - 1
+            while j >= 0:
+                prev = bs[j]
+                if prev is MULTI:
+                    return None
+                f = prev.func if isinstance(prev, cst.Call) else None
+                if (isinstance(f, cst.Attribute) and f.attr.value in _SAME_MODULE and f.attr.value != "requires_grad_"
+                        and isinstance(f.value, cst.Name) and f.value.value == name):
+                    j -= 1
+                    continue
+                return prev
+            return None
     return None
 
 

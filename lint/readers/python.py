@@ -182,6 +182,12 @@ class Frame:
     params: set[str] = field(default_factory=set)
     base_guards: tuple[Guard, ...] = ()
     imports: dict[str, set] = field(default_factory=dict, repr=False)
+    #: the expressions of the function's `return` statements (None for a bare `return`)
+    returns: list = field(default_factory=list, repr=False)
+    #: a class decorated with @dataclass (its annotated class attributes are field defaults)
+    dataclass: bool = False
+    #: the function's parameters have defaults / *args: calls may bind them
+    has_params: bool = False
 
 
 @dataclass(eq=False)
@@ -308,6 +314,7 @@ class Script:
         self.callsites: dict[str, list[tuple[Call | None, tuple[Guard, ...], Frame]]] = {}
         self.refs: set[str] = set()  # names passed as values (callbacks)
         self.functions: dict[str, list[Frame]] = {}
+        self.classes: dict[str, list[Frame]] = {}
         self.loops: list[tuple[Loop, tuple[Loop, ...], Frame]] = []
         self.partitions: list[Partition] = []
         self.meshes: list[Mesh] = []
@@ -370,7 +377,7 @@ class Script:
             return False
         if self.runs_setup("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
             return True
-        return self.is_distributed() and not self.framework_managed()
+        return self.has("init_process_group", "ddp", "fsdp", "fully_shard") and not self.framework_managed()
 
     def runs_setup(self, *groups: str) -> bool:
         """One of these calls runs when the file is started (not only inside a library function
@@ -1177,6 +1184,7 @@ def _collector_class():
             for prm in (p.star_arg, p.star_kwarg):
                 if isinstance(prm, cst.Param):
                     frame.params.add(prm.name.value)
+            frame.has_params = bool(frame.params)
             base = []
             for d in node.decorators:
                 if _RANK0_DECORATOR.search(_dotted(d.decorator) or self.s.code(d.decorator)):
@@ -1193,8 +1201,16 @@ def _collector_class():
                 self.walk(a)
             self._bind(node.name.value, MULTI)
             frame = Frame("class", node.name.value, self.frame)
+            frame.dataclass = any(
+                (_tail(d.decorator) or "") == "dataclass" for d in node.decorators)
+            self.s.classes.setdefault(node.name.value, []).append(frame)
             self._with_frame(frame, node.body)
             return False
+
+        def visit_Return(self, node) -> None:
+            if self.frame.kind == "function":
+                # a return under a condition or in a loop: the function's value is not one expression
+                self.frame.returns.append(node.value if not self.guards and not self.loops else MULTI)
 
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return True
