@@ -326,8 +326,23 @@ def test_nccl_without_set_device_mentioned_only_in_a_comment_is_flagged(tmp_path
         import torch.distributed as dist
         # TODO: torch.cuda.set_device(local_rank) and export CUDA_VISIBLE_DEVICES
         dist.init_process_group(backend="nccl")
+        model = build().cuda()
     """}, "PG001")
     assert [line for _p, line, _s in got] == [3]
+
+
+def test_nccl_test_that_names_every_device_is_quiet(tmp_path):
+    """picotron-style test: tensors on cuda:LOCAL_RANK only, nothing on the default GPU."""
+    assert found(tmp_path, {"tests/test_tp.py": """
+        import os
+        import torch
+        import torch.distributed as dist
+        local_rank = int(os.environ["LOCAL_RANK"])
+        device = torch.device("cuda", local_rank)
+        dist.init_process_group(rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]), backend="nccl")
+        x = torch.randn(2, 4, device=device)
+        layer = torch.nn.Linear(4, 4, device=device)
+    """}, "PG001") == []
 
 
 def test_collective_matched_inside_a_method_of_the_other_ranks_is_quiet(tmp_path):
