@@ -249,6 +249,15 @@ class LoadWithoutMapLocation(Rule):
             import torch
             state = torch.load("ckpt.pt")
         """),
+        # Fabric gathers FSDP state to the CPU when it saves: a plain load restores CPU tensors
+        Example("""
+            import torch
+            import lightning as L
+            fabric = L.Fabric(devices=8, strategy="fsdp")
+            fabric.launch()
+            fabric.save("ckpt.pt", {"model": model})
+            state = torch.load("ckpt.pt", weights_only=True)
+        """),
     ]
     invalid = [
         Example("""
@@ -264,6 +273,13 @@ class LoadWithoutMapLocation(Rule):
                 model.load_state_dict(torch.load(path, weights_only=True))
                 return DDP(model, device_ids=[local_rank])
         """, line=4),
+        Example("""
+            import deepspeed
+            import torch
+            deepspeed.init_distributed()
+            if args.student_checkpoint is not None:
+                model.load_state_dict(torch.load(args.student_checkpoint))
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:

@@ -95,8 +95,9 @@ class MissingDistributedSampler(Rule):
     ## What it does
     In a script that wraps its model in DDP or FSDP itself, flags a training `DataLoader` (one that
     shuffles, or whose name or dataset says `train`) built with no `sampler=`/`batch_sampler=`,
-    when nothing in the script shards the data another way (`DistributedSampler`,
-    `IterableDataset`, `split_dataset_by_node`, `.shard(...)`). Scripts driven by accelerate,
+    when nothing in the script's code shards the data another way (`DistributedSampler`,
+    `IterableDataset`, `split_dataset_by_node`, `.shard(...)`, `num_replicas=`, webdataset); a
+    comment or docstring that names one of them does not count. Scripts driven by accelerate,
     Lightning or the HF Trainer are left alone: those shard the data themselves.
 
     ## Why it matters
@@ -159,6 +160,14 @@ class MissingDistributedSampler(Rule):
             fully_shard(model)
             train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=8)
         """, line=4),
+        # a comment that mentions the sampler is not a sampler
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            model = DDP(model, device_ids=[local_rank])
+            # TODO: switch to a DistributedSampler
+            train_loader = DataLoader(train_set, batch_size=32, shuffle=True)
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -209,8 +218,11 @@ class SamplerSetEpochMissing(Rule):
     doc = """
     ## What it does
     Flags a `DistributedSampler` that shuffles (the default) whose DataLoader is iterated in an
-    epoch loop, when the script never calls `set_epoch`. Evaluation samplers (`eval_sampler`,
-    `val_dataset` ...) are left alone: their order does not matter.
+    epoch loop, when the script never calls `set_epoch` (decided from the code: a comment or
+    docstring that mentions `set_epoch` does not count). Evaluation samplers (`eval_sampler`,
+    `val_dataset` ...) are left alone: their order does not matter; so are DataLoaders passed
+    through `accelerator.prepare`, whose `DataLoaderShard` calls `set_epoch` itself (but see
+    DAT004).
 
     ## Why it matters
     The sampler seeds its shuffle with `seed + epoch`. Without `set_epoch(epoch)` the epoch stays
@@ -251,6 +263,17 @@ class SamplerSetEpochMissing(Rule):
             for epoch in range(10):
                 for batch in loader:
                     evaluate(batch)
+        """),
+        # accelerate's prepared loader (DataLoaderShard) calls set_epoch itself
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader, DistributedSampler
+            accelerator = Accelerator()
+            sampler = DistributedSampler(train_set)
+            loader = accelerator.prepare(DataLoader(train_set, sampler=sampler))
+            for epoch in range(10):
+                for batch in loader:
+                    step(batch)
         """),
     ]
     invalid = [
