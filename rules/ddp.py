@@ -59,6 +59,72 @@ def _all_layers(s: Script, node, frame, depth: int = 0) -> str | None:
     return None
 
 
+def _local_model_class(s: Script, node) -> str | None:
+    """``Net(...)`` for an ``nn.Module`` subclass of this file whose ``__init__`` only registers
+    torch.nn layers and whose ``forward`` calls every one of them, with no branch, loop or
+    exception handler: every parameter takes part in every step."""
+    import libcst as cst
+
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+        return None
+    name = node.func.value
+    classes = s.classes.get(name, [])
+    if len(classes) != 1 or name in s.import_map or classes[0].node is None:
+        return None
+    cdef = classes[0].node
+    if len(cdef.bases) != 1 or not (s.qnames(cdef.bases[0].value) & {"torch.nn.Module", "torch.nn.modules.module.Module"}):
+        return None
+    methods = {f.name: f for fs in s.functions.values() for f in fs if f.parent is classes[0]}
+    init, fwd = methods.get("__init__"), methods.get("forward")
+    if init is None or fwd is None or fwd.node is None:
+        return None
+    layers: set[str] = set()
+    for key, bs in s.attr_bindings.items():
+        if not key.startswith("self.") or key.count(".") != 1:
+            continue
+        mine = [(e, fr) for e, fr in bs if fr.parent is classes[0] or fr is init]
+        if not mine:
+            continue
+        if any(fr is not init for _e, fr in mine) or len(mine) != 1:
+            return None  # assigned outside __init__ or twice: not a fixed set of layers
+        expr = mine[0][0]
+        if isinstance(expr, cst.Call):
+            if _all_layers(s, expr, init) is None:
+                return None  # a submodule that is not a plain torch.nn layer: may skip parameters
+            layers.add(key[5:])
+    if not layers or s.methods("add_module") or s.methods("register_module") or s.methods("register_parameter"):
+        return None
+    if _has_branches(fwd.node.body):
+        return None
+    called = {c.method for c in s.calls if c.frame is fwd and c.method and isinstance(c.receiver, cst.Name)
+              and c.receiver.value == "self"}
+    if layers - called:
+        return None
+    return f"{name}, a module of this file whose forward calls every layer it registers"
+
+
+def _has_branches(body) -> bool:
+    import libcst as cst
+
+    from parallint.readers.python import _Walker
+
+    class W(_Walker):
+        found = False
+
+        def _hit(self, node):
+            W.found = True
+            return False
+
+        visit_If = visit_IfExp = visit_For = visit_While = visit_Try = visit_BooleanOperation = _hit
+        visit_Return = None
+        visit_FunctionDef = visit_Lambda = visit_With = _hit
+
+    W.found = False
+    W().walk(body)
+    return W.found or sum(1 for st in body.body if isinstance(st, cst.SimpleStatementLine)
+                          and any(isinstance(x, cst.Return) for x in st.body)) > 1
+
+
 def _previous_binding(s: Script, call, name: str):
     """The expression ``name`` was built from before ``name = DDP(name, ...)`` in the same scope,
     passing over moves (``name = name.to(device)``)."""
@@ -93,8 +159,11 @@ def _wrapped_model_uses_every_parameter(s: Script, call) -> str | None:
     if isinstance(m, cst.Name):
         prev = _previous_binding(s, call, m.value)
         if prev is not None:
-            return _all_layers(s, prev, call.frame)
-    return _all_layers(s, m, call.frame)
+            m = prev
+    while isinstance(m, cst.Call) and isinstance(m.func, cst.Attribute) and m.func.attr.value in _SAME_MODULE \
+            and m.func.attr.value != "requires_grad_" and not s.qnames(m.func):
+        m = m.func.value
+    return _all_layers(s, m, call.frame) or _local_model_class(s, m)
 
 
 def _comment_says_needed(text: str, line: int) -> bool:
@@ -124,7 +193,9 @@ class FindUnusedParameters(Rule):
     ## What it does
     Flags `DistributedDataParallel(..., find_unused_parameters=True)` when the script shows that the
     flag cannot be needed: the model DDP wraps is built in the same file as an `nn.Sequential` of
-    torch.nn layers (or a single torch.nn layer), whose forward runs every parameter every step.
+    torch.nn layers (or a single torch.nn layer), or is an `nn.Module` subclass of the file whose
+    `__init__` registers only torch.nn layers and whose `forward` calls every one of them with no
+    branch, loop or early return: every parameter takes part in every step.
 
     The flag is often *required*: GANs and manual optimisation (`automatic_optimization = False`,
     several optimisers), mixture-of-experts routing, multimodal and conditional-branch models,
@@ -197,6 +268,18 @@ class FindUnusedParameters(Rule):
             model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10)).cuda(local_rank)
             model = par.DistributedDataParallel(model, device_ids=[local_rank], find_unused_parameters=True)
         """, line=4),
+        Example("""
+            import torch.nn as nn
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc1 = nn.Linear(784, 128)
+                    self.fc2 = nn.Linear(128, 10)
+                def forward(self, x):
+                    return self.fc2(self.fc1(x).relu())
+            model = DDP(Net().cuda(), device_ids=[local_rank], find_unused_parameters=True)
+        """, line=10),
         Example("""
             import torch
             from torch.nn.parallel import DistributedDataParallel as DDP

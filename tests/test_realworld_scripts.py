@@ -512,3 +512,36 @@ def test_degrees_that_the_code_may_change_stay_unknown(tmp_path):
     """)
     f = read("t.py", tmp_path / "t.py", text)
     assert f.facts.known("parallel.tp") == [] and f.facts.known("parallel.pp") == []
+
+
+NET = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    class Net(nn.Module):
+        def __init__(self, hidden=128):
+            super().__init__()
+            self.hidden = hidden
+            self.conv = nn.Conv2d(1, 32, 3)
+            self.fc1 = nn.Linear(5408, hidden)
+            self.fc2 = nn.Linear(hidden, 10)
+        def forward(self, x):
+            x = F.relu(self.conv(x))
+            x = torch.flatten(x, 1)
+            {body}
+    dist.init_process_group("nccl")
+    model = DDP(Net().cuda(local_rank), device_ids=[local_rank], find_unused_parameters=True)
+"""
+
+
+@pytest.mark.parametrize("body,fires", [
+    ("return self.fc2(F.relu(self.fc1(x)))", True),
+    ("return self.fc1(x)", False),  # fc2 never runs: the flag is needed
+    ("return self.fc2(self.fc1(x)) if self.training else self.fc1(x)", False),  # a branch
+    ("h = self.fc1(x)\n            if h.sum() > 0:\n                h = self.fc2(h)\n            return h", False),
+])
+def test_find_unused_parameters_on_a_model_class_of_the_file(tmp_path, body, fires):
+    got = found(tmp_path, {"train.py": NET.replace("{body}", body)}, "DDP001")
+    assert bool(got) is fires

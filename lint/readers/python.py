@@ -188,6 +188,8 @@ class Frame:
     dataclass: bool = False
     #: the function's parameters have defaults / *args: calls may bind them
     has_params: bool = False
+    #: the FunctionDef / ClassDef node (None for the module)
+    node: Any = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
@@ -1175,6 +1177,7 @@ def _collector_class():
             self._bind(node.name.value, MULTI)
             cls = self.frame.name if self.frame.kind == "class" else None
             frame = Frame("function", node.name.value, self.frame, cls=cls)
+            frame.node = node
             p = node.params
             for group in (p.params, p.kwonly_params, p.posonly_params):
                 for prm in group:
@@ -1201,6 +1204,7 @@ def _collector_class():
                 self.walk(a)
             self._bind(node.name.value, MULTI)
             frame = Frame("class", node.name.value, self.frame)
+            frame.node = node
             frame.dataclass = any(
                 (_tail(d.decorator) or "") == "dataclass" for d in node.decorators)
             self.s.classes.setdefault(node.name.value, []).append(frame)
