@@ -62,7 +62,7 @@ def texts() -> dict[str, tuple[bytes, str | None]]:
         "deep_parens.py": (py_deep.encode(), "complex"),
         "deep_list.py": (py_list_deep.encode(), "complex"),
         "binary.py": (b"\x7fELF\x00\x01torch.distributed\x00" * 64, "binary"),
-        "binary.yaml": (b"\x00\x01\x02trainer:\x00", "binary"),
+        "binary.yaml": (b"trainer:\n  devices: 8\nmodel:\n  x: 1\n\x00\x01\x02", "binary"),
         "bad_utf8.py": (HEADER.encode() + b"x = '\xff\xfe'\n", None),  # SYN001: a real decode error
         "deep.json": (ds_deep.encode(), "complex"),
         "deep_flow.yaml": (yaml_deep.encode(), "complex"),
@@ -72,7 +72,7 @@ def texts() -> dict[str, tuple[bytes, str | None]]:
         "alias_bomb.yaml": (alias_bomb.encode(), "complex"),
         "blank_lines.yaml": (blank_yaml.encode(), None),
         "deep_subst.sh": (sh_deep.encode(), None),
-        "long_line.sh": (sh_long.encode(), None),
+        "long_line.sh": (sh_long.encode(), "complex"),
         "recursive.sh": (sh_rec.encode(), None),
         "surrogate.json": (surrogate.encode(), None),
         "empty_offload.json": (b'{"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {}}}\n', None),
@@ -95,9 +95,17 @@ def build(folder: Path, big: bool = True, specials: bool = True) -> dict[str, st
     (folder / "loop").mkdir()
     os.symlink("..", folder / "loop" / "up")
     os.symlink("self.py", folder / "self.py")
+    expect["self.py"] = "unreadable"
     os.symlink("missing/nothing.yaml", folder / "dangling.yaml")
-    # a link into a user's home that does not exist
+    expect["dangling.yaml"] = "unreadable"
+    # a link into a user's home that does not exist, and a launch line that names one
     os.symlink("~nosuchuser_parallint/train.py", folder / "tilde.py")
+    expect["tilde.py"] = "unreadable"
+    (folder / "tilde_launch.sh").write_text(
+        "#!/bin/bash\nsource ~nosuchuser_parallint/env.sh\n"
+        "torchrun --nproc_per_node 8 ~nosuchuser_parallint/train.py --deepspeed ~nosuchuser_parallint/ds.json\n")
+    # a file name that is not valid UTF-8 (printed with a lone surrogate escape)
+    os.symlink("train.py", os.path.join(os.fsencode(folder), b"caf\xe9_train.py"))
     # an unreadable folder (root can still read it: the run must not care either way)
     locked = folder / "locked"
     locked.mkdir()
@@ -105,16 +113,20 @@ def build(folder: Path, big: bool = True, specials: bool = True) -> dict[str, st
     os.chmod(locked, 0)
     if specials:
         os.mkfifo(folder / "fifo.py")
+        expect["fifo.py"] = "not a regular file"
         os.mkfifo(folder / "fifo.yaml")
+        expect["fifo.yaml"] = "not a regular file"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(folder / "socket.sh"))
+            expect["socket.sh"] = "not a regular file"
         except OSError:
             pass
         finally:
             sock.close()
         if os.path.exists("/dev/zero"):
             os.symlink("/dev/zero", folder / "zero.py")  # a device file, through a link
+            expect["zero.py"] = "not a regular file"
     if big:
         # a 50 MB training script (over any sane size cap)
         with open(folder / "huge.py", "wb") as fh:
