@@ -204,6 +204,9 @@ def test_a_worker_that_crashes_or_hangs_is_one_finding(tmp_path, monkeypatch, fa
     def bad_parse(self, abspath, display, text, kind):
         if display == "t2.py":
             if failure == "segfault":
+                import faulthandler
+
+                faulthandler.disable()  # pytest's dump of the dying worker is noise here
                 os.kill(os.getpid(), signal.SIGSEGV)
             elif failure == "hang":
                 signal.setitimer(signal.ITIMER_REAL, 0)  # as if stuck in native code
