@@ -197,7 +197,7 @@ def _python_items(runner, tmp_path, n):
 def test_a_worker_that_crashes_or_hangs_is_one_finding(tmp_path, monkeypatch, failure):
     from parallint.registry import get_registry
 
-    runner = Runner(Config(None, tmp_path, {"file-timeout": 1}), tmp_path)
+    runner = Runner(Config(None, tmp_path, {"file-timeout": 4}), tmp_path)
     items = _python_items(runner, tmp_path, 6)
     real = Runner._parse
 
@@ -220,14 +220,16 @@ def test_a_worker_that_crashes_or_hangs_is_one_finding(tmp_path, monkeypatch, fa
     rules = [get_registry().lookup("DDP001")]
     t = time.monotonic()
     runner._parse_in_workers(items, rules)
-    assert time.monotonic() - t < 20
+    assert time.monotonic() - t < 30
     bad = runner.cache[tmp_path / "t2.py"]
     (d,) = bad.diagnostics
     assert d.code == "SYN002"
     word = {"segfault": "SIGSEGV", "hang": "timed out", "exception": "crashed"}[failure]
     assert word in d.message, d.message
     for i in (0, 1, 3, 4, 5):  # every other file still parsed, with its finding
-        assert [x.code for x in runner.early[tmp_path / f"t{i}.py"]] == ["DDP001"]
+        ap = tmp_path / f"t{i}.py"
+        assert runner.cache[ap].kind == "python" and not runner.cache[ap].diagnostics
+        assert "DDP001" in [x.code for x in runner.early[ap] + runner.early_job[ap]]
 
 
 def test_many_python_files_go_through_workers(tmp_path, monkeypatch):
