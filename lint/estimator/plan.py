@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from parallint.estimator.gpus import resolve_gpu
 from parallint.estimator.memory import Estimate, estimate
 from parallint.estimator.params import ShapeError, shape_of
-from parallint.estimator.spec import normalize
+from parallint.estimator.spec import _posint, normalize
 
 ORDER_REASON = ("best first: least recomputation (none < selective < full), then fewest "
                 "model-parallel ranks (TP x PP), then fewer pipeline stages, then lower ZeRO "
@@ -116,7 +116,8 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
     mem = base["hardware"].get("gpu_memory_bytes") or (g.memory_bytes if g else None)
     if mem is None:
         return []
-    gpn = gpus_per_node or base["parallel"].get("gpus_per_node") or (g.gpus_per_node if g else 8)
+    gpn = _posint(gpus_per_node) or _posint(base["parallel"].get("gpus_per_node")) or (
+        g.gpus_per_node if g else 8)
     model, tr = base["model"], base["training"]
     try:
         shape = shape_of(model)
