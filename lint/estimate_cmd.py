@@ -65,10 +65,21 @@ def _specs(paths: list[str], config: dict) -> tuple[list[tuple[str, dict | None]
             continue
         if path.suffix.lower() not in (".yaml", ".yml", ".json"):
             continue
+        from parallint.guards import config_guard
+        from parallint.limits import max_file_size
+
         try:
+            size = path.stat().st_size
+            if size > max_file_size(config):
+                errors.append(f"{p}: not analysed: too large ({size} bytes; limit {max_file_size(config)})")
+                continue
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(f"{p}: cannot read: {exc}")
+            continue
+        reason = config_guard("json" if path.suffix.lower() == ".json" else "yaml", text)
+        if reason:
+            errors.append(f"{p}: not analysed: {reason}")
             continue
         from parallint.readers import jobspec
 

@@ -358,12 +358,12 @@ class Runner:
                 pending.append(loaded)
             slots.append(c.abspath)
         python = [p for p in pending if p[3] in PARALLEL_KINDS]
-        from parallint import workers
-
-        if rules and python and workers.available():
+        if rules and python:
             if not (len(python) >= PARALLEL_MIN_FILES and _workers() > 1):
                 python = [p for p in python if len(p[2]) > RISKY_BYTES]  # small run: only big files
-            if python:
+            from parallint import workers
+
+            if python and workers.available():  # (multiprocessing is only imported here)
                 self._parse_in_workers(python, rules)
                 done = {p[0] for p in python}
                 pending = [p for p in pending if p[0] not in done]
