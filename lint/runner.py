@@ -361,12 +361,13 @@ class Runner:
         if rules and python:
             if not (len(python) >= PARALLEL_MIN_FILES and _workers() > 1):
                 python = [p for p in python if len(p[2]) > RISKY_BYTES]  # small run: only big files
-            from parallint import workers
+            if python:
+                from parallint import workers
 
-            if python and workers.available():  # (multiprocessing is only imported here)
-                self._parse_in_workers(python, rules)
-                done = {p[0] for p in python}
-                pending = [p for p in pending if p[0] not in done]
+                if workers.available():  # (multiprocessing is only imported here)
+                    self._parse_in_workers(python, rules)
+                    done = {p[0] for p in python}
+                    pending = [p for p in pending if p[0] not in done]
         for item in pending:
             self.cache[item[0]] = self._parse(*item)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
