@@ -24,8 +24,7 @@ MAX_LINE = 200_000
 PY_MAX_COST = 400
 
 #: shell and Makefile lines: the longest in 29 training repositories is 1,253 characters, and the
-#: shell reader's cost per
-#: word grows with the line (a 69 KB line of 3,000 words takes 2 s)
+#: shell reader's cost per word grows with the line (a 69 KB line of 3,000 words takes 2 s)
 SHELL_MAX_LINE = 20_000
 #: structured configs: bracket / indentation depth, TOML dotted-key parts, YAML anchors+aliases
 CFG_MAX_DEPTH = 100
