@@ -139,7 +139,7 @@ def _printable(d: Diagnostic) -> Diagnostic:
 
 #: reader messages (SYN001) that are really a limit of parallint, not a syntax error
 _LIMIT_MESSAGE = re.compile(
-    r"nested too deeply|too deeply nested|nested deeper than|nested more than|"
+    r"too complex|nested too deeply|too deeply nested|nested deeper than|nested more than|"
     r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
 
 
@@ -317,7 +317,11 @@ class Runner:
         """A reader's SYN001 that reports one of its limits (nesting, node count) is SYN002."""
         for i, d in enumerate(facts.diagnostics):
             if d.code == "SYN001" and _LIMIT_MESSAGE.search(d.message):
-                facts.diagnostics[i] = not_analysed(d.span.path, f"too complex ({d.message})", d.span.line)
+                at = d.message.find("too complex")
+                reason = d.message[at:].strip() if at >= 0 else f"too complex ({d.message})"
+                if reason.count("(") > reason.count(")"):
+                    reason += ")" * (reason.count("(") - reason.count(")"))
+                facts.diagnostics[i] = not_analysed(d.span.path, reason, d.span.line)
 
     def _broken(self, abspath: Path, display: str, message: str, kind: str = "unknown", line: int = 1) -> FileFacts:
         f = FileFacts(display, abspath, kind, "")

@@ -172,6 +172,11 @@ def expanded_size(node: yaml.Node, limit: int = MAX_NODES) -> int:
 
 def load_all(text: str, path: str) -> list[PNode]:
     """Every document of ``text``. Raises ``yaml.YAMLError`` or :class:`YamlLimitError`."""
+    from parallint.guards import config_guard
+
+    reason = config_guard("yaml", text)  # before the composer, which recurses per level
+    if reason:
+        raise YamlLimitError(reason)
     conv = _Converter(path)
     docs = []
     total = 0
