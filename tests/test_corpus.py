@@ -74,7 +74,8 @@ def cli_run():
     _need_corpus()
     env = dict(os.environ)
     proc = subprocess.run(
-        [sys.executable, "-m", "parallint", "check", "--format", "json", "."],
+        # --include-tests: the corpus is a set of real config files, many from test folders
+        [sys.executable, "-m", "parallint", "check", "--format", "json", "--include-tests", "."],
         cwd=CORPUS, capture_output=True, text=True, timeout=600, env=env,
     )
     return proc

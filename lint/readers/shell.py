@@ -751,7 +751,7 @@ class Evaluator:
     def _resolve(self, w: Word, src: Src) -> Path | None:
         if not w.known or not w.text:
             return None
-        p = Path(w.text).expanduser()
+        p = Path(os.path.expanduser(w.text))  # never raises on an unknown `~user`
         bases = []
         if src.abspath is not None:
             bases.append(src.abspath.parent)
@@ -1372,7 +1372,7 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     bases = [abspath.parent] + ([root] if root is not None else [])
     target = None
     for b in bases:
-        c = Path(str(hf.value)).expanduser()
+        c = Path(os.path.expanduser(str(hf.value)))
         c = c if c.is_absolute() else b / c
         try:
             if c.is_file() and c.stat().st_size < 1_000_000:
