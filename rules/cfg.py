@@ -354,7 +354,9 @@ class DuplicateKey(Rule):
 
     ## Why it matters
     DeepSpeed rejects duplicate keys when it loads its config; YAML and JSON loaders elsewhere
-    silently keep the last one, so the value the author reads first is not the one used.
+    silently keep the last one, so the value the author reads first is not the one used. A key
+    repeated with the same value (outside DeepSpeed) is reported as a warning: it runs, but a
+    later edit to only one of the copies is lost.
 
     ## Example
     `"train_micro_batch_size_per_gpu"` written twice with different values.
@@ -374,12 +376,43 @@ class DuplicateKey(Rule):
         tree = _tree(f)
         if tree is None:
             return
+        lines = (f.text or "").splitlines()
         nodes = [("", tree)] + list(tree.walk())
         for path, node in nodes:
             for key, first, again in getattr(node, "duplicates", ()) or ():
                 if (first.line, first.column) < (node.span.line, node.span.column):
                     continue  # the first one came in through a `<<: *anchor` merge: an override, not a repeat
                 where = f" in {path}" if path else ""
-                yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}); "
+                a, b = _inline_value(lines, first), _inline_value(lines, again)
+                if a is not None and a == b and f.kind != "deepspeed":  # DeepSpeed refuses even these
+                    yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}), with "
+                                             f"the same value {b}: the loader keeps one, and an edit to only "
+                                             f"one of them is silently lost",
+                                      [Related.at(first, f"first '{key}'")], severity=Severity.WARNING)
+                    continue
+                what = f": {a} at line {first.line}, then {b}" if a is not None and b is not None else ""
+                yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}){what}; "
                                          f"the frameworks reject it or silently keep the last value",
                                   [Related.at(first, f"first '{key}'")])
+
+
+def _inline_value(lines: list[str], key_span) -> str | None:
+    """The scalar written after a key on its own line (``key: value`` / ``"key": value,``), comments
+    and a trailing comma dropped; None when the value is a block, a flow collection or not on that line."""
+    if key_span is None or not (1 <= key_span.line <= len(lines)):
+        return None
+    line = lines[key_span.line - 1]
+    end = key_span.end_column if key_span.end_line == key_span.line and key_span.end_column else 0
+    rest = line[end - 1:] if end > 0 else line[key_span.column - 1:].split(":", 1)[-1]
+    rest = rest.lstrip().lstrip('"').lstrip("'").lstrip()
+    if not rest.startswith(":"):
+        return None
+    rest = rest[1:]
+    for marker in (" #", "\t#", " //"):
+        i = rest.find(marker)
+        if i >= 0:
+            rest = rest[:i]
+    rest = rest.strip().rstrip(",").strip()
+    if not rest or rest[0] in "{[|>&*" or rest.startswith("!!"):
+        return None
+    return rest
