@@ -416,3 +416,62 @@ def _inline_value(lines: list[str], key_span) -> str | None:
     if not rest or rest[0] in "{[|>&*" or rest.startswith("!!"):
         return None
     return rest
+
+
+#: DeepSpeed's compressed-communication optimizers (names as DeepSpeed lower-cases them)
+_NO_ZERO_OPTIMIZERS = {"onebitadam": "1-bit Adam", "zerooneadam": "0/1 Adam", "onebitlamb": "1-bit LAMB"}
+
+
+class OptimizerIncompatibleWithZero(Rule):
+    code = "CFG007"
+    name = "optimizer-incompatible-with-zero"
+    severity = Severity.ERROR
+    summary = "A DeepSpeed 1-bit optimizer (OneBitAdam, ZeroOneAdam, OneBitLamb) together with ZeRO"
+    kinds = frozenset({"deepspeed", "neox"})
+    doc = """
+    ## What it does
+    Flags a DeepSpeed (or gpt-neox) config whose `optimizer.type` is one of DeepSpeed's
+    compressed-communication optimizers — `OneBitAdam`, `ZeroOneAdam`, `OneBitLamb` (any case) —
+    while `zero_optimization.stage` is 1 or more.
+
+    ## Why it matters
+    These optimizers compress the gradient all-reduce themselves and DeepSpeed refuses to combine
+    them with ZeRO: `deepspeed.initialize` stops with "1bit-Adam is not compatible with ZeRO" (or
+    the 0/1 Adam and 1-bit LAMB variants) in every worker, after the GPUs are allocated.
+
+    ## Example
+    `"optimizer": {"type": "OneBitAdam", ...}` with `"zero_optimization": {"stage": 2}`.
+
+    ## How to fix
+    Use ZeRO stage 0 with the 1-bit optimizer, or keep ZeRO and switch to `Adam`/`AdamW`.
+    """
+    valid = (
+        Example('{\n  "train_batch_size": 64,\n  "optimizer": {"type": "OneBitAdam", "params": {"lr": 1e-4}},\n'
+                '  "zero_optimization": {"stage": 0}\n}\n', filename="ds_config.json"),
+        Example('{\n  "train_batch_size": 64,\n  "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="ds_config.json"),
+    )
+    invalid = (
+        Example('{\n  "train_batch_size": 64,\n  "optimizer": {"type": "OneBitAdam", "params": {"lr": 1e-4}},\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="ds_config.json", line=3),
+    )
+
+    def check_file(self, f, ctx):
+        tree = _tree(f)
+        if tree is None or not tree.is_map:
+            return
+        opt = tree.get("optimizer")
+        zero = tree.get("zero_optimization") or tree.get("zero-optimization")
+        if opt is None or not opt.is_map or zero is None or not zero.is_map:
+            return
+        typ, stage = opt.get("type"), zero.get("stage")
+        if typ is None or stage is None or not isinstance(typ.value, str):
+            return
+        if isinstance(stage.value, bool) or not isinstance(stage.value, int) or stage.value < 1:
+            return
+        what = _NO_ZERO_OPTIMIZERS.get(typ.value.strip().lower())
+        if what is None:
+            return
+        yield self.report(typ.span, f"{what} ({typ.value}) is not compatible with ZeRO: DeepSpeed refuses "
+                                    f"ZeRO stage {stage.value} with it at start-up",
+                          [Related.at(stage.span, f"ZeRO stage {stage.value}")])

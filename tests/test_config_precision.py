@@ -257,3 +257,21 @@ def test_pep701_fstring_is_not_a_syntax_error(tmp_path):
     bad = 'import torch.distributed as dist\n\ndef main(:\n    pass\n'
     found = check(tmp_path, {"apps/train.py": new, "apps/broken.py": bad})
     assert [(d["path"], d["code"]) for d in found] == [("apps/broken.py", "SYN001")]
+
+
+# --- CFG007: DeepSpeed's 1-bit optimizers refuse ZeRO (DeepSpeed issues #1197, #5046) ---
+
+@pytest.mark.parametrize("name,files,expect", [
+    ("ds", {"ds_config.json": '{\n  "train_batch_size": 4096,\n  "optimizer": {\n    "type": "OneBitLamb",\n'
+                               '    "params": {"lr": 1e-3, "freeze_step": 1000}\n  },\n'
+                               '  "zero_optimization": {"stage": 1}\n}\n'}, [("ds_config.json", 4)]),
+    ("ds-stage0", {"ds_config.json": '{\n  "optimizer": {"type": "OneBitAdam"},\n  "zero_optimization": {"stage": 0}\n}\n'}, []),
+    ("ds-no-zero", {"ds_config.json": '{\n  "optimizer": {"type": "ZeroOneAdam"},\n  "fp16": {"enabled": true}\n}\n'}, []),
+    ("ds-stage-env", {"ds_config.json": '{\n  "optimizer": {"type": "OneBitAdam"},\n  "zero_optimization": {"stage": "${STAGE}"}\n}\n'}, []),
+    ("neox", {"configs/1bit.yml": '{\n  "pipe-parallel-size": 0,\n  "model-parallel-size": 2,\n'
+                                  '  "optimizer": {"type": "onebitadam", "params": {"lr": 0.0006}},\n'
+                                  '  "zero_optimization": {"stage": 2}\n}\n'}, [("configs/1bit.yml", 4)]),
+])
+def test_one_bit_optimizer_with_zero(tmp_path, name, files, expect):
+    found = check(tmp_path, files, "--select", "CFG007")
+    assert [(d["path"], d["line"]) for d in found] == expect
