@@ -275,3 +275,24 @@ def test_pep701_fstring_is_not_a_syntax_error(tmp_path):
 def test_one_bit_optimizer_with_zero(tmp_path, name, files, expect):
     found = check(tmp_path, files, "--select", "CFG007")
     assert [(d["path"], d["line"]) for d in found] == expect
+
+
+@pytest.mark.parametrize("stage,ratio,fires", [(2, 0.3, True), (3, 0.3, False), (2, 1.0, False), ("${S}", 0.3, False)])
+def test_partial_offload_needs_zero3(tmp_path, stage, ratio, fires):
+    stage_txt = json.dumps(stage)
+    text = ('{\n  "zero_optimization": {\n    "stage": %s,\n    "offload_optimizer": {"device": "cpu", "ratio": %s}\n'
+            '  }\n}\n') % (stage_txt, ratio)
+    found = check(tmp_path, {"ds_config.json": text}, "--select", "CFG007")
+    assert [d["line"] for d in found] == ([4] if fires else [])
+
+
+def test_accelerate_deepspeed_config_file_with_inline_fields(tmp_path):
+    yaml_ = ("compute_environment: LOCAL_MACHINE\ndistributed_type: {dt}\ndeepspeed_config:\n"
+             "  deepspeed_config_file: configs/ds_zero3.json\n  gradient_accumulation_steps: 4\n"
+             "  offload_optimizer_device: cpu\n  zero3_init_flag: true\nmachine_rank: 0\nnum_machines: 1\n"
+             "num_processes: 8\n")
+    found = check(tmp_path, {"a/accelerate.yaml": yaml_.format(dt="DEEPSPEED"),
+                             "b/accelerate.yaml": yaml_.format(dt="'NO'"),  # accelerate's own test fixture shape
+                             "c/accelerate.yaml": yaml_.format(dt="DEEPSPEED").replace(
+                                 "  deepspeed_config_file: configs/ds_zero3.json\n", "")}, "--select", "CFG007")
+    assert [(d["path"], d["line"]) for d in found] == [("a/accelerate.yaml", 5), ("a/accelerate.yaml", 6)]
