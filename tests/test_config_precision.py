@@ -296,3 +296,31 @@ def test_accelerate_deepspeed_config_file_with_inline_fields(tmp_path):
                              "c/accelerate.yaml": yaml_.format(dt="DEEPSPEED").replace(
                                  "  deepspeed_config_file: configs/ds_zero3.json\n", "")}, "--select", "CFG007")
     assert [(d["path"], d["line"]) for d in found] == [("a/accelerate.yaml", 5), ("a/accelerate.yaml", 6)]
+
+
+# --- LAY005: a no-op switch is only the author's mistake where the author can drop it ---
+
+def test_sequence_parallel_from_shared_base_args_is_silent(tmp_path):
+    matrix = """
+        BASE_MODEL_ARGS: &BASE_MODEL_ARGS
+          --num-layers: 12
+          --hidden-size: 512
+          --num-attention-heads: 8
+          --sequence-parallel: true
+        MODEL_ARGS:
+          <<: *BASE_MODEL_ARGS
+          --tensor-model-parallel-size: 1
+        MODEL_ARGS_2:
+          <<: *BASE_MODEL_ARGS
+          --tensor-model-parallel-size: 2
+        """
+    single = """
+        MODEL_ARGS:
+          --num-layers: 12
+          --hidden-size: 512
+          --num-attention-heads: 8
+          --sequence-parallel: true
+          --tensor-model-parallel-size: 1
+        """
+    found = check(tmp_path, {"matrix/model_config.yaml": matrix, "single/model_config.yaml": single}, "--select", "LAY005")
+    assert [(d["path"], d["line"]) for d in found] == [("single/model_config.yaml", 5)]
