@@ -7,7 +7,7 @@ and stays silent unless every number it needs is known.
 
 from __future__ import annotations
 
-from parallint.diagnostics import Severity
+from parallint.diagnostics import Related, Severity
 from parallint.rule import Example
 
 from parallint.rules._cfgfacts import FactRule, Finding, View, src
@@ -55,6 +55,11 @@ class ParallelProductMismatch(FactRule):
     (`data_parallel_shard_degree = -1` is inferred, so the others must divide the world);
     nanotron needs `dp·tp·pp == world`; accelerate's `parallelism_config` needs
     `dp_replicate·dp_shard·tp·cp == num_processes`.
+
+    Only configs that run as written count: a base config that a tool rewrites (NeMo
+    `auto_configurator`), a checkpoint-conversion config, a model restored from
+    `pretrained_model_path` and gpt-neox's parallelism left at 1 by convention are silent (see
+    docs/precision-policy-configs.md).
 
     ## Why it matters
     The framework checks this only inside the workers, after the scheduler has allocated every
@@ -292,6 +297,9 @@ class LayersNotDivisibleByPp(FactRule):
     `--pipeline-model-parallel-layout`, `account_for_*_in_pipeline_split`, a hybrid pattern, an
     encoder-decoder split rank) is given.
 
+    Silent on configs that do not run as written (a tool's base config, a conversion config, a
+    model restored from a checkpoint; docs/precision-policy-configs.md).
+
     ## Why it matters
     Megatron's argument validation stops with "num_layers should be divisible by
     pipeline_model_parallel_size" once every GPU of the job has started.
@@ -350,6 +358,11 @@ class SequenceParallelWithoutTp(FactRule):
     Warns when Megatron-style sequence parallelism (`--sequence-parallel`,
     `sequence_parallel: true`) is on while TP is 1.
 
+    TP must be 1 as launched: a config whose TP a tool rewrites (NeMo `auto_configurator` base
+    configs), a conversion config and gpt-neox's parallelism left at 1 by convention are silent;
+    a test case or training config that runs as written with TP 1 is reported
+    (docs/precision-policy-configs.md).
+
     ## Why it matters
     Megatron's sequence parallelism splits the activations of the tensor-parallel group; with TP 1
     there is nothing to split, and Megatron silently turns it off (Megatron-Core raises "Cannot use
@@ -392,17 +405,26 @@ class ZeroWithPipeline(FactRule):
     DeepSpeed's pipeline engine refuses it at start-up: "ZeRO-2 and ZeRO-3 are incompatible with
     pipeline parallelism". The job fails after the GPUs are allocated.
 
+    gpt-neox uses the pipeline engine for every `pipe_parallel_size` of 1 or more, so a neox
+    config with `pipe_parallel_size: 1` and ZeRO stage 2 or 3 fails the same way (its README:
+    "set pipe-parallel-size to 0 if you want to use ZeRO stage 2 or more").
+
     ## Example
     A Megatron-DeepSpeed command with `--pipeline-model-parallel-size 4` and a `ds_config.json`
     with `"zero_optimization": {"stage": 2}`.
 
     ## How to fix
-    Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline.
+    Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline (gpt-neox:
+    `pipe_parallel_size: 0`).
     """
     valid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
-                     '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),)
+                     '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),
+             Example('{\n  "pipe_parallel_size": 0,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                     '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml"))
     invalid = (
         Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
+        Example('{\n  "pipe_parallel_size": 1,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
                 '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
         Example(files={
             "run.sh": "deepspeed --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
@@ -413,6 +435,34 @@ class ZeroWithPipeline(FactRule):
                               '  "zero_optimization": {"stage": 2}\n}\n',
         }, line=4),
     )
+
+    def check_file(self, f, ctx):
+        yield from super().check_file(f, ctx)
+        if f.kind == "neox":
+            yield from self._neox_single_stage(f)
+
+    def _neox_single_stage(self, f):
+        """gpt-neox runs DeepSpeed's pipeline engine for every ``pipe_parallel_size`` ≥ 1, one
+        stage included (``is_pipe_parallel``); only 0 gives the plain engine ZeRO-2/3 need. PP > 1
+        is the fact check's; this is the ``pipe_parallel_size: 1`` case, stated in this file."""
+        from parallint.readers.cfgutil import as_int
+
+        tree = getattr(getattr(f, "data", None), "tree", None)
+        if tree is None or not tree.is_map:
+            return
+        key = next((k for k in ("pipe_parallel_size", "pipe-parallel-size") if tree.get(k) is not None), None)
+        z = f.facts.get("parallel.zero_stage")
+        if key is None or z is None or z.span is None:
+            return
+        try:
+            pipe, stage = as_int(tree.get(key).value), as_int(z.value)
+        except (TypeError, ValueError):
+            return
+        if pipe == 1 and stage >= 2:
+            yield self.report(z.span, f"ZeRO stage {stage} with pipe_parallel_size 1: gpt-neox still runs "
+                                      f"DeepSpeed's pipeline engine for one stage, which refuses ZeRO-2/3; "
+                                      f"set pipe_parallel_size to 0",
+                              [Related.at(tree.key_spans.get(key, tree.get(key).span), "pipe_parallel_size 1")])
 
     def findings(self, view: View):
         if not view.fw("deepspeed", "neox"):

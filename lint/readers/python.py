@@ -1015,6 +1015,34 @@ class _SyntaxProblem(Exception):
         self.span = span
 
 
+def _newer_python(text: str) -> bool:
+    """True when CPython here rejects ``text`` but LibCST's grammar (which follows newer Pythons)
+    accepts it: code for a newer Python than the one running parallint, such as PEP 701 f-strings
+    (``f"{d["k"]}"``, 3.12), is not a syntax error. Only for mild text: LibCST's native parser
+    must not meet the pathological nesting the CPython parse normally screens out."""
+    import sys
+
+    if sys.version_info >= (3, 14) or len(text) > 2_000_000:
+        return False
+    depth = top = 0
+    for ch in text:  # bracket depth, strings included: an overestimate is only more cautious
+        if ch in "([{":
+            depth += 1
+            top = max(top, depth)
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    if top > 60 or len(re.findall(r"\b(?:and|or)\b", text)) > 400 or \
+            max((len(ln) for ln in text.splitlines()), default=0) > 5000:
+        return False
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except Exception:
+        return False
+    return True
+
+
 def _parse(path: str, text: str) -> Script | None:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
@@ -1027,6 +1055,8 @@ def _parse(path: str, text: str) -> Script | None:
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=path)
     except SyntaxError as se:
+        if _newer_python(text):
+            return None  # valid for a newer Python than the one running parallint (PEP 701 f-strings...)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
                              Span(path, line, col)) from None
