@@ -487,7 +487,7 @@ class MoreProcessesThanGpus(Rule):
                 gi = known_int(g)
                 if gi is None or gi == 0 or pi <= gi:
                     continue
-                key = (p.span, g.span)
+                key = (p.span, gi)  # one finding per process count and GPU count
                 if key in seen:
                     continue
                 seen.add(key)
