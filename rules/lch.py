@@ -793,7 +793,7 @@ class MultiNodeRendezvous(Rule):
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
                                                                         "mpijob", "volcano", "kubejob")
-        if not every_node:
+        if not every_node or _one_node_step(la.wrapper):
             return
         for key in ("node_rank", "machine_rank"):
             v = la.options.get(key)
@@ -807,6 +807,27 @@ class MultiNodeRendezvous(Rule):
                 yield self.report(v.span or la.span,
                                   f"every one of the {n} nodes runs this command with --{key.replace('_', '-')} {r}: "
                                   f"the node ranks collide")
+
+
+def _one_node_step(w) -> bool:
+    """An srun/mpirun that does not run on every node: one task (``--ntasks=1``), one node
+    (``--nodes=1``), or named hosts (``--nodelist``/``-w``, ``mpirun -H``/``--host``)."""
+    opts = w.options or {}
+    if w.launcher == "srun":
+        if "nodelist" in opts or "w" in opts:
+            return True
+        for key in ("ntasks", "nodes"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    if w.launcher == "mpirun":
+        if any(k in opts for k in ("H", "host", "hosts")):
+            return True
+        for key in ("np", "n"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    return False
 
 
 class AccelerateProcessesPerMachine(Rule):

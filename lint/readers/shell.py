@@ -525,6 +525,18 @@ class Evaluator:
             name = var.text.decode("utf-8", "replace")
             self.vars[name] = Var("scalar", [], span=src.span(var.start_byte, var.end_byte),
                                   unknown_why=f"loop variable {name}")
+        header_vars: set[str] = set()
+        if node.type == "c_style_for_statement":  # `for (( i=1; i<N; i++ ))`: i changes each pass
+            for fld in ("initializer", "update"):
+                stack = [c for c in node.children_by_field_name(fld)]
+                while stack:
+                    n = stack.pop()
+                    if n.type == "variable_name":
+                        header_vars.add(n.text.decode("utf-8", "replace"))
+                    stack.extend(n.children)
+            for name in header_vars:
+                self.vars[name] = Var("scalar", [], span=src.span(node.start_byte, node.end_byte),
+                                      unknown_why=f"loop variable {name}")
         body = node.child_by_field_name("body")
         for c in node.children:
             if c is body:
@@ -538,6 +550,8 @@ class Evaluator:
         # the loop variable itself stays unknown after the loop
         if var is not None:
             name = var.text.decode("utf-8", "replace")
+            self.vars[name] = Var("scalar", [], unknown_why=f"loop variable {name}")
+        for name in header_vars:
             self.vars[name] = Var("scalar", [], unknown_why=f"loop variable {name}")
 
     # ---- assignments
