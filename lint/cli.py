@@ -73,12 +73,18 @@ def check(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name standing for standard input with '-'."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type when the files do not say (e.g. A100-80GB)."),
+    all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
 ) -> None:
-    """Check files and folders for distributed-training mistakes."""
+    """Check files and folders for distributed-training mistakes.
+
+    A file given by name is checked in every job that includes it (the launch files and configs
+    naming it are found below the repository root), and the findings located in it are reported,
+    the same as a whole-repository run reports there."""
     from parallint.diagnostics import Severity
     from parallint.registry import RegistryError, UnknownSelector, get_registry
     from parallint.report import FORMATS, render
-    from parallint.runner import check_paths
+    from parallint.index import check_files
 
     if output_format not in FORMATS:
         raise _fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
@@ -118,7 +124,8 @@ def check(
         paths = ["."]
 
     try:
-        result = check_paths(paths, config, rules=rules, stdin=stdin)
+        result = check_files(paths, config, rules, stdin=stdin, all_job_findings=all_job_findings,
+                             use_cache=not no_cache)
     except Exception as exc:  # pragma: no cover - last line of defence
         import os
 
