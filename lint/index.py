@@ -155,32 +155,88 @@ class ReverseIndex:
         self.root = root
         self.cache = LinkCache(root, use_cache)
         self._files: list[tuple[Path, bytes]] | None = None
+        self._exc = None
+        self._git: list[str] | None = None
         self.parsed = 0  # files parsed to learn their links (cache misses)
 
     def _corpus(self) -> list[tuple[Path, bytes]]:
-        """Every file under the root that a whole-repository run would look at, with its bytes."""
+        """Every file under the root that a whole-repository run could look at, with its bytes.
+        (Folders are pruned as ``check ROOT`` prunes them; a file's own exclusion is decided only
+        when it matters, see :meth:`_kept`.)"""
         if self._files is None:
-            from parallint.discover import Excluder, discover
-
-            cfg = self.runner.config
-            excluder = Excluder(cfg.exclude, cfg.base, cfg.get("respect-gitignore", True))
-            errors: list[str] = []
             files = []
-            for c in discover([str(self.root)], excluder, self.runner.cwd, errors)[:MAX_INDEX_FILES]:
+            for ap in self._listing():
                 try:
-                    if c.abspath.stat().st_size > 4 * 1024 * 1024:
+                    if ap.stat().st_size > 4 * 1024 * 1024:
                         continue
-                    with open(c.abspath, "rb") as fh:
-                        files.append((c.abspath, fh.read()))
+                    with open(ap, "rb") as fh:
+                        files.append((ap, fh.read()))
                 except OSError:
                     continue
+                if len(files) >= MAX_INDEX_FILES:
+                    break
             self._files = files
         return self._files
 
-    def links_of(self, abspath: Path, raw: bytes) -> set[Path]:
+    def _excluder(self):
+        if self._exc is None:
+            from parallint.discover import Excluder
+
+            cfg = self.runner.config
+            self._exc = Excluder(cfg.exclude, cfg.base, cfg.get("respect-gitignore", True))
+        return self._exc
+
+    def _kept(self, ap: Path) -> bool:
+        """Whether a walk of the root keeps this file (configured excludes, .gitignore)."""
+        if self._git is not None:
+            return True  # git already dropped ignored files; configured excludes were applied
+        return not self._excluder().excluded(ap, False)
+
+    def _listing(self) -> list[Path]:
+        from parallint.discover import _matches
+
+        excluder = self._excluder()
+        cfg = self.runner.config
+        self._git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
+        if self._git is not None:
+            out = []
+            for rel in self._git:
+                ap = self.root / rel
+                try:
+                    r = ap.relative_to(cfg.base).as_posix()
+                except ValueError:
+                    r = ap.name
+                parts = r.split("/")
+                if _matches(excluder.patterns, r, False) or any(
+                        _matches(excluder.patterns, "/".join(parts[:k]), True) for k in range(1, len(parts))):
+                    continue
+                out.append(ap)
+            return out
+        out = []
+        visited: set[tuple[int, int]] = set()
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                dirnames[:] = []
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                dirnames[:] = []
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            d = Path(dirpath)
+            dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
+            out.extend(d / fn for fn in sorted(filenames))
+        return out
+
+    def links_of(self, abspath: Path, raw: bytes, names: set[bytes]) -> set[Path]:
         digest = hashlib.blake2b(raw, digest_size=16).hexdigest() + ":" + abspath.name
         links = self.cache.get(digest)
         if links is None:
+            if abspath.suffix == ".py" and not any(n in raw for n in names):
+                # Python names files by path only (`config="ds.json"`); a stem alone (a module
+                # name in a launch line) is not a link there, and LibCST is the costly parse
+                return set()
             self.parsed += 1
             f = self.runner.read(abspath)
             links = stated_links(f) if f is not None else []
@@ -196,13 +252,14 @@ class ReverseIndex:
             if not frontier:
                 break
             wanted = set().union(*(needles(t) for t in frontier))
+            names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
             new: set[Path] = set()
             for abspath, raw in self._corpus():
                 if abspath in found or abspath in targets:
                     continue
-                if not any(n in raw for n in wanted):
+                if not any(n in raw for n in wanted) or not self._kept(abspath):
                     continue
-                if self.links_of(abspath, raw) & frontier:
+                if self.links_of(abspath, raw, names) & frontier:
                     new.add(abspath)
             for launch, files in declared:
                 if launch not in found and launch not in targets and files & frontier:
@@ -220,6 +277,28 @@ class ReverseIndex:
                 out.append(((cfg.base / entry["launch"]).resolve(),
                             {(cfg.base / p).resolve() for p in entry.get("files", [])}))
         return out
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked and untracked files git does not ignore, relative to ``root`` (None: not a git work
+    tree, or git is unavailable)."""
+    import subprocess
+
+    if not (root / ".git").exists():
+        return None
+    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    try:
+        listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
+        ignored = subprocess.run(cmd[:5] + ["--cached", "--ignored", "--exclude-standard"],
+                                 capture_output=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    drop = set(ignored.split(b"\0"))
+    out = []
+    for rel in dict.fromkeys(listed.split(b"\0")):
+        if rel and rel not in drop:
+            out.append(os.fsdecode(rel))
+    return out
 
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,

@@ -111,6 +111,7 @@ def test_stdin_buffer_is_checked_in_its_jobs(tmp_path):
 
 
 def test_index_cache_by_content_hash(tmp_path, monkeypatch):
+    monkeypatch.delenv("PARALLINT_CACHE_DIR", raising=False)
     write_tree(tmp_path, TREE)
     (tmp_path / ".git").mkdir()
     config = Config(None, tmp_path, {})
@@ -156,3 +157,22 @@ def test_cli_hook_run_on_a_config_reports_the_cross_file_finding(tmp_path, cli):
     assert p.returncode == 0 and "All checks passed" in p.stdout
     p = cli("check", "--all-job-findings", "deepspeed_batch/launch.sh", cwd=tmp_path)
     assert p.returncode == 1 and "BAT001" in p.stdout
+
+
+def test_git_listing_leaves_out_ignored_launch_files(tmp_path):
+    import subprocess
+
+    if shutil.which("git") is None:
+        import pytest
+
+        pytest.skip("git not installed")
+    write_tree(tmp_path, TREE)
+    write_tree(tmp_path, {".gitignore": "scratch/\n",
+                          "scratch/run4.sh": "deepspeed --num_gpus 4 ds_train.py --deepspeed_config configs/ds.json\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    rules = get_registry().enabled(None, [], [])
+    config = Config(None, tmp_path, {})
+    whole = check_files(["."], config, rules, cwd=tmp_path, use_cache=False)
+    one = check_files(["configs/ds.json"], config, rules, cwd=tmp_path)
+    assert sorted(map(_key, one.diagnostics)) == sorted(_key(d) for d in whole.diagnostics if d.span.path == "configs/ds.json")
+    assert [d.code for d in one.diagnostics] == ["BAT001"] and "world size 8" in str(one.diagnostics[0].related)
