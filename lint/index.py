@@ -156,7 +156,6 @@ class ReverseIndex:
         self.cache = LinkCache(root, use_cache)
         self._files: list[tuple[Path, bytes]] | None = None
         self._exc = None
-        self._git: list[str] | None = None
         self.parsed = 0  # files parsed to learn their links (cache misses)
 
     def _corpus(self) -> list[tuple[Path, bytes]]:
@@ -187,31 +186,16 @@ class ReverseIndex:
         return self._exc
 
     def _kept(self, ap: Path) -> bool:
-        """Whether a walk of the root keeps this file (configured excludes, .gitignore)."""
-        if self._git is not None:
-            return True  # git already dropped ignored files; configured excludes were applied
+        """Whether a walk of the root keeps this file (configured excludes, .gitignore); asked
+        only for the few files that contain a needle."""
         return not self._excluder().excluded(ap, False)
 
     def _listing(self) -> list[Path]:
-        from parallint.discover import _matches
-
         excluder = self._excluder()
         cfg = self.runner.config
-        self._git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
-        if self._git is not None:
-            out = []
-            for rel in self._git:
-                ap = self.root / rel
-                try:
-                    r = ap.relative_to(cfg.base).as_posix()
-                except ValueError:
-                    r = ap.name
-                parts = r.split("/")
-                if _matches(excluder.patterns, r, False) or any(
-                        _matches(excluder.patterns, "/".join(parts[:k]), True) for k in range(1, len(parts))):
-                    continue
-                out.append(ap)
-            return out
+        git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
+        if git is not None:
+            return [self.root / rel for rel in git]
         out = []
         visited: set[tuple[int, int]] = set()
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True):
@@ -324,6 +308,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     extra: set[Path] = set()
     by_root: dict[Path, set[Path]] = {}
     for ap in given:
+        if ap not in runner.stdin and (not ap.is_file() or runner._load(ap, True) is None):
+            continue  # missing, or not a file parallint reads: it is in no job
         by_root.setdefault(find_root(ap), set()).add(ap)
     for root, targets in by_root.items():
         extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
