@@ -88,28 +88,29 @@ def check(
 
     if output_format not in FORMATS:
         raise _fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
-    config = _load_config(config_path)
-    settings = config.settings
     try:
         reg = get_registry()
     except RegistryError as exc:
         raise _fail(str(exc))
-    sel = _split(select) if select else settings.get("select")
-    ext = list(settings.get("extend-select", [])) + (_split(extend_select) or [])
-    ign = list(settings.get("ignore", [])) + (_split(ignore) or [])
-    try:
-        for group in (sel or [], ext, ign):
-            reg.validate_selectors(group)
-        for sels in settings.get("per-file-ignores", {}).values():
-            reg.validate_selectors(sels)
-        level = Severity.parse(fail_level) if fail_level else config.fail_level
-    except UnknownSelector as exc:
-        raise _fail(f"unknown rule selector '{exc.args[0]}' (see 'parallint rules')")
-    except ValueError as exc:
-        raise _fail(str(exc))
-    if gpu:
-        settings["gpu"] = gpu
-    rules = reg.enabled(sel, ext, ign)
+
+    def selection(config):
+        settings = config.settings
+        sel = _split(select) if select else settings.get("select")
+        ext = list(settings.get("extend-select", [])) + (_split(extend_select) or [])
+        ign = list(settings.get("ignore", [])) + (_split(ignore) or [])
+        try:
+            for group in (sel or [], ext, ign):
+                reg.validate_selectors(group)
+            for sels in settings.get("per-file-ignores", {}).values():
+                reg.validate_selectors(sels)
+            level = Severity.parse(fail_level) if fail_level else config.fail_level
+        except UnknownSelector as exc:
+            raise _fail(f"unknown rule selector '{exc.args[0]}' (see 'parallint rules')")
+        except ValueError as exc:
+            raise _fail(str(exc))
+        if gpu:
+            settings["gpu"] = gpu
+        return reg.enabled(sel, ext, ign), level
 
     stdin = None
     paths = list(paths or [])
@@ -123,21 +124,42 @@ def check(
     elif not paths:
         paths = ["."]
 
-    try:
-        result = check_files(paths, config, rules, stdin=stdin, all_job_findings=all_job_findings,
-                             use_cache=not no_cache)
-    except Exception as exc:  # pragma: no cover - last line of defence
-        import os
+    # settings per file: the nearest configuration up from each path (--config: that one for all)
+    from parallint.config import ConfigError, configs_for
 
-        if os.environ.get("PARALLINT_DEBUG"):
-            raise
-        raise _fail(f"internal error: {type(exc).__name__}: {exc}")
+    try:
+        groups = configs_for(paths, stdin[0] if stdin else None, config_path)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    from parallint.runner import Result
+
+    result, rules, failing = Result([], 0), [], False
+    for config, group_paths, with_stdin in groups:
+        group_rules, level = selection(config)
+        try:
+            part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
+                               all_job_findings=all_job_findings, use_cache=not no_cache)
+        except Exception as exc:  # pragma: no cover - last line of defence
+            import os
+
+            if os.environ.get("PARALLINT_DEBUG"):
+                raise
+            raise _fail(f"internal error: {type(exc).__name__}: {exc}")
+        failing = failing or any(d.severity >= level for d in part.diagnostics)
+        result.diagnostics.extend(part.diagnostics)
+        result.files_checked += part.files_checked
+        result.errors.extend(part.errors)
+        rules.extend(r for r in group_rules if r not in rules)
+    if len(groups) > 1:
+        from parallint.diagnostics import Diagnostic
+
+        result.diagnostics.sort(key=Diagnostic.sort_key)
     sys.stdout.write(render(output_format, result.diagnostics, result.files_checked, rules))
     for err in result.errors:
         typer.echo(f"parallint: error: {err}", err=True)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
-    if not exit_zero and any(d.severity >= level for d in result.diagnostics):
+    if not exit_zero and failing:
         raise typer.Exit(EXIT_FINDINGS)
     raise typer.Exit(EXIT_OK)
 
