@@ -75,6 +75,7 @@ def check(
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type when the files do not say (e.g. A100-80GB)."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
+    add_noqa: bool = typer.Option(False, "--add-noqa", help="Write '# noqa: CODE' on the line of each finding (not in JSON or inside strings) and exit 0."),
 ) -> None:
     """Check files and folders for distributed-training mistakes.
 
@@ -154,6 +155,14 @@ def check(
         from parallint.diagnostics import Diagnostic
 
         result.diagnostics.sort(key=Diagnostic.sort_key)
+    if add_noqa:
+        from parallint.suppress import add_noqa as write_noqa
+
+        added, skipped = write_noqa(result.diagnostics, __import__("pathlib").Path.cwd())
+        typer.echo(f"Added {added} noqa code{'s' if added != 1 else ''}.")
+        for where in skipped:
+            typer.echo(f"parallint: {where}: no comment can go on this line (JSON, a string or a continuation); not suppressed", err=True)
+        raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
     sys.stdout.write(render(output_format, result.diagnostics, result.files_checked, rules))
     for err in result.errors:
         typer.echo(f"parallint: error: {err}", err=True)
