@@ -75,6 +75,8 @@ def check(
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type when the files do not say (e.g. A100-80GB)."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
+    write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
     add_noqa: bool = typer.Option(False, "--add-noqa", help="Write '# noqa: CODE' on the line of each finding (not in JSON or inside strings) and exit 0."),
 ) -> None:
     """Check files and folders for distributed-training mistakes.
@@ -134,7 +136,7 @@ def check(
         raise _fail(str(exc))
     from parallint.runner import Result
 
-    result, rules, failing = Result([], 0), [], False
+    result, rules, failing, levels = Result([], 0), [], False, {}
     for config, group_paths, with_stdin in groups:
         group_rules, level = selection(config)
         try:
@@ -147,6 +149,7 @@ def check(
                 raise
             raise _fail(f"internal error: {type(exc).__name__}: {exc}")
         failing = failing or any(d.severity >= level for d in part.diagnostics)
+        levels.update((id(d), level) for d in part.diagnostics)
         result.diagnostics.extend(part.diagnostics)
         result.files_checked += part.files_checked
         result.errors.extend(part.errors)
@@ -155,6 +158,20 @@ def check(
         from parallint.diagnostics import Diagnostic
 
         result.diagnostics.sort(key=Diagnostic.sort_key)
+    if write_baseline or baseline:
+        from pathlib import Path as _Path
+
+        from parallint.baseline import BaselineError, filter_new, write
+
+        if write_baseline:
+            n = write(write_baseline, result.diagnostics, _Path.cwd())
+            typer.echo(f"Wrote {n} finding{'s' if n != 1 else ''} to {write_baseline}.")
+            raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
+        try:
+            result.diagnostics, _ = filter_new(result.diagnostics, baseline, _Path.cwd())
+        except BaselineError as exc:
+            raise _fail(str(exc))
+        failing = any(d.severity >= lv for d, lv in ((d, levels.get(id(d), Severity.WARNING)) for d in result.diagnostics))
     if add_noqa:
         from parallint.suppress import add_noqa as write_noqa
 
