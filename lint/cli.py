@@ -64,7 +64,10 @@ def _load_config(config_path: Optional[str]):
 @app.command()
 def check(
     paths: List[str] = typer.Argument(None, help="Files or folders (default: .); '-' reads standard input."),
-    output_format: str = typer.Option("text", "--format", help="text, json, sarif or github."),
+    output_format: str = typer.Option("text", "--format", help="text, json, sarif, github, junit, gitlab or checkstyle."),
+    output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report to this file instead of standard output."),
+    statistics: bool = typer.Option(False, "--statistics", help="Text format: add how many findings each rule made."),
+    show_docs_link: bool = typer.Option(False, "--show-docs-link", help="Text format: add each rule's documentation link."),
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file (pyproject.toml or parallint.toml)."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rules to run (codes, prefixes, names); replaces the configured selection."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
@@ -180,7 +183,24 @@ def check(
         for where in skipped:
             typer.echo(f"parallint: {where}: no comment can go on this line (JSON, a string or a continuation); not suppressed", err=True)
         raise typer.Exit(EXIT_ERROR if result.errors else EXIT_OK)
-    sys.stdout.write(render(output_format, result.diagnostics, result.files_checked, rules))
+    from parallint.report import Options, use_color
+
+    tty = output_file is None and use_color(sys.stdout)
+    opts = Options(color=tty, code_frame=output_file is None and _isatty(sys.stdout),
+                   show_docs_link=show_docs_link, statistics=statistics)
+    report = render(output_format, result.diagnostics, result.files_checked, rules, opts)
+    if output_file:
+        from parallint.suppress import _atomic_write
+
+        try:
+            import os as _os
+
+            _os.makedirs(_os.path.dirname(_os.path.abspath(output_file)), exist_ok=True)
+            _atomic_write(output_file, report)
+        except OSError as exc:
+            raise _fail(f"{output_file}: cannot write the report: {exc.strerror or exc}")
+    else:
+        sys.stdout.write(report)
     for err in result.errors:
         typer.echo(f"parallint: error: {err}", err=True)
     if result.errors:
@@ -190,9 +210,17 @@ def check(
     raise typer.Exit(EXIT_OK)
 
 
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 @app.command("rules")
 def list_rules(
     output_format: str = typer.Option("text", "--format", help="text, json or markdown."),
+    write_docs: Optional[str] = typer.Option(None, "--write-docs", help="Write one Markdown page per rule (CODE.md) and an index into this folder (docs/rules)."),
 ) -> None:
     """List every rule: code, name, severity and what it checks."""
     from parallint.registry import RegistryError, get_registry
@@ -201,6 +229,12 @@ def list_rules(
         reg = get_registry()
     except RegistryError as exc:
         raise _fail(str(exc))
+    if write_docs:
+        from parallint.ruledocs import write_rule_docs
+
+        written = write_rule_docs(reg.rules, write_docs)
+        typer.echo(f"Wrote {written} files to {write_docs}.")
+        return
     if output_format == "json":
         import json
 
