@@ -94,6 +94,7 @@ def check(
 
     if output_format not in FORMATS:
         raise _fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
+    _check_gpu(gpu)
     try:
         reg = get_registry()
     except RegistryError as exc:
@@ -290,9 +291,40 @@ def show(
     sys.stdout.write(render_jobs(jobs))
 
 
+def _check_gpu(gpu: Optional[str]) -> None:
+    if gpu:
+        from parallint.estimate_ux import gpu_error
+
+        msg = gpu_error(gpu)
+        if msg:
+            raise _fail(msg)
+
+
+def _presets(preset: Optional[str], paths: Optional[List[str]], settings: dict) -> list:
+    from parallint.estimate_ux import preset_error, preset_spec
+
+    if preset:
+        msg = preset_error(preset)
+        if msg:
+            raise _fail(msg)
+        return [preset_spec(preset, settings)]
+    if not paths:
+        raise _fail("give a job-spec file (or any files parallint reads), or --preset NAME (see 'parallint presets')")
+    return []
+
+
+@app.command("presets")
+def list_presets() -> None:
+    """List the bundled model presets (for --preset and the job spec's model.preset)."""
+    from parallint.estimate_ux import presets_table
+
+    typer.echo(presets_table(), nl=False)
+
+
 @app.command()
 def estimate(
-    paths: List[str] = typer.Argument(..., help="A job-spec file, or any files parallint reads."),
+    paths: List[str] = typer.Argument(None, help="A job-spec file, or any files parallint reads."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A bundled model preset instead of files (see 'parallint presets')."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type, e.g. H100-80GB."),
     tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel degree."),
     pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
@@ -307,14 +339,17 @@ def estimate(
     from parallint.estimate_cmd import estimate_main
 
     config = _load_config(config_path)
+    _check_gpu(gpu)
+    extra = _presets(preset, paths, config.settings)
     overrides = {k: v for k, v in dict(gpu=gpu, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage,
                                          micro_batch=micro_batch, recompute=recompute).items() if v is not None}
-    raise typer.Exit(estimate_main(list(paths), overrides, output_format, config.settings))
+    raise typer.Exit(estimate_main(list(paths or []), overrides, output_format, config.settings, extra=extra))
 
 
 @app.command()
 def plan(
-    paths: List[str] = typer.Argument(..., help="A job-spec file, or any files parallint reads."),
+    paths: List[str] = typer.Argument(None, help="A job-spec file, or any files parallint reads."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A bundled model preset instead of files (see 'parallint presets')."),
     gpus: int = typer.Option(..., "--gpus", help="How many GPUs the job gets."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type, e.g. A100-80GB."),
     output_format: str = typer.Option("text", "--format", help="text or json."),
@@ -324,7 +359,9 @@ def plan(
     from parallint.estimate_cmd import plan_main
 
     config = _load_config(config_path)
-    raise typer.Exit(plan_main(list(paths), gpus, gpu, output_format, config.settings))
+    _check_gpu(gpu)
+    extra = _presets(preset, paths, config.settings)
+    raise typer.Exit(plan_main(list(paths or []), gpus, gpu, output_format, config.settings, extra=extra))
 
 
 def main() -> None:
