@@ -364,6 +364,18 @@ def plan(
     raise typer.Exit(plan_main(list(paths or []), gpus, gpu, output_format, config.settings, extra=extra))
 
 
+@app.command()
+def server() -> None:
+    """Run the Language Server on standard input/output (needs the 'lsp' extra: pygls)."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        raise _fail("the language server needs pygls: pip install 'parallint[lsp]'")
+    from parallint.server import main as serve
+
+    serve()
+
+
 def main() -> None:
     try:
         app()

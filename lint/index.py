@@ -164,7 +164,11 @@ class ReverseIndex:
         when it matters, see :meth:`_kept`.)"""
         if self._files is None:
             files = []
+            buffers = self.runner.stdin
             for ap in self._listing():
+                if ap in buffers:  # an unsaved buffer stands for the file
+                    files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
+                    continue
                 try:
                     if ap.stat().st_size > 4 * 1024 * 1024:
                         continue
@@ -286,14 +290,17 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
-                all_job_findings: bool = False, use_cache: bool = True):
+                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
-    jobs with ``all_job_findings``). Folders among ``paths`` are checked as usual."""
+    jobs with ``all_job_findings``). Folders among ``paths`` are checked as usual. ``buffers``
+    (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents)."""
     from parallint.runner import Runner
 
     runner = Runner(config, cwd)
     cwd = runner.cwd
+    for ap, text in (buffers or {}).items():
+        runner.stdin[Path(os.path.abspath(ap))] = text
     given: list[Path] = []  # files named (or the stdin file)
     folders: list[Path] = []
     for arg in paths:
@@ -315,10 +322,11 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
         extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
 
     files = runner.collect([str(p) for p in folders] + [str(p) for p in given if p not in runner.stdin], rules)
-    if stdin is not None:
-        f = runner.read(given[-1], explicit=True)
-        if f is not None:
-            files.append(f)
+    for ap in given:
+        if ap in runner.stdin:
+            f = runner.read(ap, explicit=True)
+            if f is not None and f not in files:
+                files.append(f)
     named = {f.abspath for f in files}
     checked = len(files)
     for ap in sorted(extra - named):

@@ -318,32 +318,44 @@ def add_noqa(diags: Iterable, cwd) -> tuple[int, list[str]]:
         found = comments(plain, syntax)
         changed = 0
         for ln, codes in sorted(by_line.items()):
-            if syntax is None or ln > len(lines) or line_in_string(plain, syntax, ln):
+            edit = noqa_edit(plain, syntax, ln, codes, found)
+            if edit is None:
                 skipped.append(f"{path}:{ln}")
                 continue
-            body = lines[ln - 1]
-            end = body[len(body.rstrip("\r\n")):]
-            body = body[: len(body) - len(end)]
-            existing = found.get(ln)
-            m = _NOQA.search(existing[1]) if existing else None
-            if m and not _FILE_NOQA.match(existing[1]):
-                have = _codes(m.group("codes"))
-                if have == ALL:
-                    continue
-                new = [c for c in codes if c not in have]
-                if not new:
-                    continue
-                start = existing[0] + m.end("codes")
-                body = body[:start] + ", " + ", ".join(new) + body[start:]
-            else:
-                new = codes
-                body = body.rstrip() + ("  " if body.strip() else "") + "# noqa: " + ", ".join(new)
-            lines[ln - 1] = body + end
+            body, new = edit
+            if not new:
+                continue
+            old = lines[ln - 1]
+            lines[ln - 1] = body + old[len(old.rstrip("\r\n")):]
             added += len(new)
             changed += 1
         if changed:
             _atomic_write(p, "".join(lines))
     return added, skipped
+
+
+def noqa_edit(text: str, syntax: str | None, line: int, codes: list[str],
+              found: dict[int, tuple[int, str]] | None = None) -> tuple[str, list[str]] | None:
+    """The text of ``line`` (without its line break) with ``codes`` added to its ``# noqa`` (or a
+    new one), and the codes actually added; None where no comment can go."""
+    lines = text.splitlines()
+    if syntax is None or line > len(lines) or line_in_string(text, syntax, line):
+        return None
+    body = lines[line - 1]
+    found = comments(text, syntax) if found is None else found
+    existing = found.get(line)
+    m = _NOQA.search(existing[1]) if existing else None
+    if m and not _FILE_NOQA.match(existing[1]):
+        have = _codes(m.group("codes"))
+        if have == ALL:
+            return body, []
+        new = [c for c in codes if c not in have]
+        if not new:
+            return body, []
+        start = existing[0] + m.end("codes")
+        return body[:start] + ", " + ", ".join(new) + body[start:], new
+    sep = "  " if body.strip() else ""
+    return body.rstrip() + sep + "# noqa: " + ", ".join(codes), list(codes)
 
 
 def _atomic_write(path, text: str) -> None:
