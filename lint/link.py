@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from parallint import hfargs
 from parallint.facts import FileFacts, Value
 from parallint.job import Job
 
@@ -99,6 +100,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
+            hfargs.attach(job, launch)  # HF TrainingArguments given as flags on the launch line
             taken.update(seen)
             jobs.append(job)
 
