@@ -27,11 +27,12 @@ READERS: dict[str, str] = {
     "hf_model": "hf_model",
     "hftrainargs": "hftrainargs",
     "jobspec": "jobspec",
+    "torchtune": "torchtune",
 }
 KINDS = frozenset(READERS)
 CONFIG_KINDS = frozenset(
     {"deepspeed", "nemo", "megatron_yaml", "torchtitan", "torchtitan_py", "accelerate", "neox",
-     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec"}
+     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec", "torchtune"}
 )
 LAUNCH_KINDS = frozenset({"shell", "makefile", "kube"})
 
@@ -58,7 +59,7 @@ STRUCTURED_SUFFIXES = {".json", ".yaml", ".yml", ".toml"}
 #: a shell file reaches the reader only when it starts something that can be a training launch
 SHELL_NEEDLES: tuple[str, ...] = (
     "torchrun", "torch.distributed", "deepspeed", "accelerate", "srun", "mpirun", "python",
-    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train",
+    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run",
 )
 _SHEBANG = re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
 

@@ -233,6 +233,8 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return _frontend(name, rest, ctx, span, env, wrapper)
     if name == "accelerate-launch":
         return _frontend("accelerate", rest, ctx, span, env, wrapper)
+    if name == "tune":
+        return _tune(rest[1:], ctx, span, env, wrapper) if rest and rest[0].text == "run" else None
     if name in SUBCOMMAND_FRONTENDS:
         if rest and rest[0].text == SUBCOMMAND_FRONTENDS[name]:
             return _frontend(name, rest[1:], ctx, span, env, wrapper)
@@ -507,6 +509,73 @@ def _frontend(launcher: str, rest: list[Word], ctx: Context, span, env, wrapper)
         if v is not None and v.known:
             la.links.append(v)
     _script_part(la, rest, i, any(m in opts for m in fe.module))
+    return la
+
+
+#: torchtune config keys a ``key=value`` override of ``tune run`` may set -> fact keys
+TUNE_OVERRIDES = {"tensor_parallel_dim": "parallel.tp", "context_parallel_dim": "parallel.cp",
+                  "data_parallel_shard_dim": "parallel.dp_shard", "data_parallel_replicate_dim": "parallel.dp_replicate",
+                  "batch_size": "training.micro_batch", "gradient_accumulation_steps": "training.grad_accum"}
+
+
+def _tune(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
+    """``tune run [TORCHRUN-OPTIONS] RECIPE --config CFG [key=value ...]`` (torchtune).
+
+    With any torchrun option the recipe runs under torchrun (its semantics, ``launcher`` torchrun);
+    without, torchtune runs it in this one process. A built-in recipe name links
+    ``recipes/<name>.py`` and a built-in config name ``recipes/configs/<name>.yaml`` where those
+    exist (the torchtune tree); ``key=value`` overrides of the parallel dimensions and batch are
+    facts of the launch (they beat the config). An override parallint cannot read, or any unknown
+    word after the recipe, unlinks the config: its values may not be the ones that run."""
+    opts, i, opaque = _options(rest, TORCHRUN_BOOL, TORCHRUN_VALUE)
+    if i >= len(rest) or not rest[i].known:
+        return None
+    distributed = bool(opts) or opaque
+    la = _start("torchrun" if distributed else "python", span, env, wrapper, ctx, opts, opaque,
+                "tune run's torchrun options")
+    if distributed:
+        for key, fact in (("nnodes", "parallel.nodes"), ("nproc_per_node", "parallel.procs_per_node")):
+            v = int_fact(opts.get(key), f"tune run --{key}", allow_range=key == "nnodes")
+            if v is not None:
+                la.facts.add(fact, v)
+    elif wrapper is None and not ctx.scheduler:
+        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)"))
+    else:
+        _procs_from_wrapper(la)
+    recipe = rest[i]
+    name = recipe.text
+    script = name if name.endswith(".py") else f"recipes/{name}.py"
+    args = rest[i + 1:]
+    la.script = Value(script, recipe.span, True, "", "tune run recipe")
+    la.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
+    clean = all(a.known for a in args)
+    for a in args:
+        if a.known and "=" in a.text and not a.text.startswith("-"):
+            k, _, _ = a.text.partition("=")
+            fact = TUNE_OVERRIDES.get(k)
+            if fact is None:
+                continue
+            v = a.value(len(k) + 1, f"tune run override {k}=")
+            iv = v.as_int() if v.known else v
+            if not iv.known:
+                clean = False
+                continue
+            if fact.startswith("parallel.") and iv.value == -1:
+                iv = Value.unknown("inferred (-1)", iv.span, iv.source)
+            la.facts.add(fact, iv)
+        elif not a.known and "=" in a.text:
+            clean = False
+    if clean:
+        for j, a in enumerate(args):
+            t = a.text
+            cfg = t.partition("=")[2] if t.startswith("--config=") else (
+                args[j + 1].text if t == "--config" and j + 1 < len(args) else None)
+            if not cfg:
+                continue
+            sp = a.sub_span(len("--config=")) if t.startswith("--config=") else args[j + 1].span
+            la.links.append(Value(cfg, sp, True, "", "tune run --config"))
+            if not cfg.endswith((".yaml", ".yml")):
+                la.links.append(Value(f"recipes/configs/{cfg}.yaml", sp, True, "", "tune run --config (built-in)"))
     return la
 
 

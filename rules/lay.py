@@ -93,8 +93,8 @@ class ParallelProductMismatch(FactRule):
     def findings(self, view: View):
         world = view.world
         w = view.world_int
-        if view.fw("torchtitan"):
-            yield from self._torchtitan(view)
+        if view.fw("torchtitan", "torchtune"):  # torchtune's ParallelDims has torchtitan's rule
+            yield from self._torchtitan(view, "torchtitan" if view.fw("torchtitan") else "torchtune")
             return
         if view.fw("nanotron"):
             lw = view.launch_world
@@ -155,7 +155,7 @@ class ParallelProductMismatch(FactRule):
                       [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
                                                          if k != at and i > 1])
 
-    def _torchtitan(self, view: View):
+    def _torchtitan(self, view: View, who: str = "torchtitan"):
         world = view.world
         w = view.world_int
         if w is None:
@@ -181,7 +181,7 @@ class ParallelProductMismatch(FactRule):
             shard = view.i("parallel.dp_shard")
             prod = others * shard
             if prod != w:
-                yield Finding(shard_v, f"torchtitan needs dp_replicate·dp_shard·cp·tp·pp == world size: "
+                yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
                                        f"{prod} != {w}", [(world, f"world size {w}")] + rel)
             return
         if not inferred:
@@ -192,7 +192,7 @@ class ParallelProductMismatch(FactRule):
             if at is None:
                 return
             yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
-                              f"torchtitan cannot infer data_parallel_shard_degree (-1)",
+                              f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1)",
                           [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
 
 
