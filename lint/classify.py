@@ -28,13 +28,14 @@ READERS: dict[str, str] = {
     "hftrainargs": "hftrainargs",
     "jobspec": "jobspec",
     "torchtune": "torchtune",
+    "skypilot": "skypilot",
 }
 KINDS = frozenset(READERS)
 CONFIG_KINDS = frozenset(
     {"deepspeed", "nemo", "megatron_yaml", "torchtitan", "torchtitan_py", "accelerate", "neox",
      "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec", "torchtune"}
 )
-LAUNCH_KINDS = frozenset({"shell", "makefile", "kube"})
+LAUNCH_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 
 #: A Python file reaches the LibCST reader only when it contains one of these names.
 #: (The names the script rules trigger on; broad words such as "torch" would keep most files.)

@@ -8,11 +8,11 @@ from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
 from parallint.rule import Example, Rule
 
-LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube"})
+LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
 KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
-                "nodeSelector")
+                "nodeSelector", "SkyPilot", "Ray")  # orchestrators that start the command on every node
 
 
 # -- helpers shared with rules/env.py ---------------------------------------------------------
@@ -751,7 +751,7 @@ class MultiNodeRendezvous(Rule):
                                   f"cannot reach it")
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
-                                                                        "mpijob", "volcano", "kubejob")
+                                                                        "mpijob", "volcano", "kubejob", "skypilot")
         if not every_node:
             return
         for key in ("node_rank", "machine_rank"):

@@ -10,7 +10,7 @@ import re
 
 STRUCTURED_KINDS = (
     "deepspeed", "nemo", "megatron_yaml", "torchtitan", "accelerate", "neox", "foundry",
-    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune",
+    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune", "skypilot",
 )
 
 MAX_SNIFF = 2_000_000  # bytes of text looked at
@@ -114,6 +114,8 @@ def _sniff_yaml(text: str) -> str | None:
     top = _top_keys(text)
     if re.search(r"^apiVersion\s*:", text, re.M) and re.search(r"^kind\s*:", text, re.M):
         return "kube"
+    if "run" in top and top & {"resources", "num_nodes"} and re.search(r"^run[ \t]*:[ \t]*[|>\w'\"$]", text, re.M):
+        return "skypilot"  # a SkyPilot task: `run:` is a shell script, not a mapping
     if re.search(r"^\s*_component_\s*:\s*torchtune\.", text, re.M):
         return "torchtune"
     if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^\s+(trainer|model)\.[\w.]+\s*:", text, re.M)):
