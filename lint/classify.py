@@ -53,6 +53,8 @@ PYTHON_NEEDLES: tuple[str, ...] = (
     # framework wrappers whose arguments are facts (DDP001, BAT003, links)
     "find_unused_parameters", "deepspeed", "Accelerator", "TrainingArguments", "SFTConfig",
     "DPOConfig", "GRPOConfig", "Trainer(",
+    # launchers inside the script (parallint.pylaunch)
+    "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric(",
 )
 
 SHELL_SUFFIXES = {".sh", ".bash", ".sbatch", ".slurm", ".zsh", ".ksh"}

@@ -1,0 +1,384 @@
+"""Launch facts stated in Python: the launchers that live inside a script.
+
+* Ray Train: ``ScalingConfig(num_workers=N, use_gpu=..., resources_per_worker={"GPU": g})`` given to a
+  ``TorchTrainer``/``DataParallelTrainer`` → a world of N processes.
+* submitit: ``AutoExecutor``/``SlurmExecutor`` ``update_parameters(nodes=, gpus_per_node=,
+  tasks_per_node=, slurm_*)`` → nodes, processes per node, GPUs per node; a submitted
+  ``submitit.helpers.CommandFunction([...])`` is a command line like any other.
+* NeMo-Run: ``run.SlurmExecutor(nodes=, ntasks_per_node=)``, ``run.LocalExecutor(ntasks_per_node=)``
+  and recipe fields set by assignment (``recipe.trainer.strategy.tensor_model_parallel_size = 4``,
+  ``recipe.trainer.num_nodes``, ``recipe.trainer.devices``).
+* Lightning Fabric: ``Fabric(devices=, num_nodes=)``.
+* ``torch.multiprocessing.spawn(fn, nprocs=N)`` → N processes on this node.
+* ``os.environ["WORLD_SIZE"] = "N"`` → the world size the script hands to ``init_process_group``.
+
+The script is parsed with :mod:`ast` (never imported or run). Only literal values count, and names
+bound once at module level to a literal; a call inside a loop, or a value that comes from
+arguments, the environment or a function is unknown and says nothing. Facts are added to the job
+the script belongs to, each pointing at its own text; a launcher that forks the workers itself
+(torchrun, deepspeed ...) decides the world and these facts are not used under it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parallint.diagnostics import Span
+from parallint.facts import FactMap, FileFacts, Value
+
+MAX_BYTES = 2_000_000
+#: cheap text needles: a script without any of them is not parsed
+NEEDLES = ("ScalingConfig", "update_parameters", "Executor", "spawn", "WORLD_SIZE", "Fabric",
+           "CommandFunction", "tensor_model_parallel_size")
+FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
+                     "composer", "colossalai"})
+
+RAY_SCALING = ("ray.train.ScalingConfig", "ray.air.ScalingConfig", "ray.air.config.ScalingConfig",
+               "ray.train.v2.api.config.ScalingConfig")
+RAY_TRAINERS = ("ray.train.torch.TorchTrainer", "ray.train.data_parallel_trainer.DataParallelTrainer",
+                "ray.train.DataParallelTrainer", "ray.train.huggingface.TransformersTrainer",
+                "ray.train.lightning.LightningTrainer", "ray.train.torch.torch_trainer.TorchTrainer")
+SUBMITIT_EXECUTORS = ("submitit.AutoExecutor", "submitit.SlurmExecutor", "submitit.auto.auto.AutoExecutor",
+                      "submitit.slurm.slurm.SlurmExecutor")
+SUBMITIT_COMMAND = ("submitit.helpers.CommandFunction",)
+NEMO_RUN_EXECUTORS = {"nemo_run.SlurmExecutor": "slurm", "nemo_run.LocalExecutor": "local",
+                      "nemo_run.core.execution.slurm.SlurmExecutor": "slurm",
+                      "nemo_run.core.execution.local.LocalExecutor": "local"}
+FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.fabric.fabric.Fabric")
+SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
+#: NeMo recipe attribute paths (the tail of an assignment target) -> fact key
+NEMO_FIELDS = {
+    "trainer.strategy.tensor_model_parallel_size": "parallel.tp",
+    "trainer.strategy.pipeline_model_parallel_size": "parallel.pp",
+    "trainer.strategy.context_parallel_size": "parallel.cp",
+    "trainer.strategy.expert_model_parallel_size": "parallel.ep",
+    "trainer.strategy.virtual_pipeline_model_parallel_size": "parallel.vpp",
+    "trainer.num_nodes": "parallel.nodes",
+    "trainer.devices": "parallel.procs_per_node",
+    "data.micro_batch_size": "training.micro_batch",
+    "data.global_batch_size": "training.global_batch",
+}
+
+
+@dataclass
+class PyLaunch:
+    """What a script states about how it is launched."""
+
+    facts: FactMap = field(default_factory=FactMap)
+    #: command lines the script hands to a launcher (submitit CommandFunction): lists of (text, span)
+    commands: list[list[tuple[str, Span]]] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)  # ray, submitit, nemo_run, fabric, spawn, environ
+
+
+class _Scan:
+    def __init__(self, path: str, tree: ast.Module) -> None:
+        self.path = path
+        self.tree = tree
+        self.alias: dict[str, str] = {}
+        self.consts: dict[str, ast.AST] = {}
+        self.out = PyLaunch()
+        self.loops: set[int] = set()  # ids of nodes inside a loop or comprehension
+
+    # -- names
+    def imports(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+        counts: dict[str, int] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        counts[t.id] = counts.get(t.id, 0) + 1
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                if counts.get(name) == 1 and isinstance(node.value, ast.Constant):
+                    self.consts[name] = node.value
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp,
+                                 ast.GeneratorExp)):
+                for sub in ast.walk(node):
+                    if sub is not node:
+                        self.loops.add(id(sub))
+
+    def qname(self, func: ast.AST) -> str:
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return ""
+        head = self.alias.get(func.id)
+        if head is None:
+            return ""
+        return ".".join([head] + list(reversed(parts)))
+
+    def span(self, node: ast.AST) -> Span:
+        return Span(self.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
+                    getattr(node, "end_lineno", 0) or 0, (getattr(node, "end_col_offset", -1) or -1) + 1)
+
+    def literal(self, node: ast.AST | None) -> Any:
+        """The literal value of ``node`` (a constant, a module-level constant name, a dict/list of
+        literals); ``...`` when it is not a literal."""
+        if node is None:
+            return ...
+        if isinstance(node, ast.Name) and node.id in self.consts:
+            node = self.consts[node.id]
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return ...
+
+    def value(self, node: ast.AST | None, source: str) -> Value | None:
+        if node is None:
+            return None
+        v = self.literal(node)
+        if v is ...:
+            return Value.unknown(f"{source} is not a literal", self.span(node), source)
+        return Value(v, self.span(node), True, "", source)
+
+    # -- the scan
+    def run(self) -> PyLaunch:
+        self.imports()
+        scaling: list[ast.Call] = []
+        trainers = False
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                q = self.qname(node.func)
+                if q in RAY_SCALING:
+                    scaling.append(node)
+                elif q in RAY_TRAINERS:
+                    trainers = True
+                elif q in SUBMITIT_EXECUTORS:
+                    self.out.kinds.add("submitit")
+                elif q in SUBMITIT_COMMAND:
+                    self._command(node)
+                elif q in NEMO_RUN_EXECUTORS:
+                    self._nemo_executor(node, NEMO_RUN_EXECUTORS[q])
+                elif q in FABRIC:
+                    self._fabric(node)
+                elif q in SPAWN:
+                    self._spawn(node)
+                elif isinstance(node.func, ast.Attribute) and node.func.attr == "update_parameters":
+                    self._update_parameters(node)
+            elif isinstance(node, ast.Assign):
+                self._assign(node)
+        if trainers:
+            for call in scaling:
+                self._scaling(call)
+        return self.out
+
+    def kw(self, call: ast.Call, name: str) -> ast.AST | None:
+        for k in call.keywords:
+            if k.arg == name:
+                return k.value
+        return None
+
+    def _int(self, key: str, node: ast.AST | None, source: str, positive: bool = True) -> None:
+        v = self.value(node, source)
+        if v is None:
+            return
+        if v.known:
+            v = v.as_int()
+            if v.known and positive and v.value < 1:
+                v = Value.unknown(f"{source} {v.value} is not a positive count", v.span, source)
+        self.out.facts.add(key, v)
+
+    def _once(self, call: ast.AST, what: str) -> bool:
+        """A call inside a loop or comprehension may run with several values: not a fact."""
+        return id(call) not in self.loops
+
+    def _scaling(self, call: ast.Call) -> None:
+        if not self._once(call, "ScalingConfig"):
+            return
+        self.out.kinds.add("ray")
+        # one process per worker, whatever GPUs it holds (use_gpu, resources_per_worker)
+        self._int("parallel.world_size", self.kw(call, "num_workers"), "ScalingConfig(num_workers=...)")
+
+    def _update_parameters(self, call: ast.Call) -> None:
+        if not self._once(call, "update_parameters"):
+            return
+        names = {k.arg for k in call.keywords if k.arg}
+        if not names & {"nodes", "slurm_nodes", "tasks_per_node", "slurm_ntasks_per_node", "gpus_per_node",
+                        "slurm_gpus_per_node"}:
+            return
+        self.out.kinds.add("submitit")
+        for key, fact in (("nodes", "parallel.nodes"), ("tasks_per_node", "parallel.procs_per_node"),
+                          ("ntasks_per_node", "parallel.procs_per_node"),
+                          ("gpus_per_node", "hardware.gpus_per_node_requested")):
+            for kw in (key, f"slurm_{key}"):
+                node = self.kw(call, kw)
+                if node is not None:
+                    self._int(fact, node, f"update_parameters({kw}=...)")
+                    break
+
+    def _command(self, call: ast.Call) -> None:
+        if not call.args or not self._once(call, "CommandFunction"):
+            return
+        lst = call.args[0]
+        if not isinstance(lst, (ast.List, ast.Tuple)):
+            return
+        words: list[tuple[str, Span]] = []
+        for el in lst.elts:
+            v = self.literal(el)
+            words.append((str(v) if v is not ... and not isinstance(v, (dict, list)) else "\x00", self.span(el)))
+        self.out.commands.append(words)
+        self.out.kinds.add("submitit")
+
+    def _nemo_executor(self, call: ast.Call, kind: str) -> None:
+        if not self._once(call, "executor"):
+            return
+        self.out.kinds.add("nemo_run")
+        if kind == "slurm":
+            self._int("parallel.nodes", self.kw(call, "nodes"), "SlurmExecutor(nodes=...)")
+        else:
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "LocalExecutor (one node)"))
+        self._int("parallel.procs_per_node", self.kw(call, "ntasks_per_node"), "Executor(ntasks_per_node=...)")
+        g = self.kw(call, "gpus_per_node")
+        if g is not None:
+            self._int("hardware.gpus_per_node_requested", g, "Executor(gpus_per_node=...)")
+
+    def _fabric(self, call: ast.Call) -> None:
+        if not self._once(call, "Fabric"):
+            return
+        self.out.kinds.add("fabric")
+        dev = self.kw(call, "devices")
+        if dev is not None:
+            v = self.literal(dev)
+            if isinstance(v, (list, tuple)):
+                self.out.facts.add("parallel.procs_per_node", Value(len(v), self.span(dev), True, "", "Fabric(devices=[...])"))
+            else:
+                self._int("parallel.procs_per_node", dev, "Fabric(devices=...)")
+        nn = self.kw(call, "num_nodes")
+        if nn is not None:
+            self._int("parallel.nodes", nn, "Fabric(num_nodes=...)")
+        else:
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)"))
+
+    def _spawn(self, call: ast.Call) -> None:
+        if not self._once(call, "spawn"):
+            return
+        node = self.kw(call, "nprocs")
+        if node is None and len(call.args) >= 3:
+            node = call.args[2]
+        if node is None:
+            return  # nprocs defaults to 1
+        self.out.kinds.add("spawn")
+        self._int("parallel.procs_per_node", node, "mp.spawn(nprocs=...)")
+
+    def _assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            # os.environ["WORLD_SIZE"] = "4"
+            if isinstance(t, ast.Subscript) and self.qname(t.value) == "os.environ":
+                key = self.literal(t.slice)
+                if key == "WORLD_SIZE" and id(node) not in self.loops:
+                    self.out.kinds.add("environ")
+                    self._int("parallel.world_size", node.value, 'os.environ["WORLD_SIZE"]')
+                continue
+            # recipe.trainer.strategy.tensor_model_parallel_size = 4
+            parts: list[str] = []
+            cur = t
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if not isinstance(cur, ast.Name) or len(parts) < 2:
+                continue
+            dotted = ".".join(reversed(parts))
+            for tail, fact in NEMO_FIELDS.items():
+                if dotted == tail or dotted.endswith("." + tail):
+                    if id(node) in self.loops:
+                        break
+                    self.out.kinds.add("nemo_recipe")
+                    self._int(fact, node.value, f"{cur.id}.{dotted} = ...")
+                    break
+
+
+def scan(path: str, text: str) -> PyLaunch | None:
+    """The launch facts a script states (None when it states none, or cannot be parsed)."""
+    if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    try:
+        out = _Scan(path, tree).run()
+    except RecursionError:
+        return None
+    if not out.kinds:
+        return None
+    return out
+
+
+def _consistent(facts: FactMap) -> FactMap:
+    """Keys stated twice with different known values are dropped (two configurations in one
+    script: which one runs is not static)."""
+    out = FactMap()
+    for key, vs in facts.items():
+        known = {repr(v.value) for v in vs if v.known}
+        if len(known) > 1:
+            continue
+        for v in vs:
+            out.add(key, v)
+    return out
+
+
+def attach(job) -> None:
+    """Add the launch facts of the job's Python files to ``job`` (see the module docstring)."""
+    la = getattr(job, "launch", None)
+    if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
+        return  # the launcher decides the world
+    for f in list(job.files):
+        if f.kind != "python" or "#L" in str(f.abspath):
+            continue
+        pl = scan(f.path, f.text or "")
+        if pl is None:
+            continue
+        facts = _consistent(pl.facts)
+        if pl.kinds & {"ray", "submitit", "nemo_run", "fabric", "nemo_recipe"} or "environ" in pl.kinds:
+            job.facts.extend(facts)
+        elif pl.kinds == {"spawn"}:
+            _spawn_world(job, f, facts)
+        for words in pl.commands:
+            _command_job(job, f, words)
+
+
+def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
+    """mp.spawn(nprocs=N) with no sign of several nodes: a world of N on this node."""
+    ppn = facts.get("parallel.procs_per_node")
+    if ppn is None:
+        return
+    job.facts.add("parallel.procs_per_node", ppn)
+    text = (f.text or "").lower()
+    if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|world_size\s*=|slurm|master_addr", text):
+        return  # the script may span nodes or compute its own world
+    job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
+                                               f"{ppn.source} (one node: no node count in the script)"))
+
+
+def _command_job(job, f: FileFacts, words: list[tuple[str, Span]]) -> None:
+    """A submitit CommandFunction: its command line's facts (Megatron flags, links) join the job."""
+    from parallint import cmdline
+
+    ws = [cmdline.Word.unknown("not a literal", sp) if t == "\x00" else cmdline.Word.lit(t, sp) for t, sp in words]
+    try:
+        la = cmdline.parse_command(ws, cmdline.Context(), ws[0].span if ws else None)
+    except (ValueError, TypeError, IndexError, KeyError):
+        return
+    if la is None:
+        return
+    for key, vs in la.facts.items():
+        if key in ("parallel.nodes", "parallel.procs_per_node", "parallel.world_size"):
+            continue  # the executor's, not the command's
+        for v in vs:
+            job.facts.add(key, v)
