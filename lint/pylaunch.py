@@ -169,6 +169,9 @@ class _Scan:
                     self._fabric(node)
                 elif q in SPAWN:
                     self._spawn(node)
+                elif q.startswith("nemo.collections.llm.") and q.rsplit(".", 1)[-1] in ("pretrain_recipe",
+                                                                                         "finetune_recipe"):
+                    self._nemo_recipe(node)
                 elif isinstance(node.func, ast.Attribute) and node.func.attr == "update_parameters":
                     self._update_parameters(node)
             elif isinstance(node, ast.Assign):
@@ -247,6 +250,19 @@ class _Scan:
         g = self.kw(call, "gpus_per_node")
         if g is not None:
             self._int("hardware.gpus_per_node_requested", g, "Executor(gpus_per_node=...)")
+
+    def _nemo_recipe(self, call: ast.Call) -> None:
+        """``llm.<model>.pretrain_recipe(num_nodes=, num_gpus_per_node=, tensor_parallelism=, ...)``."""
+        if not self._once(call, "recipe"):
+            return
+        self.out.kinds.add("nemo_recipe")
+        name = self.qname(call.func).rsplit(".", 2)[-2]
+        for kw, fact in (("num_nodes", "parallel.nodes"), ("num_gpus_per_node", "parallel.procs_per_node"),
+                         ("tensor_parallelism", "parallel.tp"), ("pipeline_parallelism", "parallel.pp"),
+                         ("context_parallelism", "parallel.cp")):
+            node = self.kw(call, kw)
+            if node is not None:
+                self._int(fact, node, f"{name}.{self.qname(call.func).rsplit('.', 1)[-1]}({kw}=...)")
 
     def _fabric(self, call: ast.Call) -> None:
         if not self._once(call, "Fabric"):
@@ -347,6 +363,9 @@ def attach(job) -> None:
         facts = _consistent(pl.facts)
         if pl.kinds & {"ray", "submitit", "nemo_run", "fabric", "nemo_recipe"} or "environ" in pl.kinds:
             job.facts.extend(facts)
+            if "nemo_recipe" in pl.kinds and any(k.startswith("parallel.") for k in facts.keys()):
+                first = next(v for k, vs in facts.items() for v in vs)
+                job.facts.add("framework", Value("nemo", first.span, True, "", "NeMo 2 recipe"))
         elif pl.kinds == {"spawn"}:
             _spawn_world(job, f, facts)
         for words in pl.commands:
@@ -360,7 +379,7 @@ def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
         return
     job.facts.add("parallel.procs_per_node", ppn)
     text = (f.text or "").lower()
-    if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|world_size\s*=|slurm|master_addr", text):
+    if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|^\s*[\w.]*world_size\s*=(?!=)|slurm|master_addr", text, re.M):
         return  # the script may span nodes or compute its own world
     job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
                                                f"{ppn.source} (one node: no node count in the script)"))
