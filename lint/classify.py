@@ -62,7 +62,8 @@ STRUCTURED_SUFFIXES = {".json", ".yaml", ".yml", ".toml"}
 #: a shell file reaches the reader only when it starts something that can be a training launch
 SHELL_NEEDLES: tuple[str, ...] = (
     "torchrun", "torch.distributed", "deepspeed", "accelerate", "srun", "mpirun", "python",
-    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run",
+    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run", "torchx",
+    "fabric run",
 )
 _SHEBANG = re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
 

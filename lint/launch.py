@@ -68,6 +68,21 @@ def launch_world_size(launch: "Launch | None") -> Value | None:
     options = launch.options or {}
     defaults = SINGLE_NODE_DEFAULT.get(launch.launcher)
     if (defaults is None or launch.wrapper is not None or launch.scheduler or "opaque" in options
-            or any(k in options for k in defaults)):
+            or any(k in options and not _loopback_endpoint(k, options[k], options) for k in defaults)):
         return None
     return Value(p, ppn.span, True, "", f"{ppn.source} (one node: the launcher's default)")
+
+
+def _loopback_endpoint(key: str, v: Value, options: dict) -> bool:
+    """``--rdzv_endpoint localhost:0`` / ``--master_addr 127.0.0.1`` (and the ``--rdzv_backend`` of such
+    an endpoint): a rendezvous on this host only, so no sign of other nodes."""
+    from parallint.cmdline import is_loopback
+
+    if key == "rdzv_backend" and "rdzv_endpoint" in options:
+        return _loopback_endpoint("rdzv_endpoint", options["rdzv_endpoint"], options)
+    if key not in ("rdzv_endpoint", "master_addr") or not v.known or not isinstance(v.value, str):
+        return False
+    host = v.value
+    if key == "rdzv_endpoint" and host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return is_loopback(host.strip("[]"))

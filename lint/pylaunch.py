@@ -349,9 +349,77 @@ def _consistent(facts: FactMap) -> FactMap:
     return out
 
 
+#: a script with any of these may start processes itself, or run under a launcher it names
+STARTS_PROCESSES = re.compile(
+    r"subprocess|os\.system|Popen|spawn|torchrun|torch\.distributed\.(?:run|launch|elastic)|multiprocessing|"
+    r"\bray\b|submitit|[Ff]abric|lightning|notebook_launcher|\bxmp\b|deepspeed\.launcher|mpi4py|horovod|"
+    r"accelerate|\blaunch\(|fairseq|detectron2|mmengine|mmcv|colossalai|composer|call_main|start_processes|"
+    r"torchx|nemo|SLURM_|OMPI_|PMI_|PMIX_")
+#: environment variables that make a plain process part of a larger job
+DIST_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_WORLD_SIZE")
+
+
+def plain_python_world(job) -> None:
+    """``python train.py`` with no launcher, scheduler or wrapper, and a script that starts no
+    processes itself: one process, a world of 1."""
+    la = getattr(job, "launch", None)
+    if la is None or la.launcher != "python" or la.wrapper is not None or la.scheduler or "opaque" in la.options:
+        return
+    if la.script is None or not la.script.known or any(k in (la.env or {}) for k in DIST_ENV):
+        return
+    if job.facts.all("parallel.world_size") or job.facts.all("parallel.nodes") or \
+            job.facts.all("parallel.procs_per_node"):
+        return
+    from parallint.hfargs import script_file
+
+    script = script_file(job, la)
+    if script is None or script.kind != "python" or STARTS_PROCESSES.search(script.text or "") is not None:
+        return
+    job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)"))
+
+
+def torchx_config(job) -> None:
+    """``torchx run dist.ddp`` without ``-j``: the ``j`` of ``[component:dist.ddp]`` in the
+    ``.torchxconfig`` next to the launch file (or at the repository root), which TorchX reads."""
+    import configparser
+
+    from parallint.cmdline import _torchx_j
+    from parallint.link import repo_root
+
+    la = getattr(job, "launch", None)
+    if la is None or "torchx" not in la.options or "torchx_j" in la.options or "opaque" in la.options:
+        return
+    folder = job.root.abspath.parent
+    for d in dict.fromkeys((folder, repo_root(folder))):
+        p = d / ".torchxconfig"
+        try:
+            if not p.is_file() or p.stat().st_size > 100_000:
+                continue
+            text = p.read_text(errors="replace")
+        except OSError:
+            continue
+        cp = configparser.ConfigParser(interpolation=None)
+        try:
+            cp.read_string(text)
+        except configparser.Error:
+            return
+        sec = "component:dist.ddp"
+        if not cp.has_section(sec) or not cp.has_option(sec, "j"):
+            return
+        raw = cp.get(sec, "j")
+        line = next((n for n, ln in enumerate(text.splitlines(), 1) if re.match(r"\s*j\s*[=:]", ln)), 1)
+        import os
+
+        rel = os.path.relpath(p, folder).replace(os.sep, "/")
+        disp = (job.root.path.rsplit("/", 1)[0] + "/" + rel) if "/" in job.root.path else rel
+        _torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
+        return
+
+
 def attach(job) -> None:
     """Add the launch facts of the job's Python files to ``job`` (see the module docstring)."""
     la = getattr(job, "launch", None)
+    torchx_config(job)
     if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
         return  # the launcher decides the world
     for f in list(job.files):
@@ -370,6 +438,7 @@ def attach(job) -> None:
             _spawn_world(job, f, facts)
         for words in pl.commands:
             _command_job(job, f, words)
+    plain_python_world(job)
 
 
 def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:

@@ -1037,11 +1037,11 @@ class MasterPortOutOfRange(Rule):
     code = "LCH011"
     name = "master-port-out-of-range"
     severity = Severity.ERROR
-    summary = "The master/rendezvous port is outside 1-65535."
+    summary = "The master/rendezvous port is above 65535."
     kinds = LAUNCH_FILE_KINDS
     doc = """
     ## What it does
-    Reports a literal rendezvous port outside 1–65535: `--master_port`, `--main_process_port`
+    Reports a literal rendezvous port above 65535: `--master_port`, `--main_process_port`
     (accelerate), the port of `--rdzv_endpoint`, and `MASTER_PORT` in the environment of a process
     that reads it (a plain `python` under srun/mpirun).
 
@@ -1056,7 +1056,8 @@ class MasterPortOutOfRange(Rule):
     ```
 
     ## How to fix
-    Use a free port between 1024 and 65535 (29500 is the PyTorch default).
+    Use a free port between 1024 and 65535 (29500 is the PyTorch default). Port 0 (any free port,
+    as in torchtitan's `--rdzv_endpoint=localhost:0`) is fine on one node and is not reported.
     """
     valid = (
         Example("""
@@ -1075,7 +1076,7 @@ class MasterPortOutOfRange(Rule):
         """, filename="run.sh", line=2),
         Example("""
         #!/bin/bash
-        deepspeed --num_gpus 8 --master_port 0 train.py --deepspeed ds.json
+        deepspeed --num_gpus 8 --master_port 70000 train.py --deepspeed ds.json
         """, filename="run.sh", line=2),
     )
 
@@ -1091,10 +1092,10 @@ class MasterPortOutOfRange(Rule):
                 cands.append((la.env.get("MASTER_PORT"), "MASTER_PORT"))
             for v, what in cands:
                 p = _int_text(v)
-                if p is None or 1 <= p <= 65535 or v.span in seen:
+                if p is None or p <= 65535 or v.span in seen:
                     continue
                 seen.add(v.span)
-                yield self.report(v.span or la.span, f"{what} {p} is not a TCP port (1-65535): the rendezvous "
+                yield self.report(v.span or la.span, f"{what} {p} is not a TCP port (0-65535): the rendezvous "
                                                      f"store cannot listen on it")
 
 

@@ -119,3 +119,24 @@ def test_spawn_world_only_without_node_counts(tmp_path):
     multi = script.replace("world_size=4", "world_size=args.nnodes * 4")
     job = _job(tmp_path, {"train.py": multi}, "train.py")
     assert job.int("parallel.procs_per_node") == 4 and job.get("parallel.world_size") is None
+
+
+MEGATRON_LINE = "python pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 24 --micro-batch-size 1\n"
+PLAIN = "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+
+
+def test_plain_python_is_one_process(tmp_path):
+    files = {"run.sh": MEGATRON_LINE, "pretrain_gpt.py": PLAIN}
+    assert _diags(tmp_path, files, "run.sh") == [("LAY001", "run.sh", 1)]
+    job = _job(tmp_path, files, "run.sh")
+    assert job.int("parallel.world_size") == 1
+
+
+def test_plain_python_world_needs_certainty(tmp_path):
+    # a script that starts processes, an environment that makes it part of a job, a scheduler
+    assert _diags(tmp_path, {"run.sh": MEGATRON_LINE,
+                             "pretrain_gpt.py": PLAIN + "import subprocess\nsubprocess.run(['torchrun'])\n"}, "run.sh") == []
+    assert _diags(tmp_path, {"run.sh": "export WORLD_SIZE=$N\n" + MEGATRON_LINE, "pretrain_gpt.py": PLAIN}, "run.sh") == []
+    assert _diags(tmp_path, {"run.sh": "#SBATCH --nodes=2\n" + MEGATRON_LINE, "pretrain_gpt.py": PLAIN}, "run.sh") == []
+    assert _diags(tmp_path, {"run.sh": MEGATRON_LINE.replace("pretrain_gpt.py", "missing.py"),
+                             "pretrain_gpt.py": PLAIN}, "run.sh") == []
