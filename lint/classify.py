@@ -29,11 +29,12 @@ READERS: dict[str, str] = {
     "jobspec": "jobspec",
     "torchtune": "torchtune",
     "skypilot": "skypilot",
+    "lightning_cli": "lightning_cli",
 }
 KINDS = frozenset(READERS)
 CONFIG_KINDS = frozenset(
     {"deepspeed", "nemo", "megatron_yaml", "torchtitan", "torchtitan_py", "accelerate", "neox",
-     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec", "torchtune"}
+     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec", "torchtune", "lightning_cli"}
 )
 LAUNCH_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 

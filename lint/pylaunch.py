@@ -416,10 +416,53 @@ def torchx_config(job) -> None:
         return
 
 
+def lightning_overrides(job) -> None:
+    """``python main.py fit --config cfg.yaml --trainer.devices 2``: LightningCLI flags beat the
+    config. Device and node counts become facts of the launch (read first); a strategy override, or
+    a word parallint cannot read, leaves the config's parallel sizes unknown."""
+    la = getattr(job, "launch", None)
+    if la is None or not any(f.kind == "lightning_cli" for f in job.files):
+        return
+    args = la.args or []
+    unsure = auto_stale = False
+    front: list[tuple[str, Value]] = []
+    for i, a in enumerate(args):
+        if not a.known or not isinstance(a.value, str):
+            unsure = True
+            continue
+        t = a.value
+        if not t.startswith("--trainer."):
+            continue
+        k, eq, v = t.partition("=")
+        val = Value(v, a.span, True, "", k) if eq else (args[i + 1] if i + 1 < len(args) else None)
+        if k.startswith("--trainer.strategy"):
+            unsure = True
+        for name, fact in (("--trainer.devices", "parallel.procs_per_node"), ("--trainer.num_nodes", "parallel.nodes")):
+            if k == name and val is not None:
+                iv = val.as_int() if val.known else val
+                ov = Value(iv.value, iv.span, iv.known, iv.why, f"{name} on the launch line")
+                la.facts.add(fact, ov)
+                front.append((fact, ov))
+                auto_stale = True  # "auto" strategy sizes were resolved from the config's counts
+    if unsure or auto_stale or front:
+        kept = FactMap()
+        for key, v in front:
+            kept.add(key, v)
+        for key, vs in job.facts.items():
+            for v in vs:
+                src = v.source or ""
+                if key in ("parallel.dp", "parallel.tp") and "trainer.strategy" in src and (
+                        unsure or '"auto"' in src):
+                    continue
+                kept.add(key, v)
+        job.facts = kept
+
+
 def attach(job) -> None:
     """Add the launch facts of the job's Python files to ``job`` (see the module docstring)."""
     la = getattr(job, "launch", None)
     torchx_config(job)
+    lightning_overrides(job)
     if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
         return  # the launcher decides the world
     for f in list(job.files):

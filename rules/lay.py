@@ -106,6 +106,9 @@ class ParallelProductMismatch(FactRule):
                                       f"({src(lw)}); nanotron needs them equal",
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
             return
+        if view.fw("lightning") and view.stated("parallel.tp") and view.stated("parallel.dp"):
+            yield from self._lightning(view)
+            return
         if view.fw("accelerate") and view.stated("parallel.dp_shard"):
             yield from self._accelerate(view)
             return
@@ -128,6 +131,15 @@ class ParallelProductMismatch(FactRule):
             msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
+
+    def _lightning(self, view: View):
+        """Lightning ModelParallelStrategy: data_parallel_size × tensor_parallel_size == world size."""
+        w, dp, tp = view.world_int, view.i("parallel.dp"), view.i("parallel.tp")
+        if w is None or dp is None or tp is None or dp * tp == w:
+            return
+        yield Finding(view.v("parallel.tp"), f"Lightning ModelParallelStrategy needs data_parallel_size × "
+                                             f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}",
+                      [(view.world, f"world size {w}"), (view.v("parallel.dp"), f"data_parallel_size {dp}")])
 
     def _accelerate(self, view: View):
         """accelerate ParallelismConfig: dp_replicate·dp_shard·tp·cp·sp == num_processes (unless

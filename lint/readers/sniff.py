@@ -10,7 +10,7 @@ import re
 
 STRUCTURED_KINDS = (
     "deepspeed", "nemo", "megatron_yaml", "torchtitan", "accelerate", "neox", "foundry",
-    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune", "skypilot",
+    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune", "skypilot", "lightning_cli",
 )
 
 MAX_SNIFF = 2_000_000  # bytes of text looked at
@@ -118,6 +118,10 @@ def _sniff_yaml(text: str) -> str | None:
         return "skypilot"  # a SkyPilot task: `run:` is a shell script, not a mapping
     if re.search(r"^\s*_component_\s*:\s*torchtune\.", text, re.M):
         return "torchtune"
+    if "trainer" in top and re.search(r"^\s+class_path\s*:", text, re.M) and not re.search(
+            r"tensor_model_parallel_size|exp_manager|nemo\.", text) and (
+            re.search(r"^\s+(devices|num_nodes|strategy|accelerator)\s*:", text, re.M)):
+        return "lightning_cli"  # a LightningCLI config: trainer/model/data with class_path entries
     if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^\s+(trainer|model)\.[\w.]+\s*:", text, re.M)):
         return "megatron_yaml"
     if top & {"compute_environment", "distributed_type"} and (
