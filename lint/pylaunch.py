@@ -33,7 +33,7 @@ from parallint.facts import FactMap, FileFacts, Value
 MAX_BYTES = 2_000_000
 #: cheap text needles: a script without any of them is not parsed
 NEEDLES = ("ScalingConfig", "update_parameters", "Executor", "spawn", "WORLD_SIZE", "Fabric",
-           "CommandFunction", "tensor_model_parallel_size")
+           "CommandFunction", "tensor_model_parallel_size", "MASTER_ADDR", "_recipe")
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
 
@@ -72,6 +72,21 @@ class PyLaunch:
     #: command lines the script hands to a launcher (submitit CommandFunction): lists of (text, span)
     commands: list[list[tuple[str, Span]]] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)  # ray, submitit, nemo_run, fabric, spawn, environ
+    #: an unconditional ``os.environ["MASTER_ADDR"] = "localhost"`` (module level, the main guard, or
+    #: the function that calls init_process_group)
+    master_addr: Value | None = None
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def is_loopback(text: str) -> bool:
+    from parallint.cmdline import is_loopback as _lb
+
+    return _lb(text.strip())
 
 
 class _Scan:
@@ -104,6 +119,17 @@ class _Scan:
                 name = node.targets[0].id
                 if counts.get(name) == 1 and isinstance(node.value, ast.Constant):
                     self.consts[name] = node.value
+        self.always = {id(st) for st in self.tree.body}
+        for node in ast.walk(self.tree):
+            body = None
+            if isinstance(node, ast.If) and _is_main_guard(node.test):
+                body = node.body
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(c, ast.Call) and self.qname(c.func).endswith("init_process_group")
+                    for c in ast.walk(node)):
+                body = node.body  # the function that sets up the process group
+            for st in body or ():
+                self.always.add(id(st))
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp,
                                  ast.GeneratorExp)):
@@ -300,6 +326,10 @@ class _Scan:
                 if key == "WORLD_SIZE" and id(node) not in self.loops:
                     self.out.kinds.add("environ")
                     self._int("parallel.world_size", node.value, 'os.environ["WORLD_SIZE"]')
+                elif key == "MASTER_ADDR" and id(node) in self.always:
+                    v = self.literal(node.value)
+                    if isinstance(v, str) and is_loopback(v):
+                        self.out.master_addr = Value(v, self.span(node), True, "", 'os.environ["MASTER_ADDR"]')
                 continue
             # recipe.trainer.strategy.tensor_model_parallel_size = 4
             parts: list[str] = []
@@ -331,9 +361,17 @@ def scan(path: str, text: str) -> PyLaunch | None:
         out = _Scan(path, tree).run()
     except RecursionError:
         return None
-    if not out.kinds:
+    if not out.kinds and out.master_addr is None:
         return None
     return out
+
+
+def loopback_master(f: FileFacts) -> Value | None:
+    """The loopback MASTER_ADDR a script always sets (see :attr:`PyLaunch.master_addr`)."""
+    if f.kind != "python" or "MASTER_ADDR" not in (f.text or ""):
+        return None
+    pl = scan(f.path, f.text or "")
+    return pl.master_addr if pl is not None else None
 
 
 def _consistent(facts: FactMap) -> FactMap:

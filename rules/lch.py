@@ -675,8 +675,9 @@ class MultiNodeRendezvous(Rule):
     ## What it does
     For a launch on more than one node, reports a master/rendezvous address that is loopback
     (`localhost`, `127.0.0.1`, `::1`) in `--master_addr`, `--rdzv_endpoint`, `--main_process_ip` or
-    an exported `MASTER_ADDR` used by env:// rendezvous, and a literal `--node_rank`/`--machine_rank`
-    in a command that srun, mpirun or a Kubernetes replica set runs on every node.
+    an exported `MASTER_ADDR` used by env:// rendezvous, or an `os.environ["MASTER_ADDR"] = "localhost"`
+    that the job's script always runs; and a literal `--node_rank`/`--machine_rank` in a command that
+    srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node.
 
     ## Why it matters
     Every node must reach the same rendezvous on the first node; with a loopback address each node
@@ -721,6 +722,21 @@ class MultiNodeRendezvous(Rule):
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         return unique(self._multi_node(f))
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        """A script of a multi-node job that always sets ``os.environ["MASTER_ADDR"]`` to loopback."""
+        from parallint.pylaunch import loopback_master
+
+        la = job.launch
+        n = effective_nodes(la) if la is not None else None
+        if n is None or n <= 1:
+            return
+        for f in job.files:
+            v = loopback_master(f)
+            if v is not None and v.span is not None:
+                yield self.report(v.span, f"the script sets MASTER_ADDR={v.value!r} for a job on {n} nodes: "
+                                          f"every node would rendezvous with itself",
+                                  related=related_at(Value(n, la.span), f"{n} nodes"))
 
     def _multi_node(self, f) -> Iterable[Diagnostic]:
         for la in launches(f):
