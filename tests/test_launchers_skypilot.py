@@ -99,3 +99,12 @@ def test_not_a_task(tmp_path):
     write_tree(tmp_path, {"conf.yaml": "run:\n  name: x\n  results_dir: /tmp\nresources:\n  gpus: 8\n"})
     res = check_paths(["conf.yaml"], Config(None, tmp_path, {}), cwd=tmp_path)
     assert res.files_checked == 0 or all(j.launch is None for j in res.jobs)
+
+
+def test_cli_end_to_end(tmp_path, cli):
+    write_tree(tmp_path, {"sky.yaml": _task(tp=16)})
+    p = cli("check", "--select", "LAY001", "sky.yaml", cwd=tmp_path)
+    assert "Traceback" not in p.stderr and p.returncode == 1
+    assert p.stdout.splitlines()[0].startswith("sky.yaml:") and " LAY001 " in p.stdout
+    show = cli("show", "sky.yaml", cwd=tmp_path)
+    assert show.returncode == 0 and "SkyPilot num_nodes" in show.stdout
