@@ -102,8 +102,8 @@ class ParallelProductMismatch(FactRule):
     def findings(self, view: View):
         world = view.world
         w = view.world_int
-        if view.fw("torchtitan"):
-            yield from self._torchtitan(view)
+        if view.fw("torchtitan", "torchtune"):  # torchtune's ParallelDims has torchtitan's rule
+            yield from self._torchtitan(view, "torchtitan" if view.fw("torchtitan") else "torchtune")
             return
         if view.fw("nanotron"):
             lw = view.launch_world
@@ -114,6 +114,9 @@ class ParallelProductMismatch(FactRule):
                     yield Finding(dp, f"nanotron dp×tp×pp = {prod} but the job runs {lw.value} processes "
                                       f"({src(lw)}); nanotron needs them equal",
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
+            return
+        if view.fw("lightning") and view.stated("parallel.tp") and view.stated("parallel.dp"):
+            yield from self._lightning(view)
             return
         if view.fw("accelerate") and view.stated("parallel.dp_shard"):
             yield from self._accelerate(view)
@@ -137,6 +140,15 @@ class ParallelProductMismatch(FactRule):
             msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
+
+    def _lightning(self, view: View):
+        """Lightning ModelParallelStrategy: data_parallel_size × tensor_parallel_size == world size."""
+        w, dp, tp = view.world_int, view.i("parallel.dp"), view.i("parallel.tp")
+        if w is None or dp is None or tp is None or dp * tp == w:
+            return
+        yield Finding(view.v("parallel.tp"), f"Lightning ModelParallelStrategy needs data_parallel_size × "
+                                             f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}",
+                      [(view.world, f"world size {w}"), (view.v("parallel.dp"), f"data_parallel_size {dp}")])
 
     def _accelerate(self, view: View):
         """accelerate ParallelismConfig: dp_replicate·dp_shard·tp·cp·sp == num_processes (unless
@@ -164,7 +176,7 @@ class ParallelProductMismatch(FactRule):
                       [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
                                                          if k != at and i > 1])
 
-    def _torchtitan(self, view: View):
+    def _torchtitan(self, view: View, who: str = "torchtitan"):
         world = view.world
         w = view.world_int
         if w is None:
@@ -190,7 +202,7 @@ class ParallelProductMismatch(FactRule):
             shard = view.i("parallel.dp_shard")
             prod = others * shard
             if prod != w:
-                yield Finding(shard_v, f"torchtitan needs dp_replicate·dp_shard·cp·tp·pp == world size: "
+                yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
                                        f"{prod} != {w}", [(world, f"world size {w}")] + rel)
             return
         if not inferred:
@@ -201,7 +213,7 @@ class ParallelProductMismatch(FactRule):
             if at is None:
                 return
             yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
-                              f"torchtitan cannot infer data_parallel_shard_degree (-1)",
+                              f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1)",
                           [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
 
 
