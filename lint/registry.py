@@ -47,11 +47,30 @@ def _builtin_modules() -> list[ModuleType]:
     return mods
 
 
-def _entry_point_rules() -> list[type[Rule]]:
-    from importlib.metadata import entry_points
+def _plugin_entry_points() -> list:
+    """Entry points of the group ``parallint.rules`` from installed distributions only: a
+    ``*.dist-info`` folder in the working directory (a repository being checked) is not a plugin."""
+    import os
+    import sys
+    from importlib.metadata import distributions
 
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    path = [p for p in sys.path if p not in ("", ".") and (cwd is None or os.path.realpath(p) != cwd)]
+    out, seen = [], set()
+    for dist in distributions(path=path):
+        for ep in dist.entry_points:
+            if ep.group == "parallint.rules" and (ep.name, ep.value) not in seen:
+                seen.add((ep.name, ep.value))
+                out.append(ep)
+    return out
+
+
+def _entry_point_rules() -> list[type[Rule]]:
     out: list[type[Rule]] = []
-    for ep in entry_points(group="parallint.rules"):
+    for ep in _plugin_entry_points():
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must not take the linter down

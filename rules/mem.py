@@ -187,7 +187,10 @@ class PureDataParallelOversized(Rule):
     Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
     does a model file that states no world size or parallel layout at all, a job that freezes
     parameters or trains adapters (LoRA/PEFT), a multimodal or non-transformer (Mamba, RWKV)
-    model, and a job that offloads states to the CPU.
+    model, and a job that offloads states to the CPU. A gpt-neox config whose
+    `model_parallel_size` and `pipe_parallel_size` are left at 1 is not pure data parallelism:
+    gpt-neox ships every config that way by convention, to be set for the cluster, so its
+    layout is unknown (docs/precision-policy-configs.md).
 
     ## Why it matters
     Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs

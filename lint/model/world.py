@@ -17,12 +17,14 @@ from typing import Any
 from parallint.facts import FactMap, Value, known_int
 from parallint.model.origin import How, Origin
 
-#: launchers that run on one node unless told otherwise -> the options that could tell otherwise
+#: launchers that run on one node unless told otherwise -> the options that could tell otherwise.
+#: torchrun (and ``torch.distributed.run``/``.launch``) default ``--nnodes`` to ``1:1``: a rendezvous
+#: backend, endpoint, master address or node rank without ``--nnodes`` is still one node.
 SINGLE_NODE_DEFAULT: dict[str, tuple[str, ...]] = {
     "deepspeed": ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H", "launcher"),
-    "torchrun": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-    "torch.distributed.run": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-    "torch.distributed.launch": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
+    "torchrun": ("nnodes",),
+    "torch.distributed.run": ("nnodes",),
+    "torch.distributed.launch": ("nnodes",),
 }
 
 

@@ -102,9 +102,24 @@ def load_tree(ff: FileFacts, fmt: str | None = None) -> PNode | None:
         return None
     except Exception as exc:  # every parser error becomes SYN001, never a traceback
         line, col = error_pos(exc)
+        if template_line(ff.text, line):
+            return None  # a template a tool renders (Jinja, Helm, ${..} filled in by a script)
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         syn001(ff, f"cannot parse {fmt.upper()}: {msg}", line, col)
         return None
+
+
+#: template syntax that makes a file unparseable until a tool renders it
+_TEMPLATE_MARK = re.compile(r"\{\{|\{%|<%|\$\{|\$[A-Z_]{2,}\b|<[A-Z][A-Z0-9_]{1,60}>")
+
+
+def template_line(text: str, line: int) -> bool:
+    """True when line ``line`` (or the one before it, where an error is often reported one line
+    late) holds template syntax: the parse error is the template's, not the author's."""
+    if not text or line < 1:
+        return False
+    lines = text.split("\n", line)[:line]
+    return any(_TEMPLATE_MARK.search(ln[:2000]) for ln in lines[-2:])
 
 
 def error_pos(exc: Exception) -> tuple[int, int]:
@@ -431,3 +446,49 @@ def partition_problems(part: Partition, schedule: str | None = None) -> list[Par
             out.append(PartitionProblem("stages", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
                                              f"(needs a multiple of {pp})"))
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# configs that are not what runs (docs/precision-policy-configs.md)
+
+#: directories whose configs a tool rewrites before anything runs (NeMo-Framework-Launcher's
+#: auto_configurator takes ``base_configs/<model>.yaml`` and writes TP, PP, CP, EP, nodes, batch
+#: sizes, sequence parallelism and, without a custom config, the model shape)
+_REWRITTEN_DIRS = {"auto_configurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)",
+                   "autoconfigurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)"}
+#: directories of conversion jobs: the model block describes the checkpoint being written, the
+#: trainer block the converter (one process); nothing here is trained
+_CONVERSION_DIR = re.compile(r"^(conversion|convert|conversions|checkpoint_conversion|ckpt_conversion)"
+                             r"(_[a-z0-9]+)*$|^(hf2nemo|nemo2hf)$", re.I)
+_CONVERSION_FILE = re.compile(r"^(convert|conversion)[_-]", re.I)
+
+
+def not_launched_reason(path: str) -> str:
+    """Why the config at ``path`` (display path) is not a layout that runs as written ('' when it
+    may be): a base config a tool rewrites, or a checkpoint-conversion config."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    dirs, name = parts[:-1], parts[-1] if parts else ""
+    for d in dirs:
+        why = _REWRITTEN_DIRS.get(d.lower())
+        if why:
+            return f"base config: {why}"
+    if any(_CONVERSION_DIR.match(d) for d in dirs) or _CONVERSION_FILE.match(name):
+        return "conversion config: its model block describes the checkpoint written, nothing is trained"
+    return ""
+
+
+def mask_facts(ff: FileFacts, why: str, keys: Iterable[str] | None = None,
+               keep: tuple[str, ...] = ("framework",)) -> None:
+    """Turn the known facts of ``ff`` unknown (``why``): all of them but ``keep``, or only ``keys``.
+    Spans stay, so the rules still know the key was written (and stay silent on it)."""
+    from parallint.facts import FactMap
+
+    only = None if keys is None else set(keys)
+    out = FactMap()
+    for key, values in ff.facts.items():
+        hit = (key in only) if only is not None else key not in keep
+        for v in values:
+            if hit and v.known:
+                v = Value.unknown(why, v.span, v.source)
+            out.add(key, v)
+    ff.facts = out
