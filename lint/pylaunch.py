@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from parallint.diagnostics import Span
