@@ -319,3 +319,32 @@ def test_divisors_by_factorisation():
     t = time.perf_counter()
     assert len(_divisors(2**31)) == 32 and _divisors(2**31 - 1) == [1, 2**31 - 1]
     assert time.perf_counter() - t < 0.5
+
+
+ZEROS = {
+    "run.sh": """\
+#!/bin/bash
+#SBATCH --nodes=0
+#SBATCH --gpus-per-node=0
+srun torchrun --nnodes=0 --nproc_per_node=0 train.py --tensor-model-parallel-size 0 \\
+    --pipeline-model-parallel-size 0 --num-layers 0 --micro-batch-size 0 --global-batch-size 0 \\
+    --hidden-size 0 --num-attention-heads 0 --use-mcore-models --deepspeed_config ds.json
+deepspeed --num_gpus 0 --num_nodes 0 train.py --deepspeed ds.json
+accelerate launch --num_processes 0 --num_machines 0 train.py
+mpirun -np 0 python train.py
+""",
+    "train.py": 'import torch.distributed as dist\ndist.init_process_group("nccl")\n',
+    "ds.json": '{"train_batch_size": 0, "train_micro_batch_size_per_gpu": 0, "zero_optimization": {"stage": 0}}',
+    "job.yaml": "model: {layers: 0, hidden: 0, heads: 0}\nparallel: {tp: 0, pp: 0, world_size: 0}\n"
+                "training: {micro_batch: 0, precision: 16}\n",
+    "nemo.yaml": "trainer:\n  devices: 0\n  num_nodes: 0\nmodel:\n  micro_batch_size: 0\n"
+                 "  tensor_model_parallel_size: 0\n  pipeline_model_parallel_size: 0\n",
+}
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["show", "."], ["estimate", "."], ["plan", "--gpus", "8", "."]])
+def test_zero_degrees_never_divide_by_zero(tmp_path, cli, command):
+    write_tree(tmp_path, ZEROS)
+    p = cli(*command, cwd=tmp_path)
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr
+    assert p.returncode in ((1,) if command[0] == "check" else (0, 1, 2))
