@@ -116,6 +116,8 @@ def build(folder: Path, big: bool = True, specials: bool = True) -> dict[str, st
         expect["fifo.py"] = "not a regular file"
         os.mkfifo(folder / "fifo.yaml")
         expect["fifo.yaml"] = "not a regular file"
+        (folder / "sub").mkdir()
+        os.mkfifo(folder / "sub" / ".gitignore")  # read by the walk, never opened for reading
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(folder / "socket.sh"))
