@@ -71,7 +71,7 @@ def texts() -> dict[str, tuple[bytes, str | None]]:
         "dotted.toml": (toml_dotted.encode(), "complex"),
         "alias_bomb.yaml": (alias_bomb.encode(), "complex"),
         "blank_lines.yaml": (blank_yaml.encode(), None),
-        "deep_subst.sh": (sh_deep.encode(), None),
+        "deep_subst.sh": (sh_deep.encode(), "complex"),
         "long_line.sh": (sh_long.encode(), "complex"),
         "recursive.sh": (sh_rec.encode(), None),
         "surrogate.json": (surrogate.encode(), None),
