@@ -72,6 +72,8 @@ def texts() -> dict[str, tuple[bytes, str | None]]:
         "alias_bomb.yaml": (alias_bomb.encode(), "complex"),
         "blank_lines.yaml": (blank_yaml.encode(), None),
         "deep_subst.sh": (sh_deep.encode(), "complex"),
+        "deep_lines.sh": (("#!/bin/bash\ntorchrun " + "$(\n" * DEEP + "echo" + "\n)" * DEEP + " train.py\n"
+                           + "(\n" * DEEP + "torchrun train.py\n" + ")\n" * DEEP).encode(), None),
         "long_line.sh": (sh_long.encode(), "complex"),
         "recursive.sh": (sh_rec.encode(), None),
         "surrogate.json": (surrogate.encode(), None),
