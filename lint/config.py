@@ -172,3 +172,32 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> Confi
     except RecursionError:
         raise ConfigError(f"{path}: [tool.parallint] nested too deeply") from None
     return Config(path.resolve(), path.resolve().parent, settings)
+
+
+def configs_for(paths: list[str], stdin_name: str | None = None, explicit: str | None = None,
+                cwd: Path | None = None) -> list[tuple[Config, list[str], bool]]:
+    """Settings per file, as Ruff finds them: each path gets the nearest configuration up from it
+    (a file's folder, or the folder itself), not the working directory's. Returns (config, the
+    paths it governs, whether the standard-input file is among them), in the order first met.
+    ``explicit`` (``--config``) governs every path."""
+    cwd = cwd or Path.cwd()
+    if explicit:
+        return [(load_config(explicit, cwd), list(paths), stdin_name is not None)]
+    groups: dict[Path | None, tuple[Config, list[str], list[bool]]] = {}
+    items = [(p, False) for p in paths] + ([(stdin_name, True)] if stdin_name is not None else [])
+    for p, is_stdin in items:
+        ap = Path(p) if Path(p).is_absolute() else cwd / p
+        start = ap if (not is_stdin and ap.is_dir()) else ap.parent
+        while not start.exists() and start != start.parent:
+            start = start.parent
+        found = find_config(start.resolve()) if start.exists() else None
+        if found is None:
+            found = find_config(cwd)  # nothing above the path: the working directory's, as before
+        key = found.resolve() if found else None
+        if key not in groups:
+            groups[key] = (load_config(str(found), cwd) if found else Config(None, cwd, {}), [], [False])
+        if is_stdin:
+            groups[key][2][0] = True
+        else:
+            groups[key][1].append(p)
+    return [(c, ps, s[0]) for c, ps, s in groups.values()]

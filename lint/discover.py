@@ -11,7 +11,7 @@ from pathlib import Path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs", "*.egg-info",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".parallint_cache", "site-packages", ".eggs", "*.egg-info",
 )
 MAX_FILES = 200_000
 

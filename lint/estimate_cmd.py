@@ -250,13 +250,14 @@ def render_estimate(name: str, spec: dict, est, headroom: float = 0.9) -> str:
 
 
 def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
-                  out: TextIO | None = None) -> int:
+                  out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.memory import estimate
     from parallint.estimator.params import ShapeError
 
     out = out or sys.stdout
     config = config or {}
-    specs, errors = _specs(paths, config)
+    specs, errors = _specs(paths, config) if paths else ([], [])
+    specs = list(extra) + specs  # --preset
     results = []
     shapeless = [name for name, spec in specs if spec is None]
     for name, spec in specs:
@@ -302,6 +303,12 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
         if best_unfit is not None:
             lines.append(f"  The smallest estimate is {_gib(best_unfit.estimate.total)} GiB per GPU "
                          f"({best_unfit.describe()}): use more GPUs or a larger GPU.")
+        from parallint.estimate_ux import smallest_fit
+
+        more = smallest_fit(spec, gpus, gpu_name, headroom)
+        if more is not None:
+            lines.append(f"  The smallest GPU count that fits is {more[0]} x {gpu_name}: {more[1].describe()} "
+                         f"({_gib(more[1].estimate.total)} GiB per GPU).")
         return "\n".join(lines) + "\n"
     lines.append(f"  {len(layouts)} layout{'s' if len(layouts) != 1 else ''} fit; {ORDER_REASON}.")
     lines.append("")
@@ -322,7 +329,7 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
 
 
 def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: dict,
-              out: TextIO | None = None) -> int:
+              out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.gpus import resolve_gpu
     from parallint.estimator.plan import ORDER_REASON, plan
 
@@ -331,7 +338,8 @@ def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: di
     if gpus is None or not 1 <= gpus <= MAX_GPUS:
         sys.stderr.write(f"parallint plan: --gpus must be an integer from 1 to {MAX_GPUS}\n")
         return 2
-    specs, errors = _specs(paths, config)
+    specs, errors = _specs(paths, config) if paths else ([], [])
+    specs = list(extra) + specs  # --preset
     headroom = float(config.get("memory-headroom", 0.9))
     results = []
     shapeless = [name for name, spec in specs if spec is None]

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from parallint import hfargs, pylaunch
 from parallint.facts import FileFacts, Value
 from parallint.job import Job
 
@@ -100,6 +101,8 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
+            hfargs.attach(job, launch)  # HF TrainingArguments given as flags on the launch line
+            pylaunch.attach(job)  # launchers inside the script (Ray Train, submitit, NeMo-Run, mp.spawn)
             taken.update(seen)
             jobs.append(job)
 
@@ -125,4 +128,5 @@ def standalone_job(f: FileFacts, read: Reader) -> Job:
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
     _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
+    pylaunch.attach(job)
     return job

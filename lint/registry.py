@@ -101,9 +101,32 @@ def check_rule_class(cls: type[Rule]) -> list[str]:
     return problems
 
 
+def check_declarations(cls: type[Rule]) -> list[str]:
+    """Unknown names in what a rule declares it needs: file kinds, call groups, facts."""
+    from parallint.classify import KINDS
+    from parallint.model.vocab import FACT_KEYS
+    from parallint.readers.python import GROUPS
+
+    problems = []
+    for kind in sorted(set(cls.kinds) - KINDS):
+        problems.append(f"{cls.code}: unknown file kind {kind!r} in kinds (known: {', '.join(sorted(KINDS))})")
+    for call in sorted(cls.calls):
+        if "." not in call and call not in GROUPS:
+            problems.append(f"{cls.code}: unknown call group {call!r} in calls (known: {', '.join(sorted(GROUPS))}; "
+                            f"or a qualified name such as torch.distributed.barrier)")
+    for key in sorted(set(cls.facts) - FACT_KEYS):
+        problems.append(f"{cls.code}: unknown fact {key!r} in facts (see parallint.model.vocab)")
+    if isinstance(cls.needles, str):
+        problems.append(f"{cls.code}: needles must be a tuple of words, not a string")
+    return problems
+
+
 class Registry:
     def __init__(self, rules: Iterable[type[Rule]]) -> None:
         self.rules: list[type[Rule]] = sorted(rules, key=lambda r: r.code)
+        problems = [p for r in self.rules for p in check_declarations(r)]
+        if problems:
+            raise RegistryError("; ".join(problems))
         by_code: dict[str, type[Rule]] = {}
         by_name: dict[str, type[Rule]] = {}
         for r in self.rules:

@@ -32,7 +32,6 @@ from parallint.config import Config
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.discover import Candidate, Excluder, discover, display_path
 from parallint.facts import FileFacts
-from parallint.suppress import Suppressions
 
 from parallint.limits import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
 
@@ -453,7 +452,7 @@ class Runner:
         for f in list(self.cache.values()):
             if f is not None and f not in files:
                 diags.extend(d for d in f.diagnostics if d.code in enabled)
-        diags = [_printable(d) for d in self._suppress(self._dedupe(diags))]
+        diags = [_printable(d) for d in self._suppress(self._dedupe(diags), files, enabled)]
         diags.sort(key=Diagnostic.sort_key)
         return Result(diags, len(files), self.errors, jobs)
 
@@ -484,27 +483,10 @@ class Runner:
                 out.append(d)
         return out
 
-    def _suppress(self, diags: list[Diagnostic]) -> list[Diagnostic]:
-        from parallint.registry import get_registry
+    def _suppress(self, diags: list[Diagnostic], files: list[FileFacts] = (), enabled: set[str] = frozenset()) -> list[Diagnostic]:
+        from parallint.suppress import apply
 
-        reg = get_registry()
-        by_display: dict[str, FileFacts] = {f.path: f for f in self.cache.values() if f is not None}
-        scans: dict[str, Suppressions] = {}
-        out = []
-        for d in diags:
-            f = by_display.get(d.span.path)
-            sels: list[str] = []
-            if f is not None:
-                if d.span.path not in scans:
-                    scans[d.span.path] = Suppressions.scan(f.text)
-                sels.extend(scans[d.span.path].selectors_for(d.span.line, d.span.end_line))
-                sels.extend(self.config.per_file_ignores(f.path, f.abspath))
-            else:
-                sels.extend(self.config.per_file_ignores(d.span.path, self.cwd / d.span.path))
-            if sels and reg.covers(sels, d.code):
-                continue
-            out.append(d)
-        return out
+        return apply(diags, list(self.cache.values()), {f.abspath for f in files}, self.config, enabled, self.cwd)
 
 
 def check_paths(paths: list[str], config: Config, rules: list[type] | None = None,

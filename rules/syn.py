@@ -16,6 +16,10 @@ class ParseError(Rule):
     Reports a file that parallint would check — a training script, a launch script, a Kubernetes
     manifest or a framework config — but cannot parse: a syntax error, invalid UTF-8, a binary or
     unreadable file. The message names the position of the problem. The other files are still checked.
+    A template is not a syntax error: placeholders a script or tool fills in (`${zero_stage}`,
+    `{{ .Values.x }}`, `<NUM_GPUS>`, `%BATCH%`, a bare `ZERO_STAGE`) are unknown values, and a file
+    whose parse fails on template syntax (Jinja `{% if %}` blocks) is left alone. Python that a
+    newer interpreter accepts (PEP 701 f-strings on a Python 3.11 run) is not reported either.
 
     ## Why it matters
     A file that does not parse is not checked at all, so every other rule is silent on it. Most

@@ -14,7 +14,7 @@ import re
 
 STRUCTURED_KINDS = (
     "deepspeed", "nemo", "megatron_yaml", "torchtitan", "accelerate", "neox", "foundry",
-    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec",
+    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune", "skypilot", "lightning_cli",
 )
 
 MAX_SNIFF = 2_000_000  # bytes of text looked at
@@ -123,6 +123,14 @@ def _sniff_yaml(text: str) -> str | None:
     top = _top_keys(text)
     if re.search(r"^apiVersion[ \t]*:", text, re.M) and re.search(r"^kind[ \t]*:", text, re.M):
         return "kube"
+    if "run" in top and top & {"resources", "num_nodes"} and re.search(r"^run[ \t]*:[ \t]*[|>\w'\"$]", text, re.M):
+        return "skypilot"  # a SkyPilot task: `run:` is a shell script, not a mapping
+    if re.search(r"^[ \t]*_component_[ \t]*:[ \t]*torchtune\.", text, re.M):
+        return "torchtune"
+    if "trainer" in top and re.search(r"^[ \t]+class_path[ \t]*:", text, re.M) and not re.search(
+            r"tensor_model_parallel_size|exp_manager|nemo\.", text) and (
+            re.search(r"^[ \t]+(devices|num_nodes|strategy|accelerator)[ \t]*:", text, re.M)):
+        return "lightning_cli"  # a LightningCLI config: trainer/model/data with class_path entries
     if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^[ \t]+(trainer|model)\.[\w.]+[ \t]*:", text, re.M)):
         return "megatron_yaml"
     if top & {"compute_environment", "distributed_type"} and (
