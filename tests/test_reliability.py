@@ -19,11 +19,19 @@ from parallint.discover import compile_patterns, is_test_path, _matches
 from parallint.runner import Runner, check_paths
 
 DDP = """\
+import os
+
+import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-dist.init_process_group("nccl")
-model = DDP(model, find_unused_parameters=True)
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = torch.nn.Linear(8, 8).cuda()
+    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
 """
 
 
@@ -348,3 +356,21 @@ def test_zero_degrees_never_divide_by_zero(tmp_path, cli, command):
     p = cli(*command, cwd=tmp_path)
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr
     assert p.returncode in ((1,) if command[0] == "check" else (0, 1, 2))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_slow_native_shell_parse_is_killed(tmp_path, cli):
+    """tree-sitter's error recovery is quadratic and cannot be interrupted in-process: a large
+    shell file is first read in a worker that is killed at the time limit."""
+    write_tree(tmp_path, {"slow.sh": "#!/bin/bash\ntorchrun train.py\n" + "[[x]]\n" * 12000,
+                          "train.py": DDP, "parallint.toml": "file-timeout = 2\n"})
+    t = time.monotonic()
+    p = cli("check", "--format", "json", ".", cwd=tmp_path)
+    assert time.monotonic() - t < 20
+    import json
+
+    items = json.loads(p.stdout)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    slow = [d for d in items if d["path"] == "slow.sh"]
+    assert [d["code"] for d in slow] == ["SYN002"] and "timed out after 2 s" in slow[0]["message"]
+    assert any(d["code"] == "DDP001" for d in items)
