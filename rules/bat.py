@@ -52,6 +52,10 @@ def dp_size(view: View, *, sp: bool) -> tuple[int | None, list]:
 
 class DeepspeedBatchIdentity(FactRule):
     code = "BAT001"
+    facts = frozenset({
+        "parallel.cp", "parallel.pp", "parallel.sp", "parallel.tp", "training.grad_accum", "training.micro_batch",
+        "training.train_batch_size",
+    })
     name = "deepspeed-batch-identity"
     severity = Severity.ERROR
     summary = "DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size"
@@ -121,6 +125,10 @@ class DeepspeedBatchIdentity(FactRule):
 
 class GlobalBatchNotDivisible(FactRule):
     code = "BAT002"
+    facts = frozenset({
+        "parallel.cp", "parallel.dp_replicate", "parallel.dp_shard", "parallel.pp", "parallel.sp", "parallel.tp",
+        "training.global_batch", "training.micro_batch",
+    })
     name = "global-batch-not-divisible"
     severity = Severity.ERROR
     summary = "The global batch is not divisible by micro batch × data-parallel size"
@@ -193,6 +201,9 @@ def _torchtitan_dp(view: View) -> tuple[int | None, list]:
 
 class DeepspeedTrainerMismatch(FactRule):
     code = "BAT003"
+    facts = frozenset({
+        "training.grad_accum", "training.micro_batch", "training.precision", "training.train_batch_size",
+    })
     name = "deepspeed-trainer-mismatch"
     severity = Severity.ERROR
     summary = "A DeepSpeed config value contradicts the HF TrainingArguments / accelerate value"
@@ -232,8 +243,7 @@ class DeepspeedTrainerMismatch(FactRule):
 
     def check_job(self, job, ctx):
         ds_files = [f for f in job.files if f.kind == "deepspeed"]
-        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")
-                    or (f.kind == "python" and any(str(v.value) == "hf_trainer" for v in f.facts.known("framework")))]
+        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")]
         if not ds_files or not hf_files:
             return
         found = []

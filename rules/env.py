@@ -130,6 +130,7 @@ def _net_plugin(la, f) -> bool:
 
 class VisibleDevicesFewerThanProcs(Rule):
     code = "ENV002"
+    facts = frozenset({"parallel.world_size"})
     name = "visible-devices-fewer-than-procs"
     severity = Severity.ERROR
     summary = "CUDA_VISIBLE_DEVICES lists fewer devices than the processes started per node."
@@ -287,6 +288,7 @@ def _pre_blackwell(gpu: Value | None) -> bool:
 
 class CudaDeviceMaxConnections(Rule):
     code = "ENV004"
+    facts = frozenset({"framework", "hardware.gpu", "parallel.cp", "parallel.tp"})
     name = "cuda-device-max-connections"
     severity = Severity.WARNING
     summary = "Megatron with TP > 1 or CP > 1 launched without CUDA_DEVICE_MAX_CONNECTIONS=1."

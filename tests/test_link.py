@@ -69,7 +69,8 @@ def test_show_prints_job_spec_yaml_with_sources(tmp_path, cli):
     assert p.returncode == 0, p.stderr
     doc = yaml.safe_load(p.stdout)
     assert doc["training"]["micro_batch"] == 2 and doc["training"]["grad_accum"] == 4
-    assert doc["parallel"]["procs_per_node"] == 8
+    assert doc["parallel"]["gpus_per_node"] == 8  # job-spec field (procs_per_node is a comment)
+    assert "# procs_per_node: 8" in p.stdout
     line = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("micro_batch:"))
     assert "ds.json:1" in line
     assert "# files: run.sh, train.py, ds.json" in p.stdout

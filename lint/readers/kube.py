@@ -465,6 +465,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                 launches = _volcano(doc, path, abspath)
             elif kind_s == "Job" and api_s.startswith("batch/"):
                 launches = _batch_job(doc, path, abspath)
+            elif kind_s in ("RayJob", "RayCluster") and api_s.startswith("ray.io"):
+                from parallint.readers import ray
+
+                launches = ray.manifest_launches(doc, path, abspath)
             else:
                 continue
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:

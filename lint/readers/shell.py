@@ -53,6 +53,8 @@ PLACEHOLDER_RE = re.compile(
 )
 
 _PARSER = None
+#: the scripts being evaluated because another one runs them (cycle guard, depth limit)
+_RUNNING: list[Path] = []
 
 #: variables a scheduler, launcher or operator sets at run time: a `${X:-default}` is not their value
 RUNTIME_PREFIXES = ("SLURM_", "PET_", "OMPI_", "PMI_", "PMIX_", "MV2_", "KUBERNETES_", "SM_", "AZ_BATCH",
@@ -754,6 +756,39 @@ class Evaluator:
             la = None
         if la is not None and len(self.launches) < MAX_LAUNCHES:
             self.launches.append(la)
+        elif not self.scheduler:
+            self._run_script(words, env, src)
+
+    def _run_script(self, words: list[Word], env: dict[str, Value], src: Src) -> None:
+        """``NGPU=2 ./run_train.sh`` / ``bash run.sh``: the launches of a script this one runs, evaluated
+        with the variables this command hands it (exported ones and the command's own prefix)."""
+        i = 0
+        if words[0].known and words[0].text.rsplit("/", 1)[-1] in ("bash", "sh"):
+            i = 1
+            if i < len(words) and words[i].known and words[i].text.startswith("-"):
+                return  # `bash -c`, `bash -x script`: handled elsewhere or not worth guessing
+        if i >= len(words) or not words[i].known:
+            return
+        name = words[i].text
+        if not (name.endswith((".sh", ".bash")) or (i == 0 and name.startswith("./"))):
+            return
+        target = self._resolve(words[i], src)
+        if target is None or target in _RUNNING or len(_RUNNING) >= MAX_SOURCE_DEPTH:
+            return
+        if self.abspath is not None and target == _resolved(self.abspath):
+            return
+        try:
+            data = target.read_bytes()[:MAX_BYTES]
+        except OSError:
+            return
+        if b"\x00" in data[:8192]:
+            return
+        _RUNNING.append(target)
+        try:
+            ev = evaluate(data, _display_path(self.path, self.abspath, target), target, env=env)
+        finally:
+            _RUNNING.pop()
+        self.launches.extend(ev.launches)
 
     def _eval_text(self, w: Word) -> str:
         """A word given to ``eval`` as shell text; each unknown part becomes a reference to a
@@ -836,7 +871,7 @@ class Evaluator:
     def _resolve(self, w: Word, src: Src) -> Path | None:
         if not w.known or not w.text:
             return None
-        p = Path(w.text).expanduser()
+        p = Path(os.path.expanduser(w.text))  # never raises on an unknown `~user`
         bases = []
         if src.abspath is not None:
             bases.append(src.abspath.parent)
@@ -1568,7 +1603,7 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     bases = [abspath.parent] + ([root] if root is not None else [])
     target = None
     for b in bases:
-        c = Path(str(hf.value)).expanduser()
+        c = Path(os.path.expanduser(str(hf.value)))
         c = c if c.is_absolute() else b / c
         try:
             if c.is_file() and c.stat().st_size < 1_000_000:
