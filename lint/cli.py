@@ -20,6 +20,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+#: the exit-status contract (docs/failure-contract.md): 0 clean, 1 findings, 2 usage or internal
+#: error. A crash is never 1: main() turns any escaped exception into a one-line error and 2.
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -52,6 +54,24 @@ def _split(values: Optional[List[str]]) -> Optional[List[str]]:
     return out
 
 
+def _read_stdin(settings: dict) -> str:
+    """Standard input, at most the size cap + 1 bytes (more is never read: the runner reports the
+    buffer as too large)."""
+    from parallint.limits import max_file_size
+
+    cap = max_file_size(settings)
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # pragma: no cover - a replaced sys.stdin
+        return sys.stdin.read(cap + 1)
+    return stream.read(cap + 1).decode("utf-8", errors="replace")
+
+
+def _positive(option: str, value: Optional[int], low: int = 1, high: int = 1 << 20) -> None:
+    """A one-line error (exit 2) naming ``option`` unless ``low <= value <= high``."""
+    if value is not None and not low <= value <= high:
+        raise _fail(f"{option} must be an integer from {low} to {high} (got {value})")
+
+
 def _load_config(config_path: Optional[str]):
     from parallint.config import ConfigError, load_config
 
@@ -76,6 +96,8 @@ def check(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name standing for standard input with '-'."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type when the files do not say (e.g. A100-80GB)."),
+    include_tests: bool = typer.Option(False, "--include-tests", help="Also check test files and folders found by walking a folder (tests/, test_*.py, conftest.py ...)."),
+    max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Files larger than this are not analysed (SYN002), e.g. 4MB; default 2MB."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
@@ -99,6 +121,14 @@ def check(
         reg = get_registry()
     except RegistryError as exc:
         raise _fail(str(exc))
+    max_size = None
+    if max_file_size is not None:
+        from parallint.limits import parse_size
+
+        try:
+            max_size = parse_size(max_file_size)
+        except ValueError as exc:
+            raise _fail(f"--max-file-size: {exc}")
 
     def selection(config):
         settings = config.settings
@@ -117,6 +147,10 @@ def check(
             raise _fail(str(exc))
         if gpu:
             settings["gpu"] = gpu
+        if include_tests:
+            settings["include-tests"] = True
+        if max_size is not None:
+            settings["max-file-size"] = max_size
         return reg.enabled(sel, ext, ign), level
 
     stdin = None
@@ -124,7 +158,7 @@ def check(
     if paths == ["-"]:
         if not stdin_filename:
             raise _fail("reading standard input ('-') needs --stdin-filename NAME")
-        stdin = (stdin_filename, sys.stdin.read())
+        stdin = (stdin_filename, "")  # read below, once the buffer's settings (size cap) are known
         paths = []
     elif "-" in paths:
         raise _fail("'-' (standard input) cannot be combined with other paths")
@@ -143,6 +177,8 @@ def check(
     result, rules, failing, levels = Result([], 0), [], False, {}
     for config, group_paths, with_stdin in groups:
         group_rules, level = selection(config)
+        if with_stdin and stdin is not None:
+            stdin = (stdin[0], _read_stdin(config.settings))
         try:
             part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
                                all_job_findings=all_job_findings, use_cache=not no_cache)
@@ -274,7 +310,9 @@ def show_rule(code: str = typer.Argument(..., help="A rule code or name, e.g. DD
     rule = reg.lookup(code)
     if rule is None:
         raise _fail(f"unknown rule '{code}' (see 'parallint rules')")
-    typer.echo(rule.documentation(), nl=False)
+    from parallint.examples import finding_lines
+
+    typer.echo(rule.documentation(finding_lines(rule)), nl=False)
 
 
 @app.command()
@@ -288,7 +326,7 @@ def show(
 
     config = _load_config(config_path)
     jobs = build_jobs(paths, config)
-    sys.stdout.write(render_jobs(jobs))
+    sys.stdout.write(render_jobs(jobs, config.settings))
 
 
 def _check_gpu(gpu: Optional[str]) -> None:
@@ -338,6 +376,13 @@ def estimate(
     """Estimate per-GPU training memory for every job."""
     from parallint.estimate_cmd import estimate_main
 
+    for option, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--micro-batch", micro_batch)):
+        _positive(option, value)
+    _positive("--zero-stage", zero_stage, 0, 3)
+    if recompute is not None and recompute not in ("none", "selective", "full"):
+        raise _fail(f"--recompute must be none, selective or full (got {recompute!r})")
+    if output_format not in ("text", "json"):
+        raise _fail(f"unknown format '{output_format}' (expected text or json)")
     config = _load_config(config_path)
     _check_gpu(gpu)
     extra = _presets(preset, paths, config.settings)
@@ -356,8 +401,11 @@ def plan(
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
 ) -> None:
     """List the layouts that satisfy every layout rule and fit in memory, best first."""
-    from parallint.estimate_cmd import plan_main
+    from parallint.estimate_cmd import MAX_GPUS, plan_main
 
+    _positive("--gpus", gpus, 1, MAX_GPUS)
+    if output_format not in ("text", "json"):
+        raise _fail(f"unknown format '{output_format}' (expected text or json)")
     config = _load_config(config_path)
     _check_gpu(gpu)
     extra = _presets(preset, paths, config.settings)
@@ -376,11 +424,32 @@ def server() -> None:
     serve()
 
 
+def _tolerant_streams() -> None:
+    """Output never fails to encode: a character the terminal's encoding lacks (or a lone
+    surrogate from a file name in a foreign encoding) is escaped, not a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # pragma: no cover - a replaced stream
+            pass
+
+
 def main() -> None:
+    import os
+
+    _tolerant_streams()
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # never a traceback, never exit 1
+        if os.environ.get("PARALLINT_DEBUG"):
+            raise
+        typer.echo(f"parallint: error: internal error: {type(exc).__name__}: {exc} "
+                   "(set PARALLINT_DEBUG=1 for a traceback)", err=True)
+        sys.exit(EXIT_ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover
