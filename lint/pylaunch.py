@@ -349,10 +349,23 @@ class _Scan:
                     break
 
 
+_CACHE: dict[tuple[str, int], "PyLaunch | None"] = {}
+
+
 def scan(path: str, text: str) -> PyLaunch | None:
-    """The launch facts a script states (None when it states none, or cannot be parsed)."""
+    """The launch facts a script states (None when it states none, or cannot be parsed). A script
+    linked by several launches is parsed once."""
     if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES):
         return None
+    key = (path, hash(text))
+    if key not in _CACHE:
+        if len(_CACHE) > 512:
+            _CACHE.clear()
+        _CACHE[key] = _scan(path, text)
+    return _CACHE[key]
+
+
+def _scan(path: str, text: str) -> PyLaunch | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
