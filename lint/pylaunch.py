@@ -388,14 +388,16 @@ def loopback_master(f: FileFacts) -> Value | None:
 
 
 def _consistent(facts: FactMap) -> FactMap:
-    """Keys stated twice with different known values are dropped (two configurations in one
-    script: which one runs is not static)."""
+    """Keys stated twice with different known values are dropped, and a known value stated next to
+    an unknown one stays unknown (two configurations in one script, e.g. a Slurm and a local
+    executor chosen by an argument: which one runs is not static)."""
     out = FactMap()
     for key, vs in facts.items():
         known = {repr(v.value) for v in vs if v.known}
         if len(known) > 1:
             continue
-        for v in vs:
+        unknown = [v for v in vs if not v.known]
+        for v in unknown or vs:
             out.add(key, v)
     return out
 
