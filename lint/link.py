@@ -10,6 +10,7 @@ in becomes a job of its own (its rules then see only what that file states).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -43,7 +44,7 @@ def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> 
         cands = [raw]
     folders = [base] if base == root else [base, root]
     for c in cands:
-        p = Path(c).expanduser()
+        p = Path(os.path.expanduser(c))  # never raises on an unknown `~user`
         for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
             try:
                 if cand.is_file():

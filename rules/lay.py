@@ -7,7 +7,7 @@ and stays silent unless every number it needs is known.
 
 from __future__ import annotations
 
-from parallint.diagnostics import Severity
+from parallint.diagnostics import Related, Severity
 from parallint.rule import Example
 
 from parallint.rules._cfgfacts import FactRule, Finding, View, src
@@ -40,6 +40,10 @@ def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> s
 
 class ParallelProductMismatch(FactRule):
     code = "LAY001"
+    facts = frozenset({
+        "parallel.cp", "parallel.dp", "parallel.dp_replicate", "parallel.dp_shard", "parallel.pp", "parallel.sp",
+        "parallel.tp",
+    })
     name = "parallel-product-mismatch"
     severity = Severity.ERROR
     summary = "The product of the parallel degrees does not fit the world size"
@@ -55,6 +59,11 @@ class ParallelProductMismatch(FactRule):
     `data_parallel_size × tensor_parallel_size == world`. The world comes from whichever launcher
     starts the job: torchrun, `tune run`, `torchx run dist.ddp -j NxM`, `fabric run`, a SkyPilot
     task, a RayJob running a Ray Train `ScalingConfig`, submitit or NeMo-Run executors.
+
+    Only configs that run as written count: a base config that a tool rewrites (NeMo
+    `auto_configurator`), a checkpoint-conversion config, a model restored from
+    `pretrained_model_path` and gpt-neox's parallelism left at 1 by convention are silent (see
+    docs/precision-policy-configs.md).
 
     ## Why it matters
     The framework checks this only inside the workers, after the scheduler has allocated every
@@ -227,6 +236,7 @@ class ParallelProductMismatch(FactRule):
 
 class TensorParallelAcrossNodes(FactRule):
     code = "LAY002"
+    facts = frozenset({"parallel.nodes", "parallel.tp"})
     name = "tensor-parallel-across-nodes"
     severity = Severity.WARNING
     summary = "Tensor parallelism spans more GPUs than one node has"
@@ -263,6 +273,7 @@ class TensorParallelAcrossNodes(FactRule):
 
 class HeadsNotDivisibleByTp(FactRule):
     code = "LAY003"
+    facts = frozenset({"model.heads", "parallel.tp"})
     name = "heads-not-divisible-by-tp"
     severity = Severity.ERROR
     summary = "The number of attention heads is not divisible by the tensor-parallel degree"
@@ -304,6 +315,7 @@ class HeadsNotDivisibleByTp(FactRule):
 
 class LayersNotDivisibleByPp(FactRule):
     code = "LAY004"
+    facts = frozenset({"model.layers", "parallel.pp", "parallel.pp_layout", "parallel.vpp"})
     name = "layers-not-divisible-by-pp"
     severity = Severity.ERROR
     summary = "The layers do not split evenly over the pipeline (× virtual) stages"
@@ -313,6 +325,9 @@ class LayersNotDivisibleByPp(FactRule):
     evenly, i.e. no uneven layout (`--decoder-first-pipeline-num-layers`,
     `--pipeline-model-parallel-layout`, `account_for_*_in_pipeline_split`, a hybrid pattern, an
     encoder-decoder split rank) is given.
+
+    Silent on configs that do not run as written (a tool's base config, a conversion config, a
+    model restored from a checkpoint; docs/precision-policy-configs.md).
 
     ## Why it matters
     Megatron's argument validation stops with "num_layers should be divisible by
@@ -363,6 +378,7 @@ def _uneven() -> frozenset[str]:
 
 class SequenceParallelWithoutTp(FactRule):
     code = "LAY005"
+    facts = frozenset({"parallel.sequence_parallel", "parallel.tp"})
     name = "sequence-parallel-without-tp"
     severity = Severity.WARNING
     summary = "Sequence parallelism is enabled with tensor-parallel degree 1"
@@ -370,6 +386,11 @@ class SequenceParallelWithoutTp(FactRule):
     ## What it does
     Warns when Megatron-style sequence parallelism (`--sequence-parallel`,
     `sequence_parallel: true`) is on while TP is 1.
+
+    TP must be 1 as launched: a config whose TP a tool rewrites (NeMo `auto_configurator` base
+    configs), a conversion config and gpt-neox's parallelism left at 1 by convention are silent;
+    a test case or training config that runs as written with TP 1 is reported
+    (docs/precision-policy-configs.md).
 
     ## Why it matters
     Megatron's sequence parallelism splits the activations of the tensor-parallel group; with TP 1
@@ -400,6 +421,7 @@ class SequenceParallelWithoutTp(FactRule):
 
 class ZeroWithPipeline(FactRule):
     code = "LAY006"
+    facts = frozenset({"parallel.pp", "parallel.zero_stage"})
     name = "zero-with-pipeline"
     severity = Severity.ERROR
     summary = "DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism"
@@ -412,17 +434,26 @@ class ZeroWithPipeline(FactRule):
     DeepSpeed's pipeline engine refuses it at start-up: "ZeRO-2 and ZeRO-3 are incompatible with
     pipeline parallelism". The job fails after the GPUs are allocated.
 
+    gpt-neox uses the pipeline engine for every `pipe_parallel_size` of 1 or more, so a neox
+    config with `pipe_parallel_size: 1` and ZeRO stage 2 or 3 fails the same way (its README:
+    "set pipe-parallel-size to 0 if you want to use ZeRO stage 2 or more").
+
     ## Example
     A Megatron-DeepSpeed command with `--pipeline-model-parallel-size 4` and a `ds_config.json`
     with `"zero_optimization": {"stage": 2}`.
 
     ## How to fix
-    Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline.
+    Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline (gpt-neox:
+    `pipe_parallel_size: 0`).
     """
     valid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
-                     '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),)
+                     '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),
+             Example('{\n  "pipe_parallel_size": 0,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                     '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml"))
     invalid = (
         Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
+                '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
+        Example('{\n  "pipe_parallel_size": 1,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
                 '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
         Example(files={
             "run.sh": "deepspeed --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
@@ -433,6 +464,34 @@ class ZeroWithPipeline(FactRule):
                               '  "zero_optimization": {"stage": 2}\n}\n',
         }, line=4),
     )
+
+    def check_file(self, f, ctx):
+        yield from super().check_file(f, ctx)
+        if f.kind == "neox":
+            yield from self._neox_single_stage(f)
+
+    def _neox_single_stage(self, f):
+        """gpt-neox runs DeepSpeed's pipeline engine for every ``pipe_parallel_size`` ≥ 1, one
+        stage included (``is_pipe_parallel``); only 0 gives the plain engine ZeRO-2/3 need. PP > 1
+        is the fact check's; this is the ``pipe_parallel_size: 1`` case, stated in this file."""
+        from parallint.readers.cfgutil import as_int
+
+        tree = getattr(getattr(f, "data", None), "tree", None)
+        if tree is None or not tree.is_map:
+            return
+        key = next((k for k in ("pipe_parallel_size", "pipe-parallel-size") if tree.get(k) is not None), None)
+        z = f.facts.get("parallel.zero_stage")
+        if key is None or z is None or z.span is None:
+            return
+        try:
+            pipe, stage = as_int(tree.get(key).value), as_int(z.value)
+        except (TypeError, ValueError):
+            return
+        if pipe == 1 and stage >= 2:
+            yield self.report(z.span, f"ZeRO stage {stage} with pipe_parallel_size 1: gpt-neox still runs "
+                                      f"DeepSpeed's pipeline engine for one stage, which refuses ZeRO-2/3; "
+                                      f"set pipe_parallel_size to 0",
+                              [Related.at(tree.key_spans.get(key, tree.get(key).span), "pipe_parallel_size 1")])
 
     def findings(self, view: View):
         if not view.fw("deepspeed", "neox"):
@@ -448,6 +507,7 @@ class ZeroWithPipeline(FactRule):
 
 class ExpertsNotDivisible(FactRule):
     code = "LAY008"
+    facts = frozenset({"model.num_experts", "parallel.ep", "parallel.etp", "parallel.pp", "parallel.tp"})
     name = "experts-not-divisible"
     severity = Severity.ERROR
     summary = "Experts do not divide over expert parallelism, or the expert grid does not fit the world"
@@ -511,6 +571,7 @@ class ExpertsNotDivisible(FactRule):
 
 class ContextParallelSeqLen(FactRule):
     code = "LAY009"
+    facts = frozenset({"model.seq_len", "parallel.cp"})
     name = "context-parallel-seq-len"
     severity = Severity.ERROR
     summary = "The sequence length is not divisible by 2 × the context-parallel degree"
@@ -544,6 +605,7 @@ class ContextParallelSeqLen(FactRule):
 
 class KvGroupsVsTp(FactRule):
     code = "LAY010"
+    facts = frozenset({"model.kv_heads", "parallel.tp"})
     name = "kv-groups-vs-tp"
     severity = Severity.ERROR
     summary = "GQA query groups are neither a multiple nor a divisor of TP"
@@ -577,6 +639,7 @@ class KvGroupsVsTp(FactRule):
 
 class VirtualPipelineWithoutPp(FactRule):
     code = "LAY011"
+    facts = frozenset({"parallel.pp", "parallel.vpp"})
     name = "virtual-pipeline-without-pp"
     severity = Severity.ERROR
     summary = "A virtual (interleaved) pipeline is requested with PP 1"
@@ -608,6 +671,7 @@ class VirtualPipelineWithoutPp(FactRule):
 
 class HiddenNotDivisibleByHeads(FactRule):
     code = "LAY012"
+    facts = frozenset({"model.head_dim", "model.heads", "model.hidden"})
     name = "hidden-not-divisible-by-heads"
     severity = Severity.ERROR
     summary = "hidden_size is not divisible by num_attention_heads and no head dimension is given"

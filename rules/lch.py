@@ -6,6 +6,7 @@ from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
+from parallint.model.origin import from_call, launch_layer
 from parallint.rule import Example, Rule
 
 LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
@@ -17,17 +18,8 @@ KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Mast
 
 # -- helpers shared with rules/env.py ---------------------------------------------------------
 def layer(v: Value) -> str:
-    """Which launch layer stated a fact: scheduler, srun, kube or the launcher itself."""
-    s = v.source or ""
-    if s.startswith("#SBATCH"):
-        return "scheduler"
-    if s.startswith("srun"):
-        return "srun"
-    if s.startswith("mpirun"):
-        return "mpirun"
-    if s.startswith(KUBE_SOURCES):
-        return "kube"
-    return "launcher"
+    """Which launch layer stated a fact: scheduler, srun, mpirun, kube or the launcher itself."""
+    return launch_layer(v)  # decided on the value's origin (parallint.model.origin)
 
 
 def first(*vals):
@@ -112,6 +104,7 @@ def unique(diags: Iterable[Diagnostic]) -> Iterable[Diagnostic]:
 # -- rules ------------------------------------------------------------------------------------
 class LauncherWorldSizeMismatch(Rule):
     code = "LCH001"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node"})
     name = "launcher-world-size-mismatch"
     severity = Severity.ERROR
     summary = "Two launch layers disagree on the number of nodes or processes per node."
@@ -349,7 +342,7 @@ class LauncherWorldSizeMismatch(Rule):
                 if launch_v is None:
                     continue
                 for v in pf.facts.known(key):
-                    if not (v.source or "").startswith("Trainer("):
+                    if not from_call(v, "Trainer"):
                         continue
                     n = known_int(v)
                     if n is not None and n != launch_v.value:
@@ -382,6 +375,9 @@ class LauncherWorldSizeMismatch(Rule):
 
 class MoreProcessesThanGpus(Rule):
     code = "LCH002"
+    facts = frozenset({
+        "hardware.gpus_per_node_requested", "parallel.nodes", "parallel.procs_per_node", "parallel.world_size",
+    })
     name = "more-processes-than-gpus"
     severity = Severity.ERROR
     summary = "More processes per node than GPUs requested per node."
@@ -446,30 +442,72 @@ class MoreProcessesThanGpus(Rule):
                         limits:
                           nvidia.com/gpu: 4
         """, filename="job.yaml", line=5),
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: small-workers}
+        spec:
+          nprocPerNode: "8"
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [python, train.py]
+                      resources: {limits: {nvidia.com/gpu: 8}}
+            Worker:
+              replicas: 3
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [python, train.py]
+                      resources: {limits: {nvidia.com/gpu: 4}}
+        """, filename="job.yaml", line=5),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         seen = set()
         for la in launches(f):
             p = procs_per_node(la)
-            g = gpus_requested(la)
-            pi, gi = known_int(p), known_int(g)
-            if pi is None or gi is None or gi == 0 or pi <= gi:
+            pi = known_int(p)
+            if pi is None:
                 continue
-            key = (p.span, g.span)
-            if key in seen:
-                continue
-            seen.add(key)
-            yield self.report(
-                p.span or la.span,
-                f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per node ({desc(g)}): "
-                f"ranks would share a GPU",
-                related=related_at(g, f"{desc(g)} = {gi}"),
-            )
+            # the job's GPU request, then every Kubeflow replica type's own (Worker pods run
+            # nprocPerNode processes too)
+            for g, who in [(gpus_requested(la), "")] + _replica_gpus(la):
+                gi = known_int(g)
+                if gi is None or gi == 0 or pi <= gi:
+                    continue
+                key = (p.span, gi)  # one finding per process count and GPU count
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield self.report(
+                    p.span or la.span,
+                    f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per "
+                    f"{who or 'node'} ({desc(g)}): ranks would share a GPU",
+                    related=related_at(g, f"{desc(g)} = {gi}"),
+                )
+
+
+def _replica_gpus(la) -> list[tuple[Value, str]]:
+    """The GPU request of each replica type of the Kubernetes job that runs ``la``."""
+    w = la
+    while w is not None and not any(k.startswith("gpus.") for k in w.options):
+        w = w.wrapper
+    if w is None:
+        return []
+    return [(v, f"{k[5:]} pod") for k, v in w.options.items() if k.startswith("gpus.") and v is not None]
 
 
 class DoubleLaunch(Rule):
     code = "LCH003"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node", "parallel.world_size"})
     name = "double-launch"
     severity = Severity.ERROR
     summary = "srun/mpirun starts several tasks per node and each task is a launcher that forks workers."
@@ -667,6 +705,7 @@ class PyTorchJobMasterReplicas(Rule):
 
 class MultiNodeRendezvous(Rule):
     code = "LCH006"
+    facts = frozenset({"parallel.nodes"})
     name = "multi-node-rendezvous"
     severity = Severity.ERROR
     summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
@@ -768,7 +807,7 @@ class MultiNodeRendezvous(Rule):
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
                                                                         "mpijob", "volcano", "kubejob", "skypilot")
-        if not every_node:
+        if not every_node or _one_node_step(la.wrapper):
             return
         for key in ("node_rank", "machine_rank"):
             v = la.options.get(key)
@@ -784,8 +823,30 @@ class MultiNodeRendezvous(Rule):
                                   f"the node ranks collide")
 
 
+def _one_node_step(w) -> bool:
+    """An srun/mpirun that does not run on every node: one task (``--ntasks=1``), one node
+    (``--nodes=1``), or named hosts (``--nodelist``/``-w``, ``mpirun -H``/``--host``)."""
+    opts = w.options or {}
+    if w.launcher == "srun":
+        if "nodelist" in opts or "w" in opts:
+            return True
+        for key in ("ntasks", "nodes"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    if w.launcher == "mpirun":
+        if any(k in opts for k in ("H", "host", "hosts")):
+            return True
+        for key in ("np", "n"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    return False
+
+
 class AccelerateProcessesPerMachine(Rule):
     code = "LCH007"
+    facts = frozenset({"parallel.nodes", "parallel.world_size"})
     name = "accelerate-processes-per-machine"
     severity = Severity.ERROR
     summary = "accelerate num_processes is the total over all machines: it must be a multiple of num_machines."
@@ -899,6 +960,117 @@ class AccelerateProcessesPerMachine(Rule):
             if d is not None:
                 yield d
             return
+
+
+class GpuLimitsRequestsMismatch(Rule):
+    code = "LCH008"
+    name = "gpu-limits-requests-mismatch"
+    severity = Severity.ERROR
+    summary = "Kubernetes GPU requests differ from the limits, or are given without limits."
+    kinds = frozenset({"kube"})
+    doc = """
+    ## What it does
+    In the pod templates of a Kubernetes training job (PyTorchJob, TrainJob, MPIJob, Volcano and
+    batch Jobs), compares `resources.requests` with `resources.limits` for `nvidia.com/gpu` and
+    `amd.com/gpu`: both must hold the same number, and a request needs a limit. Values that are not
+    plain integers (templated) are not compared.
+
+    ## Why it matters
+    GPUs are an extended resource that cannot be overcommitted. The API server rejects the pod
+    ("must be equal to nvidia.com/gpu limit", "Limit must be set for non overcommitable
+    resources"), so the job never starts; with an operator the job sits with no pods and the error
+    is only in the operator's events.
+
+    ## Example
+    ```yaml
+    resources:
+      limits: {nvidia.com/gpu: 8}
+      requests: {nvidia.com/gpu: 4}
+    ```
+
+    ## How to fix
+    Give the GPU count under `limits` only (Kubernetes sets the request to the limit), or make the
+    two equal.
+    """
+    valid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: ok}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nproc_per_node=8, train.py]
+                      resources:
+                        limits: {nvidia.com/gpu: 8, memory: 64Gi}
+                        requests: {nvidia.com/gpu: "8", memory: 32Gi}
+        """, filename="job.yaml"),
+    )
+    invalid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: mismatch}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nproc_per_node=4, train.py]
+                      resources:
+                        limits:
+                          nvidia.com/gpu: 8
+                        requests:
+                          nvidia.com/gpu: 4
+        """, filename="job.yaml", line=18),
+        Example("""
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: no-limit}
+        spec:
+          template:
+            spec:
+              containers:
+                - name: train
+                  image: img
+                  command: [torchrun, --nproc_per_node=8, train.py]
+                  resources:
+                    requests:
+                      nvidia.com/gpu: 8
+              restartPolicy: Never
+        """, filename="job.yaml", line=13),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        from parallint.readers.kube import gpu_resource_pairs
+
+        found = []
+        for _kind, doc in f.data or ():
+            for res, lim, req in gpu_resource_pairs(doc):
+                if req is None:
+                    continue
+                if lim is None:
+                    found.append(self.report(req.span, f"{res} is requested ({req.value if req.known else '?'}) "
+                                                       f"without a limit: the API server rejects the pod (set "
+                                                       f"the GPUs under resources.limits)"))
+                    continue
+                li, ri = known_int(lim), known_int(req)
+                if li is not None and ri is not None and li != ri:
+                    found.append(self.report(
+                        req.span, f"{res} requests {ri} but limits {li}: GPUs cannot be overcommitted, the API "
+                                  f"server rejects the pod (give the count under limits only)",
+                        related=related_at(lim, f"limits {res} = {li}")))
+        return sorted(found, key=lambda d: (d.span.line, d.span.column))
 
 
 # -- scheduler/launcher contradictions (LCH009-LCH012) ----------------------------------------

@@ -167,6 +167,10 @@ def _related(job, span: Span) -> list[Related]:
 
 class PureDataParallelOversized(Rule):
     code = "MEM001"
+    facts = frozenset({
+        "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
+        "training.offload",
+    })
     name = "pure-data-parallel-oversized"
     severity = Severity.ERROR
     summary = ("Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, "
@@ -183,7 +187,10 @@ class PureDataParallelOversized(Rule):
     Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
     does a model file that states no world size or parallel layout at all, a job that freezes
     parameters or trains adapters (LoRA/PEFT), a multimodal or non-transformer (Mamba, RWKV)
-    model, and a job that offloads states to the CPU.
+    model, and a job that offloads states to the CPU. A gpt-neox config whose
+    `model_parallel_size` and `pipe_parallel_size` are left at 1 is not pure data parallelism:
+    gpt-neox ships every config that way by convention, to be set for the cluster, so its
+    layout is unknown (docs/precision-policy-configs.md).
 
     ## Why it matters
     Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs
@@ -287,6 +294,10 @@ class PureDataParallelOversized(Rule):
 
 class PredictedOom(Rule):
     code = "MEM002"
+    facts = frozenset({
+        "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
+        "training.offload",
+    })
     name = "predicted-oom"
     severity = Severity.ERROR
     summary = "The estimated peak memory of the most loaded rank exceeds the GPU's memory."

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value
+from parallint.readers.jsonpos import Placeholder  # defined with the JSON parser that makes it
 from parallint.readers.yamlpos import PNode
-
-
-class Placeholder(str):
-    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
-
 
 _PLACEHOLDER_RES = (
     re.compile(r"^<[^<>]*>$"),  # <NUM_NODES>
@@ -106,9 +102,24 @@ def load_tree(ff: FileFacts, fmt: str | None = None) -> PNode | None:
         return None
     except Exception as exc:  # every parser error becomes SYN001, never a traceback
         line, col = error_pos(exc)
+        if template_line(ff.text, line):
+            return None  # a template a tool renders (Jinja, Helm, ${..} filled in by a script)
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         syn001(ff, f"cannot parse {fmt.upper()}: {msg}", line, col)
         return None
+
+
+#: template syntax that makes a file unparseable until a tool renders it
+_TEMPLATE_MARK = re.compile(r"\{\{|\{%|<%|\$\{|\$[A-Z_]{2,}\b|<[A-Z][A-Z0-9_]{1,60}>")
+
+
+def template_line(text: str, line: int) -> bool:
+    """True when line ``line`` (or the one before it, where an error is often reported one line
+    late) holds template syntax: the parse error is the template's, not the author's."""
+    if not text or line < 1:
+        return False
+    lines = text.split("\n", line)[:line]
+    return any(_TEMPLATE_MARK.search(ln[:2000]) for ln in lines[-2:])
 
 
 def error_pos(exc: Exception) -> tuple[int, int]:
@@ -379,28 +390,37 @@ _LAYER_FQN = re.compile(r"^(?:model\.)?layers\.(\d+)$")
 SINGLE_STAGE_SCHEDULES = frozenset({"1f1b", "gpipe"})
 
 
-def partition_problems(part: Partition, schedule: str | None = None) -> list[tuple[str, Span, str]]:
-    """What is wrong with one config partition, as (code, span, message):
+class PartitionProblem(NamedTuple):
+    """A problem of a pipeline partition: ``kind`` is ``"layers"`` or ``"stages"``."""
 
-    * ``PIP001``: a layer in two stages, layers handed out out of order, a gap between the layers
+    kind: str
+    span: Span
+    message: str
+
+
+def partition_problems(part: Partition, schedule: str | None = None) -> list[PartitionProblem]:
+    """What is wrong with one config partition, as :class:`PartitionProblem` (kind, span, message):
+
+    * ``"layers"``: a layer in two stages, layers handed out out of order, a gap between the layers
       used, or (when the layer count is known) the first/last layer missing;
-    * ``PIP002``: the number of stages is not a multiple of the PP degree (for the single-stage
+    * ``"stages"``: the number of stages is not a multiple of the PP degree (for the single-stage
       schedules 1F1B and GPipe: not equal to it).
 
-    Meant for the PIP rules (``rules/pip.py``); silent on anything unknown.
+    A reader reports problems, not rule codes: the PIP rules (``rules/pip.py``) attach theirs.
+    Silent on anything unknown.
     """
-    out: list[tuple[str, Span, str]] = []
+    out: list[PartitionProblem] = []
     where: dict[int, int] = {}
     last_max = -1
     for si, (names, sspan) in enumerate(zip(part.stages, part.stage_spans)):
         idx = [int(m.group(1)) for m in (_LAYER_FQN.match(n) for n in names) if m]
         for i in idx:
             if i in where:
-                out.append(("PIP001", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
+                out.append(PartitionProblem("layers", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
             else:
                 where[i] = si
         if idx and min(idx) <= last_max and not any(i in where and where[i] != si for i in idx if i <= last_max):
-            out.append(("PIP001", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
+            out.append(PartitionProblem("layers", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
                                          f"(layers.{last_max})"))
         if idx:
             last_max = max(last_max, max(idx))
@@ -412,17 +432,63 @@ def partition_problems(part: Partition, schedule: str | None = None) -> list[tup
         missing = [i for i in range(0, top + 1) if i not in where]
         if missing:
             shown = ", ".join(f"layers.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
-            out.append(("PIP001", part.span, f"no stage holds {shown}"))
+            out.append(PartitionProblem("layers", part.span, f"no stage holds {shown}"))
         if layers and max(where) >= layers:
-            out.append(("PIP001", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
+            out.append(PartitionProblem("layers", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
     pp = part.pp.value if part.pp is not None and part.pp.known and isinstance(part.pp.value, int) else None
     n = len(part.stages)
     if pp and pp > 0:
         single = (schedule or "").strip().lower() in SINGLE_STAGE_SCHEDULES
         if single and n != pp:
-            out.append(("PIP002", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
                                              f"{schedule} schedule (needs exactly {pp})"))
         elif n % pp:
-            out.append(("PIP002", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
                                              f"(needs a multiple of {pp})"))
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# configs that are not what runs (docs/precision-policy-configs.md)
+
+#: directories whose configs a tool rewrites before anything runs (NeMo-Framework-Launcher's
+#: auto_configurator takes ``base_configs/<model>.yaml`` and writes TP, PP, CP, EP, nodes, batch
+#: sizes, sequence parallelism and, without a custom config, the model shape)
+_REWRITTEN_DIRS = {"auto_configurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)",
+                   "autoconfigurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)"}
+#: directories of conversion jobs: the model block describes the checkpoint being written, the
+#: trainer block the converter (one process); nothing here is trained
+_CONVERSION_DIR = re.compile(r"^(conversion|convert|conversions|checkpoint_conversion|ckpt_conversion)"
+                             r"(_[a-z0-9]+)*$|^(hf2nemo|nemo2hf)$", re.I)
+_CONVERSION_FILE = re.compile(r"^(convert|conversion)[_-]", re.I)
+
+
+def not_launched_reason(path: str) -> str:
+    """Why the config at ``path`` (display path) is not a layout that runs as written ('' when it
+    may be): a base config a tool rewrites, or a checkpoint-conversion config."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    dirs, name = parts[:-1], parts[-1] if parts else ""
+    for d in dirs:
+        why = _REWRITTEN_DIRS.get(d.lower())
+        if why:
+            return f"base config: {why}"
+    if any(_CONVERSION_DIR.match(d) for d in dirs) or _CONVERSION_FILE.match(name):
+        return "conversion config: its model block describes the checkpoint written, nothing is trained"
+    return ""
+
+
+def mask_facts(ff: FileFacts, why: str, keys: Iterable[str] | None = None,
+               keep: tuple[str, ...] = ("framework",)) -> None:
+    """Turn the known facts of ``ff`` unknown (``why``): all of them but ``keep``, or only ``keys``.
+    Spans stay, so the rules still know the key was written (and stay silent on it)."""
+    from parallint.facts import FactMap
+
+    only = None if keys is None else set(keys)
+    out = FactMap()
+    for key, values in ff.facts.items():
+        hit = (key in only) if only is not None else key not in keep
+        for v in values:
+            if hit and v.known:
+                v = Value.unknown(why, v.span, v.source)
+            out.add(key, v)
+    ff.facts = out

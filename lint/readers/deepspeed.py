@@ -80,13 +80,15 @@ def offload_value(zo, source: str) -> Value | None:
         if dn is not None and (dn.value is None or str(dn.value).strip().lower() == "none"):
             dev = Value("none", dn.span, True, "", f"{source}.{sec}.device")  # "none" is a device here
         if dev is None:
-            found = found or Value(False, span, True, "", f"{source}.{sec}")
+            if found is None:
+                found = Value(False, span, True, "", f"{source}.{sec}")
             continue
         if not dev.known:
             return Value.unknown(dev.why, span, dev.source)
         if str(dev.value).strip().lower() in _OFFLOAD_DEVICES:
             return Value(True, span, True, "", f"{source}.{sec} (device {dev.value})")
-        found = found or Value(False, span, True, "", dev.source)
+        if found is None:
+            found = Value(False, span, True, "", dev.source)
     for key in ("cpu_offload", "cpu_offload_params"):
         n = zo.get(key)
         v = to_value(n, f"{source}.{key}")
@@ -100,7 +102,8 @@ def offload_value(zo, source: str) -> Value | None:
             continue
         if on:
             return Value(True, zo.key_spans.get(key, n.span), True, "", v.source)
-        found = found or Value(False, zo.key_spans.get(key, n.span), True, "", v.source)
+        if found is None:
+            found = Value(False, zo.key_spans.get(key, n.span), True, "", v.source)
     return found
 
 

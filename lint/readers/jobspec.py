@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from parallint.facts import FACT_KEYS, FileFacts, Value
-from parallint.readers.cfgutil import load_tree, new_facts, syn001, to_value, unknown_reason
+from parallint.readers.cfgutil import as_bool, load_tree, new_facts, syn001, to_value, unknown_reason
 from parallint.readers.yamlpos import PNode
 
 KIND = "jobspec"
@@ -52,6 +52,21 @@ def _clean(node: PNode, dotted: str = "") -> Any:
     if _is_literal_none(dotted, v):
         return "none"
     return None if unknown_reason(v) else v
+
+
+#: job-spec facts whose values are words or booleans; every other one is a number
+_TEXT_FACTS = frozenset({"model.preset", "model.mlp", "model.norm", "model.position_embeddings",
+                         "model.moe_layer_freq", "parallel.fsdp", "parallel.pp_layout", "training.recompute",
+                         "training.precision", "training.optimizer", "training.grad_dtype", "hardware.gpu",
+                         "framework"})
+_BOOL_FACTS = frozenset({"model.tied_embeddings", "model.bias", "parallel.sequence_parallel",
+                         "parallel.distributed_optimizer", "training.offload", "ddp.find_unused_parameters"})
+
+
+def _number(v: Any) -> int | float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(v)
+    return v
 
 
 def _node_at(root: PNode, path: list) -> PNode:
@@ -110,13 +125,17 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             continue
         for key, node in sec.items():
             fact = f"{section}.{key}"
-            if fact not in FACT_KEYS or node.is_map:
-                continue
+            if fact not in FACT_KEYS or node.is_map or (node.is_seq and fact != "model.moe_layer_freq"):
+                continue  # a section or list where a number belongs: the schema error says so
             source = f"{ff.path.rsplit('/', 1)[-1]} {fact}"
             if _is_literal_none(fact, node.value):
                 v = Value("none", node.span, True, "", source)
             else:
                 v = to_value(node, source)
+                if v is not None and v.known and fact in _BOOL_FACTS:
+                    v = v.map(as_bool)
+                elif v is not None and v.known and fact not in _TEXT_FACTS:
+                    v = v.map(_number)  # a word where a number belongs is unknown (the schema error says why)
             if v is not None:
                 ff.facts.add(fact, v)
     ff.data = JobSpecData(spec if valid else {}, valid)

@@ -3,8 +3,10 @@
 It keeps every value's line and column and every mapping's duplicate keys (DeepSpeed rejects them,
 ``json.load`` silently keeps the last). It is lenient the way DeepSpeed's own loader (hjson) is:
 ``//``, ``#`` and ``/* */`` comments and trailing commas are accepted, and a bare word in value
-position (``"stage": ZERO_STAGE`` in a template that a script fills in with sed) becomes a
-:class:`parallint.readers.cfgutil.Placeholder`, an unknown value, not a parse error.
+position (``"stage": ZERO_STAGE`` in a template that a script fills in with sed), and so does a
+template token (``${zero_stage}``, ``{{ .Values.stage }}``, ``<ZERO_STAGE>``, ``%STAGE%``,
+``@STAGE@``), becomes a :class:`Placeholder`, an unknown value, not a
+parse error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ MAX_NODES = 500_000
 
 _NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
+#: a template placeholder in value position (bounded, no backtracking across lines)
+_TEMPLATE = re.compile(r"\$\{[^{}\n]{1,200}\}|\{\{[^{}\n]{1,200}\}\}|<[A-Za-z_][A-Za-z0-9_.\- ]{0,100}>"
+                       r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|@[A-Za-z_][A-Za-z0-9_]{0,100}@")
 _ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class Placeholder(str):
+    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
 
 
 class JsonPosError(ValueError):
@@ -106,7 +115,6 @@ class _Parser:
 
     # grammar ------------------------------------------------------------------------------
     def value(self, depth: int) -> PNode:
-        from parallint.readers.cfgutil import Placeholder
 
         self.count += 1
         if self.count > MAX_NODES:
@@ -118,6 +126,10 @@ class _Parser:
             raise self.err("unexpected end of input")
         c = self.s[self.i]
         start = self.i
+        m = _TEMPLATE.match(self.s, self.i) if c in "${<%@" else None
+        if m:  # ${zero_stage}, {{ .Values.x }}, <NUM_GPUS>, %BATCH%, @STAGE@: filled in by a script
+            self.i = m.end()
+            return PNode(Placeholder(m.group(0)), self.span(start, self.i))
         if c == "{":
             return self.obj(depth)
         if c == "[":

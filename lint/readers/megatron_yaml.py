@@ -65,13 +65,25 @@ def _read_flags(ff: FileFacts, args: PNode, flags: list[tuple[str, PNode]]) -> N
         else:
             words.append(v)
     facts = args_facts(words, require_marker=False)
+    shared = _merged_in(args, "--sequence-parallel")
     for key, vs in facts.items():
         for v in vs:
             if key == "framework":
                 v = Value("megatron", v.span or args.span, True, "", f"{name} MODEL_ARGS")
+            elif key == "parallel.sequence_parallel" and shared and v.known:
+                # a switch in base args shared through `<<: *anchor` by runs with other layouts (a TP
+                # matrix): right for some of them, not this file's own choice for this one
+                v = Value.unknown("from base args shared by several runs (YAML merge)", v.span, v.source)
             ff.facts.add(key, v)
     if "framework" not in ff.facts:
         ff.facts.add("framework", Value("megatron", args.span, True, "", f"{name} MODEL_ARGS"))
+
+
+def _merged_in(args: PNode, flag: str) -> bool:
+    """True when ``flag`` reaches ``args`` through a ``<<: *anchor`` merge: its key is written
+    before the mapping itself starts."""
+    ks = args.key_spans.get(flag)
+    return ks is not None and (ks.line, ks.column) < (args.span.line, args.span.column)
 
 
 def _read_nemo2(em: Emitter, args: PNode, dotted: list[tuple[str, PNode]]) -> None:

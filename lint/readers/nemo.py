@@ -11,7 +11,8 @@ from pathlib import Path
 
 from parallint.facts import FileFacts, Value
 from parallint.readers.cfgutil import (
-    Emitter, ResolvingEmitter, as_bool, as_int, choice, open_config, positive_int, precision_of, to_value,
+    Emitter, ResolvingEmitter, as_bool, as_int, choice, mask_facts, not_launched_reason, open_config,
+    positive_int, precision_of, to_value,
 )
 
 KIND = "nemo"
@@ -25,7 +26,31 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     em.framework("nemo")
     emit_trainer(em, "trainer.")
     emit_megatron_model(em, "model.")
+    why = not_launched_reason(path)
+    if why:
+        mask_facts(ff, why)
+    else:
+        _restored_model(em)
     return ff
+
+
+#: what a model restored from a checkpoint takes from the checkpoint rather than from this file
+RESTORED_KEYS = ("parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "parallel.ep", "parallel.etp",
+                 "parallel.sequence_parallel", "parallel.pp_layout", "training.recompute",
+                 "model.layers", "model.hidden", "model.ffn", "model.heads", "model.kv_heads", "model.head_dim",
+                 "model.vocab", "model.seq_len", "model.num_experts", "model.top_k", "model.mlp", "model.norm",
+                 "model.bias", "model.position_embeddings", "model.tied_embeddings")
+
+
+def _restored_model(em: Emitter) -> None:
+    """``model.pretrained_model_path`` (NeMo's T5 LM-adaptation and similar fine-tuning scripts):
+    the script builds the model from the checkpoint's own config and copies over only batch sizes,
+    precision, data and optimizer from this file; its parallel degrees and shape are not used."""
+    n = em.node("model.pretrained_model_path")
+    if n is None:
+        return
+    mask_facts(em.ff, "model restored from model.pretrained_model_path: layout and shape come from the checkpoint",
+               RESTORED_KEYS)
 
 
 def emit_trainer(em: Emitter, prefix: str) -> None:
@@ -133,9 +158,12 @@ def _recompute(em: Emitter, prefix: str) -> None:
     v = to_value(n, source)
     if v is None:
         return
-    if v.known:
-        v = v.map(lambda x: {"selective": "selective", "full": "full"}[str(x).strip().lower()])
+    if v.known:  # any other word ("uniform" and "block" are methods, not granularities) is unknown
+        v = v.map(_granularity)
     em.ff.facts.add("training.recompute", v)
+
+
+_granularity = choice({"selective": "selective", "full": "full"})
 
 
 def _offload(em: Emitter, prefix: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
-from parallint.readers.cfgutil import Emitter, as_bool, as_int, choice, open_config, precision_of, to_value
+from parallint.readers.cfgutil import Emitter, as_bool, as_int, choice, mask_facts, open_config, precision_of, to_value
 from parallint.readers.yamlpos import PNode
 
 KIND = "neox"
@@ -111,7 +111,32 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     prec = to_value(root.get("precision"), f"{em.name} precision")
     if prec is not None and prec.known and precision_of(prec.value):
         ff.facts.add("training.precision", Value(precision_of(prec.value), prec.span, True, "", prec.source))
+    if left_at_one(root):
+        mask_facts(ff, CONVENTION, ("parallel.tp", "parallel.pp"))
     return ff
+
+
+#: configs/README.md of gpt-neox: "The parallelism settings are left at 1 in all configs, as the
+#: settings you want will be highly dependent on your compute setup and network topology."
+CONVENTION = ("model_parallel_size and pipe_parallel_size left at 1, as gpt-neox configs do by "
+              "convention (to be set for the cluster at hand)")
+
+
+def left_at_one(root: PNode) -> bool:
+    """Both parallel degrees at exactly 1 (or one at 1 and the other not stated): gpt-neox's
+    placeholder layout, not a chosen one. ``pipe_parallel_size: 0`` (no pipeline engine) is a
+    choice, and so is any degree above 1."""
+    vals = []
+    for key in ("model_parallel_size", "pipe_parallel_size"):
+        n = root.get(key)
+        if n is None:
+            vals.append(None)
+            continue
+        try:
+            vals.append(as_int(n.value))
+        except (TypeError, ValueError):
+            return False
+    return vals != [None, None] and all(v in (None, 1) for v in vals)
 
 
 def _emit_ffn(em: Emitter, root: PNode, act: Value | None) -> None:
