@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from parallint.diagnostics import Span
@@ -499,8 +498,8 @@ def lightning_overrides(job) -> None:
                 auto_stale = True  # "auto" strategy sizes were resolved from the config's counts
     if unsure or auto_stale or front:
         kept = FactMap()
-        for key, v in front:
-            kept.add(key, v)
+        for fkey, fv in front:
+            kept.add(fkey, fv)
         for key, vs in job.facts.items():
             for v in vs:
                 src = v.source or ""
