@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
+from parallint.model.origin import How, Origin
 
 PARSER_RE = re.compile(r"\b(?:HfArgumentParser|TrlParser|H4ArgumentParser)\b")
 ARGS_RE = re.compile(r"\b(?:TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|GRPOConfig|"
@@ -114,7 +115,8 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
                 ff.facts.add(key, Value.unknown(f"--{name} {s!r} is not a fixed integer", val.span, src))
         elif complete and not config and first is not None:
             ff.facts.add(key, Value(default, first, True, "",
-                                    f"TrainingArguments default {name}={default} (no --{name} on the launch line)"))
+                                    f"TrainingArguments default {name}={default} (no --{name} on the launch line)",
+                                    Origin(How.DEFAULT)))
     for name in BOOL_ARGS:
         if name not in flags or _redefines(script_text, name):
             continue

@@ -28,6 +28,7 @@ from typing import Any
 
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, FileFacts, Value
+from parallint.model.origin import How, Origin
 
 MAX_BYTES = 2_000_000
 #: cheap text needles: a script without any of them is not parsed
@@ -270,7 +271,8 @@ class _Scan:
         if kind == "slurm":
             self._int("parallel.nodes", self.kw(call, "nodes"), "SlurmExecutor(nodes=...)")
         else:
-            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "LocalExecutor (one node)"))
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "LocalExecutor (one node)",
+                                                       Origin(How.INFERRED)))
         self._int("parallel.procs_per_node", self.kw(call, "ntasks_per_node"), "Executor(ntasks_per_node=...)")
         g = self.kw(call, "gpus_per_node")
         if g is not None:
@@ -304,7 +306,8 @@ class _Scan:
         if nn is not None:
             self._int("parallel.nodes", nn, "Fabric(num_nodes=...)")
         else:
-            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)"))
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)",
+                                                       Origin(How.DEFAULT)))
 
     def _spawn(self, call: ast.Call) -> None:
         if not self._once(call, "spawn"):
@@ -348,10 +351,23 @@ class _Scan:
                     break
 
 
+_CACHE: dict[tuple[str, int], "PyLaunch | None"] = {}
+
+
 def scan(path: str, text: str) -> PyLaunch | None:
-    """The launch facts a script states (None when it states none, or cannot be parsed)."""
+    """The launch facts a script states (None when it states none, or cannot be parsed). A script
+    linked by several launches is parsed once."""
     if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES):
         return None
+    key = (path, hash(text))
+    if key not in _CACHE:
+        if len(_CACHE) > 512:
+            _CACHE.clear()
+        _CACHE[key] = _scan(path, text)
+    return _CACHE[key]
+
+
+def _scan(path: str, text: str) -> PyLaunch | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -374,14 +390,16 @@ def loopback_master(f: FileFacts) -> Value | None:
 
 
 def _consistent(facts: FactMap) -> FactMap:
-    """Keys stated twice with different known values are dropped (two configurations in one
-    script: which one runs is not static)."""
+    """Keys stated twice with different known values are dropped, and a known value stated next to
+    an unknown one stays unknown (two configurations in one script, e.g. a Slurm and a local
+    executor chosen by an argument: which one runs is not static)."""
     out = FactMap()
     for key, vs in facts.items():
         known = {repr(v.value) for v in vs if v.known}
         if len(known) > 1:
             continue
-        for v in vs:
+        unknown = [v for v in vs if not v.known]
+        for v in unknown or vs:
             out.add(key, v)
     return out
 
@@ -412,7 +430,8 @@ def plain_python_world(job) -> None:
     script = script_file(job, la)
     if script is None or script.kind != "python" or STARTS_PROCESSES.search(script.text or "") is not None:
         return
-    job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)"))
+    job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)",
+                                               Origin(How.INFERRED)))
 
 
 def torchx_config(job) -> None:
@@ -483,8 +502,8 @@ def lightning_overrides(job) -> None:
                 auto_stale = True  # "auto" strategy sizes were resolved from the config's counts
     if unsure or auto_stale or front:
         kept = FactMap()
-        for key, v in front:
-            kept.add(key, v)
+        for fkey, fv in front:
+            kept.add(fkey, fv)
         for key, vs in job.facts.items():
             for v in vs:
                 src = v.source or ""
@@ -531,7 +550,8 @@ def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
     if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|^\s*[\w.]*world_size\s*=(?!=)|slurm|master_addr", text, re.M):
         return  # the script may span nodes or compute its own world
     job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
-                                               f"{ppn.source} (one node: no node count in the script)"))
+                                               f"{ppn.source} (one node: no node count in the script)",
+                                               Origin(How.INFERRED)))
 
 
 def _command_job(job, f: FileFacts, words: list[tuple[str, Span]]) -> None:

@@ -54,7 +54,11 @@ class ParallelProductMismatch(FactRule):
     parallel); torchtitan needs `dp_replicate·dp_shard·cp·tp·pp == world` exactly
     (`data_parallel_shard_degree = -1` is inferred, so the others must divide the world);
     nanotron needs `dp·tp·pp == world`; accelerate's `parallelism_config` needs
-    `dp_replicate·dp_shard·tp·cp == num_processes`.
+    `dp_replicate·dp_shard·tp·cp == num_processes`; torchtune's `ParallelDims` has torchtitan's
+    rule (`data_parallel_shard_dim: -1` inferred); Lightning's `ModelParallelStrategy` needs
+    `data_parallel_size × tensor_parallel_size == world`. The world comes from whichever launcher
+    starts the job: torchrun, `tune run`, `torchx run dist.ddp -j NxM`, `fabric run`, a SkyPilot
+    task, a RayJob running a Ray Train `ScalingConfig`, submitit or NeMo-Run executors.
 
     Only configs that run as written count: a base config that a tool rewrites (NeMo
     `auto_configurator`), a checkpoint-conversion config, a model restored from
@@ -96,6 +100,19 @@ class ParallelProductMismatch(FactRule):
         Example(files={
             "run.sh": "torchrun --nnodes 1 --nproc_per_node 6 -m torchtitan.train --job.config_file llama.toml\n",
             "llama.toml": _toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"),
+        }),
+        # torchtune: `tune run` starts 4 processes, the recipe config asks for 8-way TP
+        Example(files={
+            "run.sh": "tune run --nproc_per_node 4 full_finetune_distributed --config 70B_full.yaml\n",
+            "70B_full.yaml": "model:\n  _component_: torchtune.models.llama3_3.llama3_3_70b\n"
+                             "tensor_parallel_dim: 8\ndata_parallel_shard_dim: -1\n",
+        }, paths=("run.sh",)),
+        # SkyPilot: 2 nodes × A100:8 = 16 GPUs, Megatron asks for TP 8 × PP 4 = 32 per replica
+        Example(files={
+            "task.yaml": "resources:\n  accelerators: A100:8\nnum_nodes: 2\nrun: |\n"
+                         "  torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE \\\n"
+                         "    --node_rank=$SKYPILOT_NODE_RANK --master_addr=$HEAD pretrain_gpt.py \\\n"
+                         "    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4\n",
         }),
     )
 
