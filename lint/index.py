@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -170,10 +171,12 @@ class ReverseIndex:
                     files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
                     continue
                 try:
-                    if ap.stat().st_size > 4 * 1024 * 1024:
+                    st = os.stat(ap)
+                    # regular files only: opening a FIFO or a device would block or never end
+                    if not stat.S_ISREG(st.st_mode) or st.st_size > 4 * 1024 * 1024:
                         continue
                     with open(ap, "rb") as fh:
-                        files.append((ap, fh.read()))
+                        files.append((ap, fh.read(4 * 1024 * 1024 + 1)))
                 except OSError:
                     continue
                 if len(files) >= MAX_INDEX_FILES:

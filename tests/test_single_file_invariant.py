@@ -176,3 +176,16 @@ def test_git_listing_leaves_out_ignored_launch_files(tmp_path):
     one = check_files(["configs/ds.json"], config, rules, cwd=tmp_path)
     assert sorted(map(_key, one.diagnostics)) == sorted(_key(d) for d in whole.diagnostics if d.span.path == "configs/ds.json")
     assert [d.code for d in one.diagnostics] == ["BAT001"] and "world size 8" in str(one.diagnostics[0].related)
+
+
+def test_index_never_opens_special_files(tmp_path, cli):
+    import os
+    import sys
+
+    if sys.platform == "win32" or not hasattr(os, "mkfifo"):
+        return
+    write_tree(tmp_path, TREE)
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / "configs" / "pipe.json")  # a reader would block on it forever
+    p = cli("check", "configs/ds.json", cwd=tmp_path)
+    assert p.returncode == 1 and " BAT001 " in p.stdout, p.stdout + p.stderr
