@@ -169,13 +169,12 @@ class ReverseIndex:
                 if ap in buffers:  # an unsaved buffer stands for the file
                     files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
                     continue
-                try:
-                    if ap.stat().st_size > 4 * 1024 * 1024:
-                        continue
-                    with open(ap, "rb") as fh:
-                        files.append((ap, fh.read()))
-                except OSError:
+                from parallint.safeio import read_regular
+
+                data = read_regular(ap, 4 * 1024 * 1024)  # regular files only: a FIFO never blocks
+                if data is None:
                     continue
+                files.append((ap, data))
                 if len(files) >= MAX_INDEX_FILES:
                     break
             self._files = files
