@@ -27,13 +27,16 @@ READERS: dict[str, str] = {
     "hf_model": "hf_model",
     "hftrainargs": "hftrainargs",
     "jobspec": "jobspec",
+    "torchtune": "torchtune",
+    "skypilot": "skypilot",
+    "lightning_cli": "lightning_cli",
 }
 KINDS = frozenset(READERS)
 CONFIG_KINDS = frozenset(
     {"deepspeed", "nemo", "megatron_yaml", "torchtitan", "torchtitan_py", "accelerate", "neox",
-     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec"}
+     "foundry", "nanotron", "hf_model", "hftrainargs", "jobspec", "torchtune", "lightning_cli"}
 )
-LAUNCH_KINDS = frozenset({"shell", "makefile", "kube"})
+LAUNCH_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 
 #: A Python file reaches the LibCST reader only when it contains one of these names.
 #: (The names the script rules trigger on; broad words such as "torch" would keep most files.)
@@ -51,6 +54,8 @@ PYTHON_NEEDLES: tuple[str, ...] = (
     # framework wrappers whose arguments are facts (DDP001, BAT003, links)
     "find_unused_parameters", "deepspeed", "Accelerator", "TrainingArguments", "SFTConfig",
     "DPOConfig", "GRPOConfig", "Trainer(",
+    # launchers inside the script (parallint.pylaunch)
+    "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric(",
 )
 
 SHELL_SUFFIXES = {".sh", ".bash", ".sbatch", ".slurm", ".zsh", ".ksh"}
@@ -58,7 +63,8 @@ STRUCTURED_SUFFIXES = {".json", ".yaml", ".yml", ".toml"}
 #: a shell file reaches the reader only when it starts something that can be a training launch
 SHELL_NEEDLES: tuple[str, ...] = (
     "torchrun", "torch.distributed", "deepspeed", "accelerate", "srun", "mpirun", "python",
-    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train",
+    "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run", "torchx",
+    "fabric run",
 )
 _SHEBANG = re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
 

@@ -233,6 +233,10 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return _frontend(name, rest, ctx, span, env, wrapper)
     if name == "accelerate-launch":
         return _frontend("accelerate", rest, ctx, span, env, wrapper)
+    if name == "torchx":
+        return _torchx(rest[1:], ctx, span, env, wrapper) if rest and rest[0].text == "run" else None
+    if name == "tune":
+        return _tune(rest[1:], ctx, span, env, wrapper) if rest and rest[0].text == "run" else None
     if name in SUBCOMMAND_FRONTENDS:
         if rest and rest[0].text == SUBCOMMAND_FRONTENDS[name]:
             return _frontend(name, rest[1:], ctx, span, env, wrapper)
@@ -414,6 +418,7 @@ def _start(launcher: str, span: Span | None, env: dict[str, Value], wrapper: Lau
     return la
 
 
+
 def _inherit(launch: Launch, ctx: Context) -> None:
     """The facts a launch carries from its scheduler and wrappers (nodes, GPU type, GPUs per node),
     each with its own source; added before the launch's own."""
@@ -480,8 +485,12 @@ FRONTENDS: dict[str, _Frontend] = {
         ((("nproc", "n"), "parallel.procs_per_node", False), (("world_size",), "parallel.world_size", False)),
         module=("module_mode", "m")),
 }
-#: ``accelerate launch``, ``colossalai run``: the subcommand that launches
-SUBCOMMAND_FRONTENDS = {"accelerate": "launch", "colossalai": "run"}
+FRONTENDS["fabric"] = _Frontend(  # ``fabric run``: Lightning Fabric's torchrun front end
+    "fabric run", set(), {"accelerator", "strategy", "devices", "num_nodes", "node_rank", "main_address",
+                          "main_port", "precision"},
+    ((("num_nodes",), "parallel.nodes", False), (("devices",), "parallel.procs_per_node", False)))
+#: ``accelerate launch``, ``colossalai run``, ``fabric run``: the subcommand that launches
+SUBCOMMAND_FRONTENDS = {"accelerate": "launch", "colossalai": "run", "fabric": "run"}
 #: ``python -m <module>`` spellings of the front ends
 FRONTEND_MODULES = {
     "torch.distributed.run": "torch.distributed.run", "torch.distributed.launch": "torch.distributed.launch",
@@ -507,6 +516,158 @@ def _frontend(launcher: str, rest: list[Word], ctx: Context, span, env, wrapper)
         if v is not None and v.known:
             la.links.append(v)
     _script_part(la, rest, i, any(m in opts for m in fe.module))
+    return la
+
+
+#: ``torchx run`` options before the component; those that take a value
+TORCHX_RUN_VALUE = {"scheduler", "s", "scheduler_args", "cfg", "workspace", "parent_run_id", "tee"}
+#: ``dist.ddp`` component options that take a value
+TORCHX_DDP_VALUE = {"j", "script", "m", "image", "name", "h", "cpu", "gpu", "memMB", "mem_mb", "env", "max_retries",
+                    "rdzv_port", "rdzv_backend", "mounts", "tee", "c", "mount"}
+
+
+def _torchx(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
+    """``torchx run [-s SCHEDULER] dist.ddp -j NxM --script train.py -- ARGS`` (also ``-m module``):
+    dist.ddp starts torchrun on N nodes with M processes each (``-j M``: one node). Other components
+    start nothing parallint can read. A ``-j`` not given on the line may come from ``.torchxconfig``
+    (``[component:dist.ddp] j = 2x8``) next to the launch file (see :func:`torchx_config_j`)."""
+    i = 0
+    while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
+        key = norm(rest[i].text.split("=", 1)[0])
+        i += 1 if ("=" in rest[i].text or key not in TORCHX_RUN_VALUE) else 2
+    if i >= len(rest) or not rest[i].known or rest[i].text not in ("dist.ddp", "torchx.components.dist.ddp"):
+        return None
+    comp = rest[i]
+    rest = rest[i + 1:]
+    opts: dict[str, Value] = {}
+    j = 0
+    script_args: list[Word] = []
+    opaque = False
+    while j < len(rest):
+        w = rest[j]
+        if w.splat or not w.known:
+            opaque = True
+            j += 1
+            continue
+        t = w.text
+        if t == "--":
+            script_args = rest[j + 1:]
+            break
+        if t.startswith("-"):
+            k, eq, _ = t.partition("=")
+            key = norm(k)
+            if eq:
+                opts[key] = w.value(len(k) + 1, k)
+                j += 1
+            elif key in TORCHX_DDP_VALUE and j + 1 < len(rest):
+                opts[key] = rest[j + 1].value(0, t)
+                j += 2
+            else:
+                opts[key] = Value(True, w.span, True, "", t)
+                j += 1
+            continue
+        script_args = rest[j:]  # positional: the script's args
+        break
+    la = _start("torchrun", span, env, wrapper, ctx, {}, opaque, "torchx dist.ddp options")
+    la.options["torchx"] = Value("dist.ddp", comp.span, True, "", "torchx run dist.ddp")
+    jv = opts.get("j")
+    if jv is not None:
+        la.options["torchx_j"] = jv
+        _torchx_j(la, jv, "torchx dist.ddp -j")
+    script = opts.get("script") if "script" in opts else opts.get("m")
+    if script is not None and script.known:
+        la.script = Value(str(script.value), script.span, True, "", "torchx --script")
+        la.is_module = "m" in opts and "script" not in opts
+    la.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in script_args]
+    _links_from_args(la, script_args)
+    mf = megatron_args.args_facts(la.args)
+    for key, vs in mf.items():
+        for v in vs:
+            la.facts.add(key, v)
+    return la
+
+
+def _torchx_j(la: Launch, jv: Value, source: str) -> None:
+    """``-j NxM`` -> N nodes × M processes; ``-j M`` -> one node of M; ranges (``1:2x4``) say nothing
+    about the nodes."""
+    if not jv.known:
+        la.facts.add("parallel.procs_per_node", Value.unknown(jv.why, jv.span, source))
+        return
+    text = str(jv.value).strip()
+    m = re.fullmatch(r"(?:(\d+)x)?(\d+)", text)
+    if m is None:
+        m2 = re.fullmatch(r"\d+:\d+x(\d+)", text)
+        if m2:
+            la.facts.add("parallel.procs_per_node", Value(int(m2.group(1)), jv.span, True, "", source))
+        return
+    la.facts.add("parallel.nodes", Value(int(m.group(1) or 1), jv.span, True, "", source))
+    la.facts.add("parallel.procs_per_node", Value(int(m.group(2)), jv.span, True, "", source))
+
+
+#: torchtune config keys a ``key=value`` override of ``tune run`` may set -> fact keys
+TUNE_OVERRIDES = {"tensor_parallel_dim": "parallel.tp", "context_parallel_dim": "parallel.cp",
+                  "data_parallel_shard_dim": "parallel.dp_shard", "data_parallel_replicate_dim": "parallel.dp_replicate",
+                  "batch_size": "training.micro_batch", "gradient_accumulation_steps": "training.grad_accum"}
+
+
+def _tune(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
+    """``tune run [TORCHRUN-OPTIONS] RECIPE --config CFG [key=value ...]`` (torchtune).
+
+    With any torchrun option the recipe runs under torchrun (its semantics, ``launcher`` torchrun);
+    without, torchtune runs it in this one process. A built-in recipe name links
+    ``recipes/<name>.py`` and a built-in config name ``recipes/configs/<name>.yaml`` where those
+    exist (the torchtune tree); ``key=value`` overrides of the parallel dimensions and batch are
+    facts of the launch (they beat the config). An override parallint cannot read, or any unknown
+    word after the recipe, unlinks the config: its values may not be the ones that run."""
+    opts, i, opaque = _options(rest, TORCHRUN_BOOL, TORCHRUN_VALUE)
+    if i >= len(rest) or not rest[i].known:
+        return None
+    distributed = bool(opts) or opaque
+    la = _start("torchrun" if distributed else "python", span, env, wrapper, ctx, opts, opaque,
+                "tune run's torchrun options")
+    if distributed:
+        for key, fact in (("nnodes", "parallel.nodes"), ("nproc_per_node", "parallel.procs_per_node")):
+            v = int_fact(opts.get(key), f"tune run --{key}", allow_range=key == "nnodes")
+            if v is not None:
+                la.facts.add(fact, v)
+    elif wrapper is None and not ctx.scheduler:
+        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)"))
+    else:
+        _procs_from_wrapper(la)
+    recipe = rest[i]
+    name = recipe.text
+    script = name if name.endswith(".py") else f"recipes/{name}.py"
+    args = rest[i + 1:]
+    la.script = Value(script, recipe.span, True, "", "tune run recipe")
+    la.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
+    clean = all(a.known for a in args)
+    for a in args:
+        if a.known and "=" in a.text and not a.text.startswith("-"):
+            k, _, _ = a.text.partition("=")
+            fact = TUNE_OVERRIDES.get(k)
+            if fact is None:
+                continue
+            v = a.value(len(k) + 1, f"tune run override {k}=")
+            iv = v.as_int() if v.known else v
+            if not iv.known:
+                clean = False
+                continue
+            if fact.startswith("parallel.") and iv.value == -1:
+                iv = Value.unknown("inferred (-1)", iv.span, iv.source)
+            la.facts.add(fact, iv)
+        elif not a.known and "=" in a.text:
+            clean = False
+    if clean:
+        for j, a in enumerate(args):
+            t = a.text
+            cfg = t.partition("=")[2] if t.startswith("--config=") else (
+                args[j + 1].text if t == "--config" and j + 1 < len(args) else None)
+            if not cfg:
+                continue
+            sp = a.sub_span(len("--config=")) if t.startswith("--config=") else args[j + 1].span
+            la.links.append(Value(cfg, sp, True, "", "tune run --config"))
+            if not cfg.endswith((".yaml", ".yml")):
+                la.links.append(Value(f"recipes/configs/{cfg}.yaml", sp, True, "", "tune run --config (built-in)"))
     return la
 
 

@@ -78,14 +78,37 @@ def validate(settings: dict, source: str) -> None:
         raise ConfigError(f"{source}: invalid value for '{where}': {e.message}")
 
 
+MAX_CONFIG_BYTES = 1_000_000
+
+
 def _read_toml(path: Path) -> dict:
+    """The TOML at ``path``; every failure (unreadable, not a regular file, invalid UTF-8, too
+    large or too deeply nested, invalid TOML) is a one-line ConfigError, never a traceback."""
+    from parallint.guards import config_guard
+
     try:
+        if not path.is_file():
+            raise ConfigError(f"{path}: cannot read configuration: not a regular file")
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: configuration file larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: invalid UTF-8 at byte {exc.start} (line {line})") from None
+    reason = config_guard("toml", text)
+    if reason:
+        raise ConfigError(f"{path}: cannot read configuration: {reason}")
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {type(exc).__name__}: {exc}") from None
 
 
 def _settings_from(path: Path, data: dict) -> dict | None:
@@ -102,17 +125,28 @@ def find_config(start: Path) -> Path | None:
     """The nearest parallint.toml, or pyproject.toml with [tool.parallint], at or above ``start``."""
     for d in (start, *start.parents):
         cand = d / "parallint.toml"
-        if cand.is_file():
-            return cand
+        try:
+            if cand.is_file():
+                return cand
+        except OSError:
+            pass
         cand = d / "pyproject.toml"
-        if cand.is_file():
+        try:
+            is_file = cand.is_file()
+        except OSError:
+            is_file = False
+        if is_file:
             try:
-                text = cand.read_text("utf-8", errors="replace")
+                with open(cand, "rb") as fh:
+                    text = fh.read(MAX_CONFIG_BYTES + 1).decode("utf-8", errors="replace")
             except OSError:
                 continue
             if "[tool.parallint" in text:
                 return cand
-        if (d / ".git").exists():
+        try:
+            if (d / ".git").exists():
+                break
+        except OSError:
             break
     return None
 
@@ -133,5 +167,37 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> Confi
         if explicit:
             raise ConfigError(f"{path}: no [tool.parallint] table")
         return Config(None, start, {})
-    validate(settings, str(path))
+    try:
+        validate(settings, str(path))
+    except RecursionError:
+        raise ConfigError(f"{path}: [tool.parallint] nested too deeply") from None
     return Config(path.resolve(), path.resolve().parent, settings)
+
+
+def configs_for(paths: list[str], stdin_name: str | None = None, explicit: str | None = None,
+                cwd: Path | None = None) -> list[tuple[Config, list[str], bool]]:
+    """Settings per file, as Ruff finds them: each path gets the nearest configuration up from it
+    (a file's folder, or the folder itself), not the working directory's. Returns (config, the
+    paths it governs, whether the standard-input file is among them), in the order first met.
+    ``explicit`` (``--config``) governs every path."""
+    cwd = cwd or Path.cwd()
+    if explicit:
+        return [(load_config(explicit, cwd), list(paths), stdin_name is not None)]
+    groups: dict[Path | None, tuple[Config, list[str], list[bool]]] = {}
+    items = [(p, False) for p in paths] + ([(stdin_name, True)] if stdin_name is not None else [])
+    for p, is_stdin in items:
+        ap = Path(p) if Path(p).is_absolute() else cwd / p
+        start = ap if (not is_stdin and ap.is_dir()) else ap.parent
+        while not start.exists() and start != start.parent:
+            start = start.parent
+        found = find_config(start.resolve()) if start.exists() else None
+        if found is None:
+            found = find_config(cwd)  # nothing above the path: the working directory's, as before
+        key = found.resolve() if found else None
+        if key not in groups:
+            groups[key] = (load_config(str(found), cwd) if found else Config(None, cwd, {}), [], [False])
+        if is_stdin:
+            groups[key][2][0] = True
+        else:
+            groups[key][1].append(p)
+    return [(c, ps, s[0]) for c, ps, s in groups.values()]

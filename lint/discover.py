@@ -4,14 +4,14 @@ configured `exclude`/`extend-exclude` honoured, symlink loops and tool folders a
 from __future__ import annotations
 
 import os
-import re
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs", "*.egg-info",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".parallint_cache", "site-packages", ".eggs", "*.egg-info",
 )
 MAX_FILES = 200_000
 
@@ -31,51 +31,186 @@ def display_path(p: Path, cwd: Path) -> str:
         return Path(rel).as_posix() if not rel.startswith("..") or len(rel) < len(str(p)) else p.as_posix()
 
 
-def _glob_to_regex(pattern: str) -> str:
-    """Translate a gitignore-style glob (``*``, ``**``, ``?``, ``[...]``) into a regex body."""
-    out, i, n = [], 0, len(pattern)
+# ------------------------------------------------------------------------------- glob patterns
+# Patterns come from untrusted .gitignore files, so they are not translated to regexes (a pattern
+# like `a*a*a*...b` backtracks exponentially, `[z-a]` does not compile): a pattern is split into
+# path segments and matched by a two-pointer wildcard match per segment (time linear in the
+# pattern times the name) and a small table over the segments for `**`.
+_STAR, _ANY = "*", "?"
+
+
+def _segment_tokens(seg: str) -> list | None:
+    """A segment glob as tokens: '*', '?', a literal character, or (negate, ranges) for a class.
+    None when the pattern can never match (an inverted range such as `[z-a]`)."""
+    out: list = []
+    i, n = 0, len(seg)
     while i < n:
-        c = pattern[i]
+        c = seg[i]
         if c == "*":
-            if pattern[i : i + 2] == "**":
-                if pattern[i : i + 3] == "**/":
-                    out.append("(?:.*/)?")
-                    i += 3
-                    continue
-                out.append(".*")
-                i += 2
-                continue
-            out.append("[^/]*")
+            if not out or out[-1] != _STAR:  # `**` inside a segment is one star
+                out.append(_STAR)
         elif c == "?":
-            out.append("[^/]")
+            out.append(_ANY)
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(("lit", seg[i]))
         elif c == "[":
-            j = pattern.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape(c))
+            j = i + 1
+            negate = j < n and seg[j] in "!^"
+            if negate:
+                j += 1
+            ranges: list[tuple[str, str]] = []
+            first = True
+            while j < n and (seg[j] != "]" or first):
+                first = False
+                a = seg[j]
+                if a == "\\" and j + 1 < n:
+                    j += 1
+                    a = seg[j]
+                if j + 2 < n and seg[j + 1] == "-" and seg[j + 2] != "]":
+                    b = seg[j + 2]
+                    if b == "\\" and j + 3 < n:
+                        j += 1
+                        b = seg[j + 2]
+                    if a > b:
+                        return None  # git: an inverted range matches nothing
+                    ranges.append((a, b))
+                    j += 3
+                else:
+                    ranges.append((a, a))
+                    j += 1
+            if j >= n:  # no closing bracket: a literal '['
+                out.append(("lit", "["))
             else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
+                out.append(("cls", negate, tuple(ranges)))
                 i = j
         else:
-            out.append(re.escape(c))
+            out.append(("lit", c))
         i += 1
-    return "".join(out)
+    return out
+
+
+def _one(tok, ch: str) -> bool:
+    if tok == _ANY:
+        return True
+    if tok[0] == "lit":
+        return tok[1] == ch
+    hit = any(a <= ch <= b for a, b in tok[2])
+    return hit != tok[1]
+
+
+def _match_segment(toks: list, name: str) -> bool:
+    """Wildcard match of one path segment: O(len(toks) * len(name)), no backtracking blow-up."""
+    ti = ni = 0
+    star_t, star_n = -1, 0
+    nt, nn = len(toks), len(name)
+    while ni < nn:
+        if ti < nt and toks[ti] != _STAR and _one(toks[ti], name[ni]):
+            ti += 1
+            ni += 1
+        elif ti < nt and toks[ti] == _STAR:
+            star_t, star_n = ti, ni
+            ti += 1
+        elif star_t != -1:
+            ti = star_t + 1
+            star_n += 1
+            ni = star_n
+        else:
+            return False
+    while ti < nt and toks[ti] == _STAR:
+        ti += 1
+    return ti == nt
+
+
+_DSTAR = "**"
+
+
+class _Glob:
+    """A gitignore pattern body: ``anchored`` (it had a '/' before its end) and its segments,
+    each a token list or ``**`` (any number of folders)."""
+
+    __slots__ = ("anchored", "segs", "trailing")
+
+    def __init__(self, anchored: bool, segs: list) -> None:
+        self.anchored = anchored
+        # collapse runs of `**` (`**/**/**/x` is `**/x`)
+        collapsed: list = []
+        for s in segs:
+            if s == _DSTAR and collapsed and collapsed[-1] == _DSTAR:
+                continue
+            collapsed.append(s)
+        self.trailing = bool(collapsed) and collapsed[-1] == _DSTAR
+        self.segs = collapsed
+
+    def match(self, rel: str) -> bool:
+        """Whether the path (or one of the folders it is in) matches."""
+        parts = rel.split("/")
+        starts = range(1) if self.anchored else range(len(parts))
+        for start in starts:
+            if self._prefix(parts, start):
+                return True
+        return False
+
+    def _prefix(self, parts: list[str], start: int) -> bool:
+        # reach[j] = the pattern's first i segments can match parts[start:j]; a pattern matches a
+        # path when it matches the path or a folder above it (its first k parts, k >= 1)
+        segs = self.segs
+        n = len(parts)
+        cur = {start}
+        for i, seg in enumerate(segs):
+            nxt: set[int] = set()
+            if seg == _DSTAR:
+                lo = min(cur) if cur else n + 1
+                last = i == len(segs) - 1
+                for j in range(lo + (1 if last else 0), n + 1):
+                    nxt.add(j)
+            else:
+                for j in cur:
+                    if j < n and _match_segment(seg, parts[j]):
+                        nxt.add(j + 1)
+            if not nxt:
+                return False
+            cur = nxt
+        return any(j > start for j in cur)
+
+
+def compile_glob(pattern: str) -> "_Glob | None":
+    """A gitignore-style glob (``*``, ``**``, ``?``, ``[...]``); None when it can never match."""
+    anchored = "/" in pattern
+    segs: list = []
+    for part in pattern.lstrip("/").split("/"):
+        if part == "**":
+            segs.append(_DSTAR)
+            continue
+        toks = _segment_tokens(part)
+        if toks is None:
+            return None
+        segs.append(toks)
+    if segs and segs[0] == _DSTAR:
+        anchored = True  # `**/x` already says "at any depth"
+    return _Glob(anchored, segs)
 
 
 @dataclass(frozen=True)
 class _Pattern:
-    regex: re.Pattern
+    glob: _Glob
     negate: bool
     dir_only: bool
+
+    @property
+    def regex(self) -> _Glob:
+        """Kept for callers of the regex era: ``regex.match(path)`` is truthy when it matches."""
+        return self.glob
+
+
+MAX_PATTERN = 1024  # longer .gitignore lines are ignored (no real pattern is that long)
 
 
 def compile_patterns(lines: list[str]) -> list[_Pattern]:
     pats = []
     for raw in lines:
         line = raw.rstrip("\n").rstrip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or len(line) > MAX_PATTERN:
             continue
         negate = line.startswith("!")
         if negate:
@@ -86,11 +221,9 @@ def compile_patterns(lines: list[str]) -> list[_Pattern]:
         line = line.rstrip("/")
         if not line:
             continue
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = _glob_to_regex(line)
-        rx = ("^" if anchored else "^(?:.*/)?") + body + "(?:/.*)?$"
-        pats.append(_Pattern(re.compile(rx), negate, dir_only))
+        g = compile_glob(line)
+        if g is not None:
+            pats.append(_Pattern(g, negate, dir_only))
     return pats
 
 
@@ -102,7 +235,7 @@ def _matches(pats: list[_Pattern], rel: str, is_dir: bool) -> bool | None:
             # a folder-only pattern (`build/`) reaches a file only through one of its parents
             if not _parent_matches(p, rel):
                 continue
-        elif not p.regex.match(rel):
+        elif not p.glob.match(rel):
             continue
         verdict = not p.negate
     return verdict
@@ -110,7 +243,7 @@ def _matches(pats: list[_Pattern], rel: str, is_dir: bool) -> bool | None:
 
 def _parent_matches(p: _Pattern, rel: str) -> bool:
     parts = rel.split("/")
-    return any(p.regex.match("/".join(parts[:k])) for k in range(1, len(parts)))
+    return any(p.glob.match("/".join(parts[:k])) for k in range(1, len(parts)))
 
 
 @lru_cache(maxsize=4096)
@@ -125,18 +258,23 @@ def _gitignore(dirpath: str) -> tuple[_Pattern, ...]:
 @lru_cache(maxsize=4096)
 def _git_root(start: Path) -> Path | None:
     for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d
+        try:
+            os.stat(d / ".git")
+        except (OSError, ValueError):  # missing, or a folder we may not look into
+            continue
+        return d
     return None
 
 
 class Excluder:
     """Decides whether a path is excluded by config patterns or by the .gitignore files above it."""
 
-    def __init__(self, patterns: list[str], base: Path, respect_gitignore: bool = True) -> None:
+    def __init__(self, patterns: list[str], base: Path, respect_gitignore: bool = True,
+                 include_tests: bool = False) -> None:
         self.patterns = compile_patterns(list(DEFAULT_EXCLUDE) + list(patterns))
         self.base = base
         self.respect_gitignore = respect_gitignore
+        self.include_tests = include_tests
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         try:
@@ -172,19 +310,43 @@ class Excluder:
         return bool(verdict)
 
 
-def discover(paths: list[str], excluder: Excluder, cwd: Path, errors: list[str]) -> list[Candidate]:
-    """Files below ``paths``; a path that does not exist goes to ``errors`` as a one-line message."""
+#: where test code lives: files found there by walking a folder are not checked by default
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+def is_test_path(rel: str) -> bool:
+    """A path (``/``-separated) in a test folder, or a pytest/unittest file name."""
+    parts = rel.split("/")
+    if any(p in TEST_DIRS for p in parts[:-1]):
+        return True
+    name = parts[-1]
+    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def discover(paths: list[str], excluder: Excluder, cwd: Path, errors: list[str],
+             skipped: "list[tuple[Path, str]] | None" = None) -> list[Candidate]:
+    """Files below ``paths``; a path that does not exist goes to ``errors`` as a one-line message,
+    a folder that cannot be listed to ``skipped`` as (path, reason)."""
     out: list[Candidate] = []
     seen: set[Path] = set()
     for arg in paths:
         p = Path(arg)
         ap = (cwd / p) if not p.is_absolute() else p
         ap = Path(os.path.abspath(ap))
-        if not ap.exists() and not ap.is_symlink():
-            errors.append(f"{arg}: no such file or directory")
+        try:
+            st = os.stat(ap)
+        except OSError as exc:
+            if os.path.islink(ap):  # a dangling or looping link named explicitly: the reader says so
+                if ap not in seen:
+                    seen.add(ap)
+                    out.append(Candidate(ap, display_path(ap, cwd), True))
+            elif isinstance(exc, FileNotFoundError) or not os.path.lexists(ap):
+                errors.append(f"{arg}: no such file or directory")
+            else:
+                errors.append(f"{arg}: cannot be read ({exc.strerror or exc})")
             continue
-        if ap.is_dir():
-            _walk(ap, excluder, cwd, out, seen)
+        if stat.S_ISDIR(st.st_mode):
+            _walk(ap, excluder, cwd, out, seen, skipped)
         else:
             if ap not in seen and _is_explicit_ok(ap, excluder):
                 seen.add(ap)
@@ -202,9 +364,19 @@ def _is_explicit_ok(ap: Path, excluder: Excluder) -> bool:
     return not _matches(excluder.patterns, rel, False)
 
 
-def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: set[Path]) -> None:
+def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: set[Path],
+          skipped: "list[tuple[Path, str]] | None" = None) -> None:
     visited_dirs: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+    # a folder the user named that is itself a test location: its tests are what they asked for
+    skip_tests = not excluder.include_tests and not any(
+        part in TEST_DIRS for part in display_path(top, cwd).split("/"))
+
+    def unreadable(exc: OSError) -> None:
+        if skipped is not None and exc.filename:
+            skipped.append((Path(exc.filename), f"folder cannot be read ({exc.strerror or exc}); "
+                                                  "the files in it were not checked"))
+
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=True, onerror=unreadable):
         try:
             st = os.stat(dirpath)
             key = (st.st_dev, st.st_ino)
@@ -216,10 +388,14 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
             continue
         visited_dirs.add(key)
         d = Path(dirpath)
-        dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
+        dirnames[:] = sorted(
+            x for x in dirnames
+            if not (skip_tests and x in TEST_DIRS) and not excluder.excluded(d / x, True))
         for fn in sorted(filenames):
             fp = d / fn
             if fp in seen or excluder.excluded(fp, False):
+                continue
+            if skip_tests and is_test_path(fn):
                 continue
             seen.add(fp)
             out.append(Candidate(fp, display_path(fp, cwd), False))

@@ -14,6 +14,20 @@ from pathlib import Path
 from typing import TextIO
 
 GIB = float(1 << 30)
+#: plausible bounds for the numbers of a job: beyond them a value is a typo (or a hostile file),
+#: and the estimator's per-layer tables would be huge
+MAX_GPUS = 1 << 40
+_BOUNDS = {
+    "parallel": {k: 1 << 20 for k in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "gpus_per_node")}
+    | {"world_size": MAX_GPUS, "nodes": 1 << 30},
+    "model": {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "kv_heads": 1 << 16,
+              "head_dim": 1 << 16, "ffn": 1 << 24, "moe_ffn": 1 << 24, "shared_expert_ffn": 1 << 24,
+              "vocab": 1 << 28, "seq_len": 1 << 27, "max_position_embeddings": 1 << 27,
+              "num_experts": 1 << 16, "top_k": 1 << 16, "param_count": 10**16},
+    "training": {"micro_batch": 1 << 24, "global_batch": 1 << 34, "grad_accum": 1 << 24,
+                 "num_microbatches": 1 << 24},
+}
+_STRINGS = {"training": ("precision", "optimizer", "grad_dtype", "recompute"), "hardware": ("gpu",)}
 
 _OVERRIDE_KEYS = {
     "tp": ("parallel", "tp"), "pp": ("parallel", "pp"), "dp": ("parallel", "dp"),
@@ -51,10 +65,21 @@ def _specs(paths: list[str], config: dict) -> tuple[list[tuple[str, dict | None]
             continue
         if path.suffix.lower() not in (".yaml", ".yml", ".json"):
             continue
+        from parallint.guards import config_guard
+        from parallint.limits import max_file_size
+
         try:
+            size = path.stat().st_size
+            if size > max_file_size(config):
+                errors.append(f"{p}: not analysed: too large ({size} bytes; limit {max_file_size(config)})")
+                continue
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(f"{p}: cannot read: {exc}")
+            continue
+        reason = config_guard("json" if path.suffix.lower() == ".json" else "yaml", text)
+        if reason:
+            errors.append(f"{p}: not analysed: {reason}")
             continue
         from parallint.readers import jobspec
 
@@ -69,6 +94,39 @@ def _specs(paths: list[str], config: dict) -> tuple[list[tuple[str, dict | None]
                 spec.setdefault("hardware", {})["gpu"] = config["gpu"]
             out.append((p, spec))
     return out, errors
+
+
+def check_spec(spec: dict) -> str | None:
+    """What makes ``spec`` unusable for an estimate (a zero or negative degree, an absurd size),
+    or None. Text fields stated as numbers (``precision: 16``) are turned into text in place."""
+    if not isinstance(spec, dict):
+        return "the job spec is not a mapping"
+    for section, bounds in _BOUNDS.items():
+        sec = spec.get(section)
+        if sec is None:
+            continue
+        if not isinstance(sec, dict):
+            return f"{section}: expected a mapping"
+        for key, high in bounds.items():
+            v = sec.get(key)
+            if v is None or (section == "model" and key in ("vocab",) and v == 0):
+                continue
+            if isinstance(v, str) and v.strip().isdigit():
+                v = int(v.strip())
+            if isinstance(v, float) and v.is_integer() and abs(v) < 1e18:
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int):
+                continue  # not a number: the estimator leaves it unknown
+            if not 1 <= v <= high:
+                return f"{section}.{key} = {v}: expected an integer from 1 to {high}"
+    for section, keys in _STRINGS.items():
+        sec = spec.get(section)
+        if isinstance(sec, dict):
+            for key in keys:
+                v = sec.get(key)
+                if v is not None and not isinstance(v, str):
+                    sec[key] = str(v).lower() if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return None
 
 
 def apply_overrides(spec: dict, overrides: dict) -> dict:
@@ -192,23 +250,28 @@ def render_estimate(name: str, spec: dict, est, headroom: float = 0.9) -> str:
 
 
 def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
-                  out: TextIO | None = None) -> int:
+                  out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.memory import estimate
     from parallint.estimator.params import ShapeError
 
     out = out or sys.stdout
     config = config or {}
-    specs, errors = _specs(paths, config)
+    specs, errors = _specs(paths, config) if paths else ([], [])
+    specs = list(extra) + specs  # --preset
     results = []
     shapeless = [name for name, spec in specs if spec is None]
     for name, spec in specs:
         if spec is None:
             continue
         s = apply_overrides(spec, overrides or {})
+        problem = check_spec(s)
+        if problem:
+            errors.append(f"{name}: {problem}")
+            continue
         try:
             est = estimate(s)
-        except (ShapeError, ValueError, ZeroDivisionError) as exc:
-            errors.append(f"{name}: {exc}")
+        except (ShapeError, ValueError, ZeroDivisionError, ArithmeticError, TypeError, AttributeError) as exc:
+            errors.append(f"{name}: cannot estimate ({type(exc).__name__}: {exc})")
             continue
         results.append((name, s, est))
     headroom = float(config.get("memory-headroom", 0.9))
@@ -240,6 +303,12 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
         if best_unfit is not None:
             lines.append(f"  The smallest estimate is {_gib(best_unfit.estimate.total)} GiB per GPU "
                          f"({best_unfit.describe()}): use more GPUs or a larger GPU.")
+        from parallint.estimate_ux import smallest_fit
+
+        more = smallest_fit(spec, gpus, gpu_name, headroom)
+        if more is not None:
+            lines.append(f"  The smallest GPU count that fits is {more[0]} x {gpu_name}: {more[1].describe()} "
+                         f"({_gib(more[1].estimate.total)} GiB per GPU).")
         return "\n".join(lines) + "\n"
     lines.append(f"  {len(layouts)} layout{'s' if len(layouts) != 1 else ''} fit; {ORDER_REASON}.")
     lines.append("")
@@ -260,21 +329,27 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
 
 
 def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: dict,
-              out: TextIO | None = None) -> int:
+              out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.gpus import resolve_gpu
     from parallint.estimator.plan import ORDER_REASON, plan
 
     out = out or sys.stdout
     config = config or {}
-    if gpus is None or gpus < 1:
-        sys.stderr.write("parallint plan: --gpus must be a positive number\n")
+    if gpus is None or not 1 <= gpus <= MAX_GPUS:
+        sys.stderr.write(f"parallint plan: --gpus must be an integer from 1 to {MAX_GPUS}\n")
         return 2
-    specs, errors = _specs(paths, config)
+    specs, errors = _specs(paths, config) if paths else ([], [])
+    specs = list(extra) + specs  # --preset
     headroom = float(config.get("memory-headroom", 0.9))
     results = []
     shapeless = [name for name, spec in specs if spec is None]
     for name, spec in specs:
         if spec is None:
+            continue
+        spec = dict(spec)
+        problem = check_spec(spec)
+        if problem:
+            errors.append(f"{name}: {problem}")
             continue
         gname = gpu or (spec.get("hardware") or {}).get("gpu") or config.get("gpu")
         g = resolve_gpu(gname) if gname else None
@@ -289,8 +364,8 @@ def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: di
             if not layouts:
                 every = plan(spec, gpus, g.name, float("inf"), gpus_per_node=gpn, pareto=False)
                 best_unfit = min(every, key=lambda l: l.estimate.total) if every else None
-        except (ValueError, ZeroDivisionError) as exc:
-            errors.append(f"{name}: {exc}")
+        except (ValueError, ArithmeticError, TypeError, AttributeError) as exc:
+            errors.append(f"{name}: cannot plan ({type(exc).__name__}: {exc})")
             continue
         results.append((name, spec, g, layouts, best_unfit))
     if fmt == "json":

@@ -7,31 +7,20 @@ Normalized fact keys follow the job spec of DESIGN.md, e.g. ``parallel.tp``, ``p
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from parallint.diagnostics import Diagnostic, Span
+from parallint.model import vocab as _vocab
+from parallint.model.origin import LITERAL, How, Origin
 
-#: The normalized keys (job-spec sections) plus a few launch-level ones. Readers may only emit these.
-FACT_KEYS = frozenset(
-    """
-    model.param_count model.layers model.hidden model.heads model.kv_heads model.ffn model.vocab
-    model.seq_len model.mlp model.tied_embeddings model.norm model.bias model.position_embeddings
-    model.num_experts model.top_k model.moe_ffn model.head_dim model.preset model.moe_layer_freq
-    model.shared_expert_ffn
-    parallel.world_size parallel.nodes parallel.gpus_per_node parallel.procs_per_node parallel.dp
-    parallel.dp_replicate parallel.dp_shard parallel.tp parallel.pp parallel.vpp parallel.cp parallel.ep
-    parallel.etp parallel.zero_stage parallel.sequence_parallel parallel.distributed_optimizer
-    parallel.fsdp parallel.pp_layout parallel.sp
-    training.micro_batch training.global_batch training.grad_accum training.recompute
-    training.precision training.optimizer training.grad_dtype training.train_batch_size
-    hardware.gpu hardware.gpu_memory_bytes hardware.gpus_per_node_requested
-    training.offload
-    ddp.find_unused_parameters
-    framework
-    """.split()
-)
+__all__ = ["FACT_KEYS", "FactMap", "FileFacts", "How", "Origin", "Value", "known_int"]
+
+#: The normalized fact keys: readers may only emit these. Declared, with their type, unit, meaning
+#: and producers, in :mod:`parallint.model.vocab` (the one vocabulary); this is a derived view.
+FACT_KEYS = _vocab.FACT_KEYS
 
 
 @dataclass(frozen=True)
@@ -40,7 +29,10 @@ class Value:
 
     ``known`` is False when the value cannot be resolved statically; ``why`` then says why
     ("environment variable NNODES", "command substitution", "placeholder <NUM_NODES>", "auto").
-    ``source`` names the text it came from in words ("torchrun --nproc_per_node", "#SBATCH --nodes").
+    ``source`` names the text it came from in words ("torchrun --nproc_per_node", "#SBATCH --nodes"),
+    for messages. ``origin`` says how it was obtained (literal, default, environment, derived,
+    inferred) and through which construct (:class:`parallint.model.origin.Origin`); rules decide on
+    ``origin``, never on the words of ``source``. The file and position are ``span``.
     """
 
     value: Any = None
@@ -48,19 +40,20 @@ class Value:
     known: bool = True
     why: str = ""
     source: str = ""
+    origin: Origin = LITERAL
 
     @classmethod
-    def unknown(cls, why: str, span: Span | None = None, source: str = "") -> "Value":
-        return cls(None, span, False, why, source)
+    def unknown(cls, why: str, span: Span | None = None, source: str = "", origin: Origin = LITERAL) -> "Value":
+        return cls(None, span, False, why, source, origin)
 
     def map(self, fn) -> "Value":
         """Apply ``fn`` to a known value; unknown stays unknown (and so does a failing conversion)."""
         if not self.known:
             return self
         try:
-            return Value(fn(self.value), self.span, True, "", self.source)
+            return Value(fn(self.value), self.span, True, "", self.source, self.origin)
         except (TypeError, ValueError, ArithmeticError):
-            return Value.unknown(f"cannot interpret {self.value!r}", self.span, self.source)
+            return Value.unknown(f"cannot interpret {self.value!r}", self.span, self.source, self.origin)
 
     def as_int(self) -> "Value":
         def conv(v: Any) -> int:
@@ -96,7 +89,7 @@ class FactMap:
 
     def add(self, key: str, value: Value) -> None:
         if key not in FACT_KEYS:
-            raise KeyError(f"not a normalized fact key: {key}")
+            raise KeyError(f"not a normalized fact key: {key} (declare it in parallint.model.vocab)")
         self._d.setdefault(key, []).append(value)
 
     def extend(self, other: "FactMap") -> None:
@@ -117,7 +110,7 @@ class FactMap:
                 return v
         return None
 
-    def int(self, key: str) -> int | None:
+    def int(self, key: str) -> builtins.int | None:
         return known_int(self.get(key))
 
     def keys(self) -> Iterable[str]:
@@ -129,7 +122,7 @@ class FactMap:
     def __contains__(self, key: str) -> bool:
         return key in self._d
 
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         return len(self._d)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parallint.facts import FactMap, FileFacts, Value, known_int
+from parallint.model.world import world_size
 
 
 @dataclass
@@ -32,12 +33,4 @@ class Job:
 
     def world_size(self) -> Value | None:
         """The world size stated for the job (explicit, or nodes × processes per node)."""
-        ws = self.facts.get("parallel.world_size")
-        if ws is not None and known_int(ws) is not None:
-            return ws
-        nodes = self.facts.get("parallel.nodes")
-        ppn = self.facts.get("parallel.procs_per_node")
-        n, p = known_int(nodes), known_int(ppn)
-        if n is not None and p is not None:
-            return Value(n * p, ppn.span, True, "", f"{nodes.source} × {ppn.source}")
-        return None
+        return world_size(self.facts)

@@ -35,39 +35,5 @@ class Launch:
     wrapper: "Launch | None" = None  # e.g. the srun that starts this torchrun
 
 
-#: launchers that run on one node unless told otherwise -> the options that could tell otherwise
-SINGLE_NODE_DEFAULT = {
-    "deepspeed": ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H", "launcher"),
-    "torchrun": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-    "torch.distributed.run": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-    "torch.distributed.launch": ("nnodes", "rdzv_endpoint", "master_addr", "node_rank", "rdzv_backend"),
-}
-
-
-def launch_world_size(launch: "Launch | None") -> Value | None:
-    """The number of processes a launch command starts, when the command itself says so.
-
-    Stated (``parallel.world_size``), or nodes × processes per node, or — for torchrun and
-    ``deepspeed --num_gpus`` with no node count, hostfile, rendezvous or unexpanded option, not
-    started by srun or a batch script — the processes of the one local node (the launchers' default).
-    """
-    from parallint.facts import known_int
-
-    facts = getattr(launch, "facts", None)
-    if not isinstance(facts, FactMap):
-        return None
-    ws = facts.get("parallel.world_size")
-    if known_int(ws) is not None:
-        return ws
-    nodes, ppn = facts.get("parallel.nodes"), facts.get("parallel.procs_per_node")
-    n, p = known_int(nodes), known_int(ppn)
-    if n is not None and p is not None:
-        return Value(n * p, ppn.span, True, "", f"{nodes.source} × {ppn.source}")
-    if p is None or facts.all("parallel.nodes"):
-        return None
-    options = launch.options or {}
-    defaults = SINGLE_NODE_DEFAULT.get(launch.launcher)
-    if (defaults is None or launch.wrapper is not None or launch.scheduler or "opaque" in options
-            or any(k in options for k in defaults)):
-        return None
-    return Value(p, ppn.span, True, "", f"{ppn.source} (one node: the launcher's default)")
+# world-size logic lives once, in the model layer; these names stay for existing imports
+from parallint.model.world import SINGLE_NODE_DEFAULT, launch_world_size  # noqa: E402,F401

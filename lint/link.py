@@ -10,9 +10,11 @@ in becomes a job of its own (its rules then see only what that file states).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
+from parallint import hfargs, pylaunch
 from parallint.facts import FileFacts, Value
 from parallint.job import Job
 
@@ -42,7 +44,7 @@ def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> 
         cands = [raw]
     folders = [base] if base == root else [base, root]
     for c in cands:
-        p = Path(c).expanduser()
+        p = Path(os.path.expanduser(c))  # never raises on an unknown `~user`
         for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
             try:
                 if cand.is_file():
@@ -99,6 +101,8 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
+            hfargs.attach(job, launch)  # HF TrainingArguments given as flags on the launch line
+            pylaunch.attach(job)  # launchers inside the script (Ray Train, submitit, NeMo-Run, mp.spawn)
             taken.update(seen)
             jobs.append(job)
 
@@ -124,4 +128,5 @@ def standalone_job(f: FileFacts, read: Reader) -> Job:
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
     _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
+    pylaunch.attach(job)
     return job

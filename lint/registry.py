@@ -47,11 +47,30 @@ def _builtin_modules() -> list[ModuleType]:
     return mods
 
 
-def _entry_point_rules() -> list[type[Rule]]:
-    from importlib.metadata import entry_points
+def _plugin_entry_points() -> list:
+    """Entry points of the group ``parallint.rules`` from installed distributions only: a
+    ``*.dist-info`` folder in the working directory (a repository being checked) is not a plugin."""
+    import os
+    import sys
+    from importlib.metadata import distributions
 
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    path = [p for p in sys.path if p not in ("", ".") and (cwd is None or os.path.realpath(p) != cwd)]
+    out, seen = [], set()
+    for dist in distributions(path=path):
+        for ep in dist.entry_points:
+            if ep.group == "parallint.rules" and (ep.name, ep.value) not in seen:
+                seen.add((ep.name, ep.value))
+                out.append(ep)
+    return out
+
+
+def _entry_point_rules() -> list[type[Rule]]:
     out: list[type[Rule]] = []
-    for ep in entry_points(group="parallint.rules"):
+    for ep in _plugin_entry_points():
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must not take the linter down
@@ -82,9 +101,32 @@ def check_rule_class(cls: type[Rule]) -> list[str]:
     return problems
 
 
+def check_declarations(cls: type[Rule]) -> list[str]:
+    """Unknown names in what a rule declares it needs: file kinds, call groups, facts."""
+    from parallint.classify import KINDS
+    from parallint.model.vocab import FACT_KEYS
+    from parallint.readers.python import GROUPS
+
+    problems = []
+    for kind in sorted(set(cls.kinds) - KINDS):
+        problems.append(f"{cls.code}: unknown file kind {kind!r} in kinds (known: {', '.join(sorted(KINDS))})")
+    for call in sorted(cls.calls):
+        if "." not in call and call not in GROUPS:
+            problems.append(f"{cls.code}: unknown call group {call!r} in calls (known: {', '.join(sorted(GROUPS))}; "
+                            f"or a qualified name such as torch.distributed.barrier)")
+    for key in sorted(set(cls.facts) - FACT_KEYS):
+        problems.append(f"{cls.code}: unknown fact {key!r} in facts (see parallint.model.vocab)")
+    if isinstance(cls.needles, str):
+        problems.append(f"{cls.code}: needles must be a tuple of words, not a string")
+    return problems
+
+
 class Registry:
     def __init__(self, rules: Iterable[type[Rule]]) -> None:
         self.rules: list[type[Rule]] = sorted(rules, key=lambda r: r.code)
+        problems = [p for r in self.rules for p in check_declarations(r)]
+        if problems:
+            raise RegistryError("; ".join(problems))
         by_code: dict[str, type[Rule]] = {}
         by_name: dict[str, type[Rule]] = {}
         for r in self.rules:

@@ -11,9 +11,17 @@ Documentation: ``doc`` is Markdown with exactly these sections, in order::
     ## Example
     ## How to fix
 
+The ``## Example`` section is not typed: :meth:`Rule.documentation` renders it from the INVALID
+example marked ``doc=True`` (else the first), which the test suite runs, so the documented
+example always triggers the rule. Text typed under ``## Example`` is replaced by the rendering.
+
 Examples: ``valid`` and ``invalid`` are lists of :class:`Example`. The test suite runs every one:
 an INVALID example must produce exactly ``count`` findings of this rule (on ``line`` when given), a
 VALID one none. An example is one file (``code`` + ``filename``) or several (``files``).
+
+Declarations: ``kinds`` (file kinds), ``calls`` (call groups or qualified names matched in Python
+scripts), ``needles`` (extra pre-filter words) and ``facts`` (fact keys read). Registration refuses
+an unknown kind, call group or fact, so a typo fails loudly instead of silencing the rule.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ class Example:
     paths: Sequence[str] = ()
     #: configuration for the run, as in [tool.parallint] (e.g. {"gpu": "A100-80GB"})
     config: dict = field(default_factory=dict)
+    #: INVALID: the example the doc's ``## Example`` shows (default: the first INVALID example)
+    doc: bool = False
 
     def all_files(self) -> dict[str, str]:
         out = {}
@@ -63,6 +73,14 @@ class Rule:
     doc: ClassVar[str] = ""
     #: file kinds check_file is called for (see parallint.classify.KINDS); empty = none
     kinds: ClassVar[frozenset[str]] = frozenset()
+    #: calls the rule matches in Python scripts: call groups of the Python reader (``"ddp"``,
+    #: ``"collective"``) or qualified names (``"torch.distributed.barrier"``). The engine derives
+    #: the reader's call groups and the Python pre-filter from these (parallint.model.calls).
+    calls: ClassVar[frozenset[str]] = frozenset()
+    #: extra words that make a Python file worth parsing for this rule (aliases such as ``DDP``)
+    needles: ClassVar[tuple[str, ...]] = ()
+    #: the fact keys the rule reads (parallint.model.vocab)
+    facts: ClassVar[frozenset[str]] = frozenset()
     valid: ClassVar[Sequence[Example]] = ()
     invalid: ClassVar[Sequence[Example]] = ()
 
@@ -85,6 +103,58 @@ class Rule:
         )
 
     @classmethod
-    def documentation(cls) -> str:
+    def doc_example(cls) -> Example | None:
+        """The INVALID example the documentation shows: the one marked ``doc=True``, else the first."""
+        return next((e for e in cls.invalid if e.doc), cls.invalid[0] if cls.invalid else None)
+
+    @classmethod
+    def render_example(cls, findings: Sequence[str] = ()) -> str:
+        """The ``## Example`` section's body: the files of :meth:`doc_example`, then (when given)
+        the findings it produces, one ``path:line: CODE message`` each."""
+        ex = cls.doc_example()
+        if ex is None:
+            return ""
+        parts = []
+        files = ex.all_files()
+        for name, text in files.items():
+            caption = f"`{name}`:\n\n" if len(files) > 1 or name != "train.py" else ""
+            parts.append(f"{caption}```{_fence_language(name)}\n{text.rstrip()}\n```")
+        if findings:
+            parts.append("parallint reports:\n\n```text\n" + "\n".join(findings) + "\n```")
+        return "\n\n".join(parts)
+
+    @classmethod
+    def documentation(cls, findings: Sequence[str] = ()) -> str:
+        """The rule's Markdown documentation, its ``## Example`` rendered from a tested example
+        (with ``findings``, what running that example reports; see parallint.examples)."""
         head = f"# {cls.code} {cls.name} ({cls.severity})\n\n{cls.summary}\n\n"
-        return head + textwrap.dedent(cls.doc).strip() + "\n"
+        doc = textwrap.dedent(cls.doc).strip()
+        example = cls.render_example(findings)
+        if example:
+            doc = _replace_section(doc, "Example", example)
+        return head + doc + "\n"
+
+
+_FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".sbatch": "bash", ".slurm": "bash",
+          ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".mk": "make"}
+
+
+def _fence_language(name: str) -> str:
+    base = name.rsplit("/", 1)[-1]
+    if base in ("Makefile", "makefile", "GNUmakefile"):
+        return "make"
+    dot = base.rfind(".")
+    return _FENCE.get(base[dot:].lower(), "") if dot > 0 else ""
+
+
+def _replace_section(doc: str, title: str, body: str) -> str:
+    """``doc`` with the body of section ``## title`` replaced by ``body``."""
+    import re
+
+    m = re.search(rf"^## {re.escape(title)}[ \t]*$", doc, re.M)
+    if m is None:
+        return doc
+    nxt = re.search(r"^## ", doc[m.end():], re.M)
+    end = m.end() + nxt.start() if nxt else len(doc)
+    tail = doc[end:]
+    return doc[:m.end()] + "\n\n" + body + ("\n\n" + tail if tail else "")

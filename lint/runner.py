@@ -1,15 +1,26 @@
 """The engine: discover -> read -> link -> rules -> suppress -> sort.
 
 ``check_paths`` is what ``parallint check`` runs; ``build_jobs`` is what ``show``, ``estimate`` and
-``plan`` use. A reader or rule that fails on one file never stops the others: a reader failure
-becomes a SYN001 finding, a rule failure a one-line internal error (exit 2).
+``plan`` use. A reader or rule that fails on one file never stops the others (the failure contract,
+docs/failure-contract.md): a syntax error is a SYN001 finding; a file that cannot be analysed (too
+large, too complex, timed out, crashed a parser, unreadable, binary, not a regular file) is one
+SYN002 finding; a rule failure is a one-line internal error (exit 2).
+
+Work per file is bounded: a size cap (``max-file-size``), the cheap guards of
+:mod:`parallint.guards` before any native parser, and a wall-clock limit (``file-timeout``) that
+binds: Python files of a large run, and any large Python file, are parsed in worker processes
+that are killed when they overrun it (:mod:`parallint.workers`); in this process the limit is an
+alarm that readers cannot swallow.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
+import re
 import signal
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,10 +32,15 @@ from parallint.config import Config
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.discover import Candidate, Excluder, discover, display_path
 from parallint.facts import FileFacts
-from parallint.suppress import Suppressions
 
-MAX_BYTES = 4 * 1024 * 1024
-READ_TIMEOUT_S = 30
+from parallint.limits import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
+
+MAX_BYTES = DEFAULT_MAX_FILE_SIZE  # kept for callers; the run uses the configured cap
+READ_TIMEOUT_S = DEFAULT_FILE_TIMEOUT
+#: bytes of an over-size or binary file looked at to decide whether it is ours at all
+HEAD_BYTES = 64 * 1024
+#: a Python file this large is parsed in a killable worker even in a small run
+RISKY_BYTES = 256 * 1024
 
 
 @dataclass
@@ -95,13 +111,44 @@ def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
     return Diagnostic("SYN001", "parse-error", Severity.ERROR, message, Span(path, line, column))
 
 
-class _Timeout(Exception):
-    pass
+def not_analysed(path: str, reason: str, line: int = 1) -> Diagnostic:
+    """The SYN002 finding for a file that was not analysed; ``reason`` starts with one of: too
+    large, too complex, timed out, parser crashed / reader crashed, unreadable, binary, not a
+    regular file."""
+    from parallint.limits import clean_text
+
+    return Diagnostic("SYN002", "not-analysed", Severity.WARNING,
+                      clean_text(f"not analysed: {reason}"), Span(path, line, 1))
+
+
+def _printable(d: Diagnostic) -> Diagnostic:
+    """``d`` with lone surrogates (a ``"\\ud800"`` escape in a JSON value) replaced in its
+    messages, so that no output format fails to encode it."""
+    from dataclasses import replace
+
+    from parallint.limits import clean_text
+
+    msg = clean_text(d.message)
+    related = tuple(replace(r, message=clean_text(r.message)) if clean_text(r.message) != r.message else r
+                    for r in d.related)
+    if msg is d.message and all(a is b for a, b in zip(related, d.related)):
+        return d
+    return replace(d, message=msg, related=related)
+
+
+#: reader messages (SYN001) that are really a limit of parallint, not a syntax error
+_LIMIT_MESSAGE = re.compile(
+    r"too complex|nested too deeply|too deeply nested|nested deeper than|nested more than|"
+    r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm; a BaseException, so a reader's ``except Exception`` cannot swallow it."""
 
 
 @contextmanager
-def _time_limit(seconds: int) -> Iterator[None]:
-    if not hasattr(signal, "SIGALRM") or sys.platform == "win32":
+def _time_limit(seconds: float) -> Iterator[None]:
+    if not hasattr(signal, "SIGALRM") or sys.platform == "win32" or seconds <= 0:
         yield
         return
     try:
@@ -109,11 +156,11 @@ def _time_limit(seconds: int) -> Iterator[None]:
     except ValueError:  # not the main thread
         yield
         return
-    signal.alarm(seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
 
 
@@ -123,6 +170,8 @@ def _raise_timeout(signum, frame):  # pragma: no cover - timing dependent
 
 class Runner:
     def __init__(self, config: Config, cwd: Path | None = None) -> None:
+        from parallint.limits import file_timeout, max_file_size
+
         self.config = config
         self.cwd = cwd or Path.cwd()
         self.cache: dict[Path, FileFacts | None] = {}
@@ -132,6 +181,8 @@ class Runner:
         self.early: dict[Path, list[Diagnostic]] = {}  # file-rule findings made in workers
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
         self.stripped: set[Path] = set()  # parsed in a worker: no syntax tree here
+        self.max_bytes = max_file_size(config.settings)
+        self.timeout = file_timeout(config.settings)
 
     # reading ------------------------------------------------------------------------------
     def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
@@ -148,41 +199,89 @@ class Runner:
             return loaded
         return self._parse(*loaded)
 
+    def _raw(self, abspath: Path) -> "tuple[bytes, int] | str":
+        """(bytes, size) of a regular file, at most the cap + 1 bytes; or the reason it cannot
+        be read. Opened without blocking and checked to be a regular file before any read (a
+        FIFO, socket or device is never read from)."""
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(abspath, flags)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # opening a socket
+                return "not a regular file (socket)"
+            return f"unreadable ({exc.strerror or exc})"
+        except ValueError as exc:  # a NUL in the name
+            return f"unreadable ({exc})"
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                what = ("FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode)
+                        else "device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                        else "folder" if stat.S_ISDIR(st.st_mode) else "special file")
+                return f"not a regular file ({what})"
+            # an over-size file: only its head (to tell whether it is ours at all)
+            want = HEAD_BYTES if st.st_size > self.max_bytes else self.max_bytes + 1
+            chunks, got = [], 0
+            while got < want:
+                b = os.read(fd, min(want - got, 1 << 20))
+                if not b:
+                    break
+                chunks.append(b)
+                got += len(b)
+            return b"".join(chunks), max(st.st_size, got)
+        except OSError as exc:
+            return f"unreadable ({exc.strerror or exc})"
+        finally:
+            os.close(fd)
+
     def _load(self, abspath: Path, explicit: bool) -> "FileFacts | tuple[Path, str, str, str] | None":
-        """Bytes, decoding and classification: cheap, no parser. Returns (abspath, display, text,
-        kind) for a file a reader must parse, a FileFacts carrying SYN001 for a broken one, or None."""
+        """Bytes, decoding, classification and the pre-parse guards: cheap, no parser. Returns
+        (abspath, display, text, kind) for a file a reader must parse, a FileFacts carrying the
+        SYN001/SYN002 finding for a file that cannot be parsed, or None when it is not ours."""
         display = display_path(abspath, self.cwd)
         if abspath in self.stdin:
-            text, decode_error = self.stdin[abspath], None
+            text, decode_error, raw = self.stdin[abspath], None, b""
+            if len(text) > self.max_bytes:
+                kind = classify(display, text[:HEAD_BYTES]) or ("unknown" if claims_suffix(display) else None)
+                return self._skipped(abspath, display, f"too large ({len(text)} characters on standard input; "
+                                     f"limit {self.max_bytes} bytes, setting max-file-size)", kind or "unknown")
         else:
-            try:
-                size = abspath.stat().st_size
-                if size > MAX_BYTES:
-                    if claims_suffix(display) and explicit:
-                        return self._broken(abspath, display, f"file too large to check ({size} bytes; limit {MAX_BYTES})")
+            got = self._raw(abspath)
+            if isinstance(got, str):
+                return self._skipped(abspath, display, got) if claims_suffix(display) else None
+            raw, size = got
+            if size > self.max_bytes:
+                head = raw[:HEAD_BYTES].decode("utf-8", errors="replace")
+                kind = classify(display, head)
+                if kind is None and not (explicit and claims_suffix(display)):
                     return None
-                with open(abspath, "rb") as fh:
-                    raw = fh.read(MAX_BYTES + 1)
-            except OSError as exc:
-                if claims_suffix(display):
-                    return self._broken(abspath, display, f"cannot read file: {exc.strerror or exc}")
-                return None
+                return self._skipped(abspath, display, f"too large ({size} bytes; limit {self.max_bytes}, "
+                                     "setting max-file-size)", kind or "unknown")
             if b"\x00" in raw[:8192]:
-                if explicit and claims_suffix(display):
-                    return self._broken(abspath, display, "binary file (contains NUL bytes)")
-                return None
+                kind = classify(display, raw[:HEAD_BYTES].decode("utf-8", errors="replace"))
+                if kind is None and not (explicit and claims_suffix(display)):
+                    return None
+                return self._skipped(abspath, display, "binary file (contains NUL bytes)", kind or "unknown")
             try:
                 text, decode_error = raw.decode("utf-8"), None
             except UnicodeDecodeError as exc:
                 text, decode_error = raw.decode("utf-8", errors="replace"), exc
             if text.startswith("\ufeff"):
                 text = text[1:]
-        kind = classify(display, text)
+        try:
+            kind = classify(display, text)
+        except RecursionError:
+            kind = None
         if kind is None:
             return None
         if decode_error is not None:
             line = raw[: decode_error.start].count(b"\n") + 1
             return self._broken(abspath, display, f"invalid UTF-8 at byte {decode_error.start}", kind, line)
+        from parallint.guards import guard
+
+        reason = guard(kind, display, text)
+        if reason is not None:
+            return self._skipped(abspath, display, reason, kind)
         return abspath, display, text, kind
 
     def _parse(self, abspath: Path, display: str, text: str, kind: str) -> FileFacts | None:
@@ -191,33 +290,65 @@ class Runner:
             reader = importlib.import_module(f"parallint.readers.{module}")
         except ImportError:
             return None  # reader for this kind not available
+        cap = getattr(reader, "MAX_BYTES", None)
+        if isinstance(cap, int) and len(text) > cap:
+            return self._skipped(abspath, display, f"too large ({len(text)} characters; the {kind} reader "
+                                 f"stops at {cap})", kind)
         try:
-            with _time_limit(READ_TIMEOUT_S):
+            with _time_limit(self.timeout):
                 facts = reader.read(display, abspath, text)
         except _Timeout:
-            return self._broken(abspath, display, f"reading took longer than {READ_TIMEOUT_S} s; file skipped", kind)
+            return self._skipped(abspath, display, f"timed out after {self.timeout:g} s (setting file-timeout)", kind)
         except RecursionError:
-            return self._broken(abspath, display, "nested too deeply to read", kind)
+            return self._skipped(abspath, display, "too complex (nested too deeply to read)", kind)
+        except MemoryError:
+            return self._skipped(abspath, display, "too complex (out of memory while reading)", kind)
         except Exception as exc:  # never a traceback for the user
             if self.debug:
                 raise
-            return self._broken(abspath, display, f"could not be read ({type(exc).__name__}: {exc})", kind)
+            return self._skipped(abspath, display, f"reader crashed ({type(exc).__name__}: {exc})", kind)
+        if facts is not None:
+            self._relabel(facts)
         return facts
+
+    @staticmethod
+    def _relabel(facts: FileFacts) -> None:
+        """A reader's SYN001 that reports one of its limits (nesting, node count) is SYN002."""
+        for i, d in enumerate(facts.diagnostics):
+            if d.code == "SYN001" and _LIMIT_MESSAGE.search(d.message):
+                at = d.message.find("too complex")
+                reason = d.message[at:].strip() if at >= 0 else f"too complex ({d.message})"
+                if reason.count("(") > reason.count(")"):
+                    reason += ")" * (reason.count("(") - reason.count(")"))
+                facts.diagnostics[i] = not_analysed(d.span.path, reason, d.span.line)
 
     def _broken(self, abspath: Path, display: str, message: str, kind: str = "unknown", line: int = 1) -> FileFacts:
         f = FileFacts(display, abspath, kind, "")
         f.diagnostics.append(_syn(display, message, line))
         return f
 
+    def _skipped(self, abspath: Path, display: str, reason: str, kind: str = "unknown", line: int = 1) -> FileFacts:
+        f = FileFacts(display, abspath, kind, "")
+        f.diagnostics.append(not_analysed(display, reason, line))
+        return f
+
     # the pipeline -------------------------------------------------------------------------
     def collect(self, paths: list[str], rules: list[type] = ()) -> list[FileFacts]:
-        """Every file below ``paths`` that a reader takes. With ``rules`` and enough Python files,
-        the Python files are parsed (and their file rules run) in worker processes."""
+        """Every file below ``paths`` that a reader takes. With ``rules`` and enough Python files
+        (or a large one), the Python files are parsed (and their file rules run) in worker
+        processes that are killed when they overrun the time limit."""
         excluder = Excluder(
-            self.config.exclude, self.config.base, self.config.get("respect-gitignore", True)
+            self.config.exclude, self.config.base, self.config.get("respect-gitignore", True),
+            bool(self.config.get("include-tests", False)),
         )
-        cands: list[Candidate] = discover(paths, excluder, self.cwd, self.errors)
+        skipped: list[tuple[Path, str]] = []
+        cands: list[Candidate] = discover(paths, excluder, self.cwd, self.errors, skipped)
         slots: list[Path] = []
+        for folder, reason in skipped:
+            ap = Path(os.path.abspath(folder))
+            if ap not in self.cache:
+                self.cache[ap] = self._skipped(ap, display_path(ap, self.cwd), reason)
+                slots.append(ap)
         pending: list[tuple[Path, str, str, str]] = []
         for c in cands:
             if c.abspath in self.cache:
@@ -230,36 +361,50 @@ class Runner:
                 pending.append(loaded)
             slots.append(c.abspath)
         python = [p for p in pending if p[3] in PARALLEL_KINDS]
-        if rules and len(python) >= PARALLEL_MIN_FILES and _workers() > 1:
-            self._parse_in_workers(python, rules)
-            pending = [p for p in pending if p[3] not in PARALLEL_KINDS]
+        if rules and python:
+            if not (len(python) >= PARALLEL_MIN_FILES and _workers() > 1):
+                python = [p for p in python if len(p[2]) > RISKY_BYTES]  # small run: only big files
+            if python:
+                from parallint import workers
+
+                if workers.available():  # (multiprocessing is only imported here)
+                    self._parse_in_workers(python, rules)
+                    done = {p[0] for p in python}
+                    pending = [p for p in pending if p[0] not in done]
         for item in pending:
             self.cache[item[0]] = self._parse(*item)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 
     def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from parallint import workers
 
         global _WORKER
         _WORKER = (self, [r() for r in rules])
+        n = max(1, min(_workers(), len(items)))
+        # import the readers (and LibCST) once here: forked workers inherit them instead of each
+        # paying the import inside its first file's time limit
+        for mod in {READERS.get(item[3]) for item in items} | {"libcst"}:
+            try:
+                importlib.import_module(mod if mod == "libcst" else f"parallint.readers.{mod}")
+            except ImportError:
+                pass
         try:
-            ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=_workers(), mp_context=ctx) as pool:
-                for item, (f, diags, errors) in zip(items, pool.map(_work, items, chunksize=4)):
-                    self.cache[item[0]] = f
-                    if f is not None:
-                        self.early[item[0]], self.early_job[item[0]] = diags
-                        self.stripped.add(item[0])
-                    self.errors.extend(errors)
-        except Exception:  # a pool that cannot start: parse here instead
+            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1):
+                item = items[idx]
+                if not ok:
+                    self.cache[item[0]] = self._skipped(item[0], item[1], payload, item[3])
+                    continue
+                f, diags, errors = payload
+                self.cache[item[0]] = f
+                if f is not None:
+                    self.early[item[0]], self.early_job[item[0]] = diags
+                    self.stripped.add(item[0])
+                self.errors.extend(errors)
+        except Exception:  # workers that cannot start: parse here instead
             if self.debug:
                 raise
             for item in items:
-                if self.cache.get(item[0]) is None:
-                    self.early.pop(item[0], None)
-                    self.early_job.pop(item[0], None)
-                    self.stripped.discard(item[0])
+                if item[0] not in self.cache:
                     self.cache[item[0]] = self._parse(*item)
         finally:
             _WORKER = None
@@ -307,7 +452,7 @@ class Runner:
         for f in list(self.cache.values()):
             if f is not None and f not in files:
                 diags.extend(d for d in f.diagnostics if d.code in enabled)
-        diags = self._suppress(self._dedupe(diags))
+        diags = [_printable(d) for d in self._suppress(self._dedupe(diags), files, enabled)]
         diags.sort(key=Diagnostic.sort_key)
         return Result(diags, len(files), self.errors, jobs)
 
@@ -338,27 +483,10 @@ class Runner:
                 out.append(d)
         return out
 
-    def _suppress(self, diags: list[Diagnostic]) -> list[Diagnostic]:
-        from parallint.registry import get_registry
+    def _suppress(self, diags: list[Diagnostic], files: list[FileFacts] = (), enabled: set[str] = frozenset()) -> list[Diagnostic]:
+        from parallint.suppress import apply
 
-        reg = get_registry()
-        by_display: dict[str, FileFacts] = {f.path: f for f in self.cache.values() if f is not None}
-        scans: dict[str, Suppressions] = {}
-        out = []
-        for d in diags:
-            f = by_display.get(d.span.path)
-            sels: list[str] = []
-            if f is not None:
-                if d.span.path not in scans:
-                    scans[d.span.path] = Suppressions.scan(f.text)
-                sels.extend(scans[d.span.path].selectors_for(d.span.line, d.span.end_line))
-                sels.extend(self.config.per_file_ignores(f.path, f.abspath))
-            else:
-                sels.extend(self.config.per_file_ignores(d.span.path, self.cwd / d.span.path))
-            if sels and reg.covers(sels, d.code):
-                continue
-            out.append(d)
-        return out
+        return apply(diags, list(self.cache.values()), {f.abspath for f in files}, self.config, enabled, self.cwd)
 
 
 def check_paths(paths: list[str], config: Config, rules: list[type] | None = None,

@@ -1,18 +1,28 @@
 """Suppression comments: ``# noqa: CODE[,CODE]`` (or a bare ``# noqa``) on the reported line, and a
 file-level ``# parallint: noqa: CODE`` (or bare ``# parallint: noqa``) anywhere in the file.
-Codes, prefixes and rule names are accepted, as everywhere."""
+Codes, prefixes and rule names are accepted, as everywhere.
+
+Only real comments count: Python comments are found with :mod:`tokenize`; shell, Makefile, YAML
+and TOML comments by a scanner that knows their quoting (a ``#`` inside a string, a heredoc or a
+``${var#pattern}`` is not a comment). JSON has no comments, so nothing in a JSON file suppresses.
+
+:func:`apply` filters findings and, when SYN003 is enabled, reports the suppression codes that
+suppressed nothing (unused) or that name no parallint rule (unknown), like Ruff's RUF100. Codes of
+other tools (``E501``, ``F401``, ``PGH003``) and bare ``# noqa`` (flake8's) are left alone.
+"""
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?", re.I)
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+|[ \t]+(?=[A-Za-z0-9_\-]*[0-9]))*))?", re.I)
 _FILE_NOQA = re.compile(
-    r"^\s*#\s*parallint:\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?\s*$",
-    re.I | re.M,
-)
+    r"^#\s*parallint:\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?\s*$", re.I)
 ALL = ("ALL",)
+_CODE = re.compile(r"^([A-Z]{2,5})([0-9]{3})$")
 
 
 def _codes(group: str | None) -> tuple[str, ...]:
@@ -21,29 +31,352 @@ def _codes(group: str | None) -> tuple[str, ...]:
     return tuple(c for c in re.split(r"[\s,]+", group.strip()) if c)
 
 
+# -------------------------------------------------------------------------------- comments
+def syntax_of(path: str) -> str | None:
+    """The comment syntax of a file: python, shell, yaml, toml, or None (JSON: no comments)."""
+    low = path.lower()
+    if low.endswith((".py", ".pyi")):
+        return "python"
+    if low.endswith(".json"):
+        return None
+    if low.endswith((".yaml", ".yml")):
+        return "yaml"
+    if low.endswith(".toml"):
+        return "toml"
+    return "shell"  # shell scripts, sbatch files, extensionless launchers, Makefiles
+
+
+def comments(text: str, syntax: str | None) -> dict[int, tuple[int, str]]:
+    """line -> (0-based column of the ``#``, the comment text) for every real comment."""
+    if syntax is None:
+        return {}
+    if syntax == "python":
+        return _python_comments(text)
+    return _scan_comments(text, syntax)
+
+
+def _python_comments(text: str) -> dict[int, tuple[int, str]]:
+    import tokenize
+
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = (tok.start[1], tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # a broken file keeps the comments found before the error
+    return out
+
+
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
+def _scan_comments(text: str, syntax: str) -> dict[int, tuple[int, str]]:
+    """Comments of shell, YAML and TOML text: a ``#`` outside quotes at the start of a word
+    (shell, YAML) or anywhere outside strings (TOML)."""
+    out: dict[int, tuple[int, str]] = {}
+    quote = ""  # the open quote: ' " (shell/yaml) or ''' """ (toml multi-line)
+    heredocs: list[tuple[str, bool]] = []
+    in_heredoc: tuple[str, bool] | None = None
+    for ln, line in enumerate(text.splitlines(), 1):
+        if in_heredoc is not None:
+            word, strip = in_heredoc
+            if (line.lstrip("\t") if strip else line) == word:
+                in_heredoc = heredocs.pop(0) if heredocs else None
+            continue
+        i, n = 0, len(line)
+        while i < n:
+            c = line[i]
+            if quote:
+                if syntax == "toml" and len(quote) == 3:
+                    if line.startswith(quote, i):
+                        quote, i = "", i + 3
+                        continue
+                    if quote == '"""' and c == "\\":
+                        i += 2
+                        continue
+                elif c == "\\" and quote == '"':
+                    i += 2
+                    continue
+                elif c == quote:
+                    if syntax == "yaml" and quote == "'" and line.startswith("''", i):
+                        i += 2
+                        continue
+                    quote = ""
+                i += 1
+                continue
+            if c == "#":
+                prev = line[i - 1] if i else " "
+                if syntax == "toml" or prev in (" \t" if syntax == "yaml" else " \t;&|()`"):
+                    out[ln] = (i, line[i:])
+                    break
+            elif c == "\\" and syntax == "shell":
+                i += 2
+                continue
+            elif c in "'\"":
+                if syntax == "toml" and line.startswith(c * 3, i):
+                    quote, i = c * 3, i + 3
+                    continue
+                if syntax == "yaml" and not _yaml_quote_starts(line, i):
+                    i += 1
+                    continue
+                quote = c
+            elif c == "<" and syntax == "shell":
+                m = _HEREDOC.match(line, i)
+                if m and not line.startswith("<<<", i):
+                    heredocs.append((m.group(3), bool(m.group(1))))
+                    i = m.end()
+                    continue
+            i += 1
+        if heredocs and not quote:
+            in_heredoc = heredocs.pop(0)
+    return out
+
+
+def _yaml_quote_starts(line: str, i: int) -> bool:
+    """A YAML quote opens a scalar only where a scalar starts (after ``: ``, ``- ``, ``[``, ``,``,
+    ``{`` or at the start of the line); ``it's`` in a plain scalar is an apostrophe."""
+    before = line[:i].rstrip()
+    return before == "" or before.endswith((":", "-", "[", ",", "{", "?"))
+
+
+def line_in_string(text: str, syntax: str | None, line: int) -> bool:
+    """Whether the end of ``line`` lies inside a string (or heredoc), where text added after it
+    would change the value instead of adding a comment."""
+    if syntax is None:
+        return True
+    if syntax == "python":
+        import tokenize
+
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type == tokenize.STRING and tok.start[0] <= line < tok.end[0]:
+                    return True
+                if tok.start[0] > line:
+                    break
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            return True
+        lines = text.splitlines()
+        return line > len(lines) or lines[line - 1].rstrip().endswith("\\")
+    lines = text.splitlines()
+    if line > len(lines):
+        return True
+    body = lines[line - 1]
+    # a line whose end is inside quotes: the scanner sees the next line's comment as part of it
+    probe = "\n".join(lines[:line] + ["#probe"])
+    if _scan_comments(probe, syntax).get(line + 1) is None:
+        return True
+    return syntax == "shell" and body.rstrip().endswith("\\")
+
+
+# --------------------------------------------------------------------------- suppressions
+@dataclass
+class Directive:
+    line: int
+    column: int  # 1-based column of the '#'
+    codes: tuple[str, ...]
+    file_level: bool
+    used: set[str] = field(default_factory=set)
+
+
 @dataclass
 class Suppressions:
-    file_level: tuple[str, ...] = ()  # selectors suppressed for the whole file (ALL for bare)
-    lines: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    directives: list[Directive] = field(default_factory=list)
+
+    @property
+    def file_level(self) -> tuple[str, ...]:
+        return tuple(c for d in self.directives if d.file_level for c in d.codes)
+
+    @property
+    def lines(self) -> dict[int, tuple[str, ...]]:
+        return {d.line: d.codes for d in self.directives if not d.file_level}
 
     @classmethod
-    def scan(cls, text: str) -> "Suppressions":
+    def scan(cls, text: str, path: str = "x.py") -> "Suppressions":
         if "noqa" not in text and "NOQA" not in text:
             return cls()
-        file_level: list[str] = []
-        for m in _FILE_NOQA.finditer(text):
-            file_level.extend(_codes(m.group("codes")))
-        lines: dict[int, tuple[str, ...]] = {}
-        for i, line in enumerate(text.splitlines(), 1):
-            if "noqa" not in line.lower() or _FILE_NOQA.match(line):
+        out = []
+        for ln, (col, comment) in comments(text, syntax_of(path)).items():
+            if "noqa" not in comment.lower():
                 continue
-            m = _NOQA.search(line)
+            m = _FILE_NOQA.match(comment)
             if m:
-                lines[i] = _codes(m.group("codes"))
-        return cls(tuple(file_level), lines)
+                out.append(Directive(ln, col + 1, _codes(m.group("codes")), True))
+                continue
+            m = _NOQA.search(comment)
+            if m:
+                out.append(Directive(ln, col + 1 + m.start(), _codes(m.group("codes")), False))
+        return cls(out)
+
+    def matching(self, line: int, end_line: int) -> list[Directive]:
+        return [d for d in self.directives if d.file_level or d.line in (line, end_line)]
 
     def selectors_for(self, line: int, end_line: int) -> tuple[str, ...]:
-        sels = list(self.file_level)
-        for ln in {line, end_line}:
-            sels.extend(self.lines.get(ln, ()))
-        return tuple(sels)
+        return tuple(c for d in self.matching(line, end_line) for c in d.codes)
+
+
+def _ours(code: str, families: set[str]) -> bool:
+    m = _CODE.match(code.upper())
+    return bool(m and m.group(1) in families)
+
+
+def apply(diags: list, files: Iterable, checked: set, config, enabled: set[str], cwd) -> list:
+    """Findings left after ``# noqa`` and ``per-file-ignores``; with SYN003 enabled, plus one
+    SYN003 finding per unused or unknown code of the files in ``checked`` (abspaths: the files
+    whose every rule ran, so an unused code is really unused)."""
+    from parallint.registry import UnknownSelector, get_registry
+
+    reg = get_registry()
+    by_display = {f.path: f for f in files if f is not None}
+    scans: dict[str, Suppressions] = {}
+
+    def scan(f) -> Suppressions:
+        if f.path not in scans:
+            scans[f.path] = Suppressions.scan(f.text, f.path)
+        return scans[f.path]
+
+    out = []
+    for d in diags:
+        f = by_display.get(d.span.path)
+        if f is not None:
+            pfi = config.per_file_ignores(f.path, f.abspath)
+            covered = False
+            for directive in scan(f).matching(d.span.line, d.span.end_line):
+                for code in directive.codes:
+                    if reg.covers([code], d.code):
+                        directive.used.add(code)
+                        covered = True
+            if covered or (pfi and reg.covers(pfi, d.code)):
+                continue
+        elif reg.covers(config.per_file_ignores(d.span.path, cwd / d.span.path), d.code):
+            continue
+        out.append(d)
+    if "SYN003" not in enabled:
+        return out
+    families = {r.code[:-3] for r in reg.rules}
+    for f in by_display.values():
+        if f.abspath not in checked or not f.text:
+            continue
+        pfi = config.per_file_ignores(f.path, f.abspath)
+        if pfi and reg.covers(pfi, "SYN003"):
+            continue
+        for directive in scan(f).directives:
+            if any(reg.covers([c], "SYN003") for c in directive.codes if c != "ALL"):
+                continue  # the line asks not to be told
+            if directive.codes == ALL:
+                if directive.file_level and not directive.used:
+                    out.append(_syn003(f, directive, "unused file-level `parallint: noqa` (nothing to suppress); remove it"))
+                continue  # a bare `# noqa` may be flake8's
+            for code in directive.codes:
+                if code in directive.used:
+                    continue
+                try:
+                    covers = [r.code for r in reg.matches(code)]
+                except UnknownSelector:
+                    if _ours(code, families):
+                        out.append(_syn003(f, directive, f"unknown rule code `{code}` in noqa; remove it or fix the code (see `parallint rules`)"))
+                    continue
+                if any(c in enabled for c in covers):
+                    out.append(_syn003(f, directive, f"unused noqa code `{code}` (no {code} finding here); remove it"))
+    return out
+
+
+def _syn003(f, directive: Directive, message: str):
+    from parallint.diagnostics import Diagnostic, Severity, Span
+
+    return Diagnostic("SYN003", "unused-noqa", Severity.WARNING, message,
+                      Span(f.path, directive.line, directive.column))
+
+
+# ---------------------------------------------------------------------------------- --add-noqa
+def add_noqa(diags: Iterable, cwd) -> tuple[int, list[str]]:
+    """Write ``# noqa: CODE`` on the line of each finding (merged into a ``# noqa`` already there).
+    Only where a comment can go: never in JSON, inside a string, a heredoc or after a line
+    continuation. Files are replaced atomically. Returns (codes added, 'path:line' left alone)."""
+    from pathlib import Path
+
+    wanted: dict[str, dict[int, list[str]]] = {}
+    for d in diags:
+        if d.code in ("SYN001", "SYN003"):
+            continue
+        codes = wanted.setdefault(d.span.path, {}).setdefault(d.span.line, [])
+        if d.code not in codes:
+            codes.append(d.code)
+    added, skipped = 0, []
+    for path, by_line in sorted(wanted.items()):
+        p = Path(path)
+        p = p if p.is_absolute() else Path(cwd) / p
+        syntax = syntax_of(path)
+        try:
+            with open(p, encoding="utf-8", newline="") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            skipped.extend(f"{path}:{ln}" for ln in by_line)
+            continue
+        lines = text.splitlines(keepends=True)
+        plain = text.replace("\r\n", "\n")
+        found = comments(plain, syntax)
+        changed = 0
+        for ln, codes in sorted(by_line.items()):
+            edit = noqa_edit(plain, syntax, ln, codes, found)
+            if edit is None:
+                skipped.append(f"{path}:{ln}")
+                continue
+            body, new = edit
+            if not new:
+                continue
+            old = lines[ln - 1]
+            lines[ln - 1] = body + old[len(old.rstrip("\r\n")):]
+            added += len(new)
+            changed += 1
+        if changed:
+            _atomic_write(p, "".join(lines))
+    return added, skipped
+
+
+def noqa_edit(text: str, syntax: str | None, line: int, codes: list[str],
+              found: dict[int, tuple[int, str]] | None = None) -> tuple[str, list[str]] | None:
+    """The text of ``line`` (without its line break) with ``codes`` added to its ``# noqa`` (or a
+    new one), and the codes actually added; None where no comment can go."""
+    lines = text.splitlines()
+    if syntax is None or line > len(lines) or line_in_string(text, syntax, line):
+        return None
+    body = lines[line - 1]
+    found = comments(text, syntax) if found is None else found
+    existing = found.get(line)
+    m = _NOQA.search(existing[1]) if existing else None
+    if m and not _FILE_NOQA.match(existing[1]):
+        have = _codes(m.group("codes"))
+        if have == ALL:
+            return body, []
+        new = [c for c in codes if c not in have]
+        if not new:
+            return body, []
+        start = existing[0] + m.end("codes")
+        return body[:start] + ", " + ", ".join(new) + body[start:], new
+    sep = "  " if body.strip() else ""
+    return body.rstrip() + sep + "# noqa: " + ", ".join(codes), list(codes)
+
+
+def _atomic_write(path, text: str) -> None:
+    import os
+    import tempfile
+
+    mode = None
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".parallint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

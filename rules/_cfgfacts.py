@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from parallint.diagnostics import Related
-from parallint.launch import launch_world_size
+from parallint.model.world import launch_world_size, world_size
 from parallint.facts import FactMap, Value, known_int
 from parallint.rule import Rule
 
@@ -72,13 +72,7 @@ class View:
 
 
 def world_of(facts: FactMap) -> Value | None:
-    ws = facts.get("parallel.world_size")
-    if known_int(ws) is not None:
-        return ws
-    n, p = facts.get("parallel.nodes"), facts.get("parallel.procs_per_node")
-    if known_int(n) is not None and known_int(p) is not None:
-        return Value(known_int(n) * known_int(p), p.span, True, "", f"{n.source} × {p.source}")
-    return None
+    return world_size(facts)  # one world size: parallint.model.world
 
 
 def _frameworks(facts: FactMap) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from parallint.diagnostics import Severity
 from parallint.facts import FactMap, known_int
-from parallint.rule import Example
+from parallint.rule import Example, Rule
 
 from parallint.rules._cfgfacts import FactRule, Finding, View, src, world_of
 
@@ -52,6 +52,10 @@ def dp_size(view: View, *, sp: bool) -> tuple[int | None, list]:
 
 class DeepspeedBatchIdentity(FactRule):
     code = "BAT001"
+    facts = frozenset({
+        "parallel.cp", "parallel.pp", "parallel.sp", "parallel.tp", "training.grad_accum", "training.micro_batch",
+        "training.train_batch_size",
+    })
     name = "deepspeed-batch-identity"
     severity = Severity.ERROR
     summary = "DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size"
@@ -121,6 +125,10 @@ class DeepspeedBatchIdentity(FactRule):
 
 class GlobalBatchNotDivisible(FactRule):
     code = "BAT002"
+    facts = frozenset({
+        "parallel.cp", "parallel.dp_replicate", "parallel.dp_shard", "parallel.pp", "parallel.sp", "parallel.tp",
+        "training.global_batch", "training.micro_batch",
+    })
     name = "global-batch-not-divisible"
     severity = Severity.ERROR
     summary = "The global batch is not divisible by micro batch × data-parallel size"
@@ -193,6 +201,9 @@ def _torchtitan_dp(view: View) -> tuple[int | None, list]:
 
 class DeepspeedTrainerMismatch(FactRule):
     code = "BAT003"
+    facts = frozenset({
+        "training.grad_accum", "training.micro_batch", "training.precision", "training.train_batch_size",
+    })
     name = "deepspeed-trainer-mismatch"
     severity = Severity.ERROR
     summary = "A DeepSpeed config value contradicts the HF TrainingArguments / accelerate value"
@@ -232,8 +243,7 @@ class DeepspeedTrainerMismatch(FactRule):
 
     def check_job(self, job, ctx):
         ds_files = [f for f in job.files if f.kind == "deepspeed"]
-        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")
-                    or (f.kind == "python" and any(str(v.value) == "hf_trainer" for v in f.facts.known("framework")))]
+        hf_files = [f for f in job.files if f.kind in ("hftrainargs", "accelerate")]
         if not ds_files or not hf_files:
             return
         found = []
@@ -273,3 +283,141 @@ class DeepspeedTrainerMismatch(FactRule):
                 yield Finding(tb, f"DeepSpeed train_batch_size={known_int(tb)} but the Trainer computes "
                                   f"{mb} × {ga} × {known_int(w)} = {expect}",
                               [(hf.get("training.micro_batch"), f"per-device batch {mb}"), (w, f"world size {known_int(w)}")])
+
+
+MAX_RAMP_STEPS = 100_000
+
+
+def rampup_batch_sizes(start: int, incr: int, samples: int, gbs: int) -> list[int] | None:
+    """The global batch sizes Megatron's ``RampupBatchsizeNumMicroBatches`` goes through before it
+    reaches ``gbs`` (in order, without repeats), replaying its ``update(consumed_samples)``: the
+    batch is ``start + int(consumed / (samples / increments)) * incr`` while ``consumed <=
+    samples``, and consumed samples grow by the batch of each step. None when the ramp is not
+    well formed (Megatron's own asserts) or too long to replay."""
+    if start <= 0 or incr <= 0 or samples < 0 or gbs < start or (gbs - start) % incr:
+        return None
+    increments = (gbs - start) // incr
+    if increments == 0 or increments > MAX_RAMP_STEPS:
+        return None
+    per = samples / increments
+    if per <= 0:
+        return None
+    out: list[int] = []
+    consumed = 0
+    for _ in range(2 * MAX_RAMP_STEPS):
+        if consumed > samples:
+            break
+        k = int(consumed / per)
+        bs = start + k * incr
+        if not out or out[-1] != bs:
+            out.append(bs)
+        # jump to the first step past this increment's samples
+        nxt = (k + 1) * per
+        n = max(1, -(-int(nxt - consumed) // bs))
+        consumed += n * bs
+        while consumed <= samples and int(consumed / per) == k:
+            consumed += bs
+    return [b for b in out if b < gbs]
+
+
+def _rampup(la):
+    """``--rampup-batch-size START INCR SAMPLES`` of a launch: (values, flag word) or None."""
+    args = list(getattr(la, "args", None) or ())
+    for i, a in enumerate(args):
+        if not (a.known and isinstance(a.value, str)):
+            continue
+        flag, eq, rest = a.value.partition("=")
+        if flag != "--rampup-batch-size":
+            continue
+        words = rest.split() if eq else [w.value if w.known else None for w in args[i + 1:i + 4]]
+        if len(words) != 3 or any(w is None or not str(w).isdigit() for w in words):
+            return None
+        return [int(w) for w in words], a
+    return None
+
+
+class RampupBatchNotDivisible(Rule):
+    code = "BAT004"
+    name = "rampup-batch-not-divisible"
+    severity = Severity.ERROR
+    summary = "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP"
+    kinds = frozenset()
+    doc = """
+    ## What it does
+    For a Megatron command line with `--rampup-batch-size START INCR SAMPLES`, replays Megatron's
+    batch-size ramp (`RampupBatchsizeNumMicroBatches`: the batch grows by INCR every
+    `SAMPLES / ((GLOBAL - START) / INCR)` consumed samples, and consumed samples grow by the batch of
+    each step) and checks every global batch size the run goes through below `--global-batch-size`
+    against `--micro-batch-size` × DP, DP = world / (TP×PP×CP). Also reports a ramp whose span
+    `GLOBAL - START` is not a multiple of INCR. Without a known world size it checks divisibility by
+    the micro batch alone. The final global batch is BAT002's.
+
+    ## Why it matters
+    Megatron asserts at every step of the ramp: "current global batch size (24) is not divisible by
+    micro-batch-size (2) times data parallel size (8)" — partway into training, after the job has
+    already run for hours (Megatron-LM releases since late 2025 ignore the flag with a deprecation
+    warning and use `--step-batch-size-schedule`; Megatron-DeepSpeed and earlier Megatron-LM run it).
+
+    ## Example
+    `--global-batch-size 1536 --micro-batch-size 2 --rampup-batch-size 24 24 1000000` on 16 GPUs
+    (DP 16): the ramp starts at 24, and 24 is not a multiple of 2 × 16 = 32.
+
+    ## How to fix
+    Choose START and INCR as multiples of micro batch × DP (here 32 32), or drop the ramp.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 2 --micro-batch-size 2 \\
+            --global-batch-size 256 --rampup-batch-size 32 16 100000
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 1 --micro-batch-size 2 \\
+            --global-batch-size 1536 --rampup-batch-size 24 24 1000000
+        """, filename="run.sh", line=4),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 2 --micro-batch-size 4 \\
+            --global-batch-size 512 --rampup-batch-size 32 50 100000
+        """, filename="run.sh", line=4),
+    )
+
+    def check_job(self, job, ctx):
+        from parallint.rules._cfgfacts import job_view
+
+        la = getattr(job, "launch", None)
+        if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+            return
+        found = _rampup(la)
+        if found is None:
+            return
+        (start, incr, samples), word = found
+        view = job_view(job, getattr(ctx, "config", {}) or {})
+        if not view.fw("megatron") or view.fw("neox"):
+            return
+        gb_v, mb_v = view.v("training.global_batch"), view.v("training.micro_batch")
+        gb, mb = known_int(gb_v), known_int(mb_v)
+        if gb is None or mb is None or gb <= 0 or mb <= 0:
+            return
+        if gb >= start and (gb - start) % incr:
+            yield self.report(word.span, f"--rampup-batch-size goes from {start} in steps of {incr} but the "
+                                         f"global batch {gb} is not on that ramp ({gb} - {start} is not a "
+                                         f"multiple of {incr}): Megatron asserts at start-up")
+            return
+        sizes = rampup_batch_sizes(start, incr, samples, gb)
+        if not sizes:
+            return
+        dp, _ = dp_size(view, sp=False)
+        div = mb * dp if dp is not None else mb
+        what = f"micro batch {mb} × data-parallel size {dp} = {div}" if dp is not None else f"micro batch {mb}"
+        bad = next((b for b in sizes if b % div), None)
+        if bad is None:
+            return
+        yield self.report(word.span, f"the batch-size ramp reaches a global batch of {bad}, which is not "
+                                     f"divisible by {what}: Megatron asserts when the ramp gets there")

@@ -232,6 +232,7 @@ class InvalidConfigValue(_SchemaRule):
 
 class Fp16AndBf16(Rule):
     code = "CFG003"
+    facts = frozenset({"training.precision"})
     name = "fp16-and-bf16"
     severity = Severity.ERROR
     summary = "fp16 and bf16 are both enabled"

@@ -13,24 +13,64 @@ _PY = frozenset({"python"})
 _PER_RANK = re.compile(r"rank|process_index|ordinal|procid", re.I)
 
 
+_BUFFER_NAME = re.compile(r"^(?:buf|buffer|bio|byte_?buf|bytes_?io|mem_?file|membuf|stream)$", re.I)
+
+
 def _plain_distributed(s: Script) -> bool:
-    """The script sets up torch.distributed itself (frameworks guard saves and map devices)."""
-    return s.is_distributed() and not s.framework_managed()
+    """The script sets up distributed training itself (torch.distributed, deepspeed.init_distributed,
+    Accelerator, Fabric, a device mesh); trainers that guard saves and map devices are left alone."""
+    return s.sets_up_distributed()
+
+
+def _loads_onto_gpus(s: Script) -> bool:
+    """A script that runs torch.distributed (or deepspeed.init_distributed) itself. Not accelerate
+    or Fabric: their saves gather to the CPU (FSDP full state dicts, ``accelerator.save``), so a
+    plain ``torch.load`` there usually restores CPU tensors."""
+    if s.has("hf_trainer", "training_args", "pl_trainer"):
+        return False
+    return (s.is_distributed() and not s.framework_managed()) or s.runs_setup("ds_init_distributed")
+
+
+def _in_memory(s: Script, dest, frame) -> bool:
+    """``torch.save(obj, buf)`` into an ``io.BytesIO`` (serialising, not writing a file)."""
+    import libcst as cst
+
+    for _ in range(4):
+        if isinstance(dest, cst.Call):
+            return bool(s.qnames(dest.func) & {"io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"})
+        if isinstance(dest, cst.Name):
+            if _BUFFER_NAME.match(dest.value):
+                return True
+            b = s.binding(dest.value, frame)
+            if b is None:
+                return False
+            dest, frame = b
+            continue
+        if isinstance(dest, cst.Attribute):
+            return _BUFFER_NAME.match(dest.attr.value) is not None
+        return False
+    return False
 
 
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
+    calls = frozenset({"save"})
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
     summary = "torch.save in a distributed script not guarded by a rank-0 condition"
     kinds = _PY
     doc = """
     ## What it does
-    In a script that sets up torch.distributed itself, flags `torch.save(...)` reached from the
-    script's entry point on a path with no rank condition (`if rank == 0:`, `if is_main_process():`,
-    `if local_rank in [-1, 0]:`, an early `return` on the other ranks, a `@rank_zero_only`
-    decorator). Saves to per-rank paths (a file name built from the rank) are fine. Scripts
-    driven by accelerate, Lightning or the HF Trainer are left alone.
+    In a script that sets up distributed training itself (`init_process_group`, DDP/FSDP,
+    `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`),
+    flags `torch.save(...)` reached from the script's entry point on a path with no rank condition.
+    Rank conditions are followed through local variables and attributes
+    (`save_logs = is_master(args)` then `if save_logs:`), helper predicates (`is_main_process()`,
+    `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
+    flag whose name says main/master/rank 0), `if local_rank in [-1, 0]:`, early returns on the
+    other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
+    paths (a file name built from the rank) and into an `io.BytesIO` buffer are fine. Scripts whose
+    loop is run by Lightning's or HF's Trainer are left alone.
 
     ## Why it matters
     Every rank writes the same file at the same time: N times the I/O, and on shared file
@@ -78,7 +118,29 @@ class UnguardedCheckpointSave(Rule):
             import torch
             from accelerate import Accelerator
             accelerator = Accelerator()
-            torch.save(model.state_dict(), "ckpt.pt")
+            if accelerator.is_main_process:
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save(args, model):
+                if args.save_logs:
+                    torch.save(model.state_dict(), args.checkpoint_path)
+            def main(args):
+                dist.init_process_group("nccl")
+                args.save_logs = args.logs != "none" and is_master(args)
+                save(args, model)
+            main(parse())
+        """),
+        Example("""
+            import io
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            payload = buf.getvalue()
         """),
     ]
     invalid = [
@@ -112,6 +174,21 @@ class UnguardedCheckpointSave(Rule):
                 Trainer(model, rank).train(10)
             main(0, 1)
         """, line=8),
+        Example("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for epoch in range(3):
+                train(model)
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """, line=6),
+        Example("""
+            import deepspeed
+            import torch
+            deepspeed.init_distributed()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            torch.save(engine.module.state_dict(), "final.pt")
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -122,6 +199,8 @@ class UnguardedCheckpointSave(Rule):
             dest = c.arg_node("f", 1)
             if c.has_star() or dest is None or _PER_RANK.search(s.code(dest)):
                 continue
+            if _in_memory(s, dest, c.frame):
+                continue  # serialised into memory (to send or hash), not written
             paths = s.effective_guards(c)
             if not paths:
                 continue  # the file never calls the function that saves: unknown
@@ -135,14 +214,17 @@ class UnguardedCheckpointSave(Rule):
 
 class LoadWithoutMapLocation(Rule):
     code = "CKP002"
+    calls = frozenset({"load"})
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"
     kinds = _PY
     doc = """
     ## What it does
-    In a script that sets up torch.distributed itself, flags `torch.load(...)` without
-    `map_location` (outside rank-specific branches).
+    In a script that sets up torch.distributed itself (or calls `deepspeed.init_distributed()`),
+    flags `torch.load(...)` without `map_location` (outside rank-specific branches). Scripts run
+    by accelerate or Lightning Fabric are left alone: their checkpoint helpers gather state to the
+    CPU, so a plain `torch.load` there usually restores CPU tensors.
 
     ## Why it matters
     Tensors saved from `cuda:0` are restored onto `cuda:0` on every rank: all processes allocate
@@ -169,6 +251,15 @@ class LoadWithoutMapLocation(Rule):
             import torch
             state = torch.load("ckpt.pt")
         """),
+        # Fabric gathers FSDP state to the CPU when it saves: a plain load restores CPU tensors
+        Example("""
+            import torch
+            import lightning as L
+            fabric = L.Fabric(devices=8, strategy="fsdp")
+            fabric.launch()
+            fabric.save("ckpt.pt", {"model": model})
+            state = torch.load("ckpt.pt", weights_only=True)
+        """),
     ]
     invalid = [
         Example("""
@@ -184,11 +275,18 @@ class LoadWithoutMapLocation(Rule):
                 model.load_state_dict(torch.load(path, weights_only=True))
                 return DDP(model, device_ids=[local_rank])
         """, line=4),
+        Example("""
+            import deepspeed
+            import torch
+            deepspeed.init_distributed()
+            if args.student_checkpoint is not None:
+                model.load_state_dict(torch.load(args.student_checkpoint))
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
-        if s is None or not _plain_distributed(s):
+        if s is None or not _loads_onto_gpus(s):
             return
         loads = s.by("load")
         mapped = [c for c in loads if s.arg(c, "map_location", 1) is not None]

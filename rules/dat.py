@@ -1,4 +1,4 @@
-"""DAT — data loading (DAT001–DAT003)."""
+"""DAT — data loading (DAT001–DAT004)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,48 @@ from typing import Iterable
 
 import re
 
-from parallint.diagnostics import Diagnostic, Severity
+from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.readers.python import Call, Script, script_of
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
-#: text that means the script shards its data some other way (or streams it)
-_OWN_SHARDING = ("DistributedSampler", "IterableDataset", "split_dataset_by_node", ".shard(",
-                 "num_replicas", "DistributedBatchSampler", "webdataset", "wds.", "streaming=True",
-                 "ElasticDistributedSampler", "StatefulDistributedSampler")
+#: names in the code that mean the script shards its data some other way (or streams it)
+_OWN_SHARDING = frozenset({"DistributedSampler", "IterableDataset", "split_dataset_by_node", "shard",
+                           "DistributedBatchSampler", "ElasticDistributedSampler", "StatefulDistributedSampler",
+                           "DistributedGroupSampler", "DistributedEvalSampler"})
+
+
+def _shards_otherwise(s: Script) -> bool:
+    """The code (not a comment or docstring) shards the data some other way, or streams it."""
+    ix = s.syntax_index()
+    if ix.names & _OWN_SHARDING or ix.bases & {"IterableDataset"}:
+        return True
+    if "num_replicas" in ix.keywords or ix.keyword_is("streaming", True):
+        return True
+    return any(m.split(".")[0] in ("webdataset", "wds") for m in ix.modules)
+
+
+def _accelerators(s: Script) -> set[str]:
+    """Names (``accelerator``, ``self.accelerator``) bound to an ``Accelerator(...)``."""
+    return {c.target for c in s.by("accelerator") if c.target}
+
+
+def prepared_by_accelerate(s: Script, loader: Call) -> Call | None:
+    """The ``accelerator.prepare(...)`` call a DataLoader is passed to, if any."""
+    import libcst as cst
+
+    accs = _accelerators(s)
+    if not accs:
+        return None
+    for c in s.methods("prepare"):
+        if c.receiver is None or s.code(c.receiver) not in accs:
+            continue
+        for a in c.node.args:
+            v = a.value
+            if v is loader.node or (isinstance(v, (cst.Name, cst.Attribute)) and loader.target
+                                    and s.code(v) == loader.target):
+                return c
+    return None
 _TRAINISH = re.compile(r"train", re.I)
 #: evaluation data: the order does not matter, so a fixed shuffle is harmless
 _EVALISH = re.compile(r"eval|valid|test|(?:^|_)(?:val|dev)(?:_|$)", re.I)
@@ -54,6 +87,7 @@ def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool 
 
 class MissingDistributedSampler(Rule):
     code = "DAT001"
+    calls = frozenset({"dataloader", "ddp", "fsdp", "fully_shard"})
     name = "missing-distributed-sampler"
     severity = Severity.WARNING
     summary = "a DDP/FSDP script iterates a training DataLoader with no DistributedSampler"
@@ -62,8 +96,9 @@ class MissingDistributedSampler(Rule):
     ## What it does
     In a script that wraps its model in DDP or FSDP itself, flags a training `DataLoader` (one that
     shuffles, or whose name or dataset says `train`) built with no `sampler=`/`batch_sampler=`,
-    when nothing in the script shards the data another way (`DistributedSampler`,
-    `IterableDataset`, `split_dataset_by_node`, `.shard(...)`). Scripts driven by accelerate,
+    when nothing in the script's code shards the data another way (`DistributedSampler`,
+    `IterableDataset`, `split_dataset_by_node`, `.shard(...)`, `num_replicas=`, webdataset); a
+    comment or docstring that names one of them does not count. Scripts driven by accelerate,
     Lightning or the HF Trainer are left alone: those shard the data themselves.
 
     ## Why it matters
@@ -126,13 +161,21 @@ class MissingDistributedSampler(Rule):
             fully_shard(model)
             train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=8)
         """, line=4),
+        # a comment that mentions the sampler is not a sampler
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            model = DDP(model, device_ids=[local_rank])
+            # TODO: switch to a DistributedSampler
+            train_loader = DataLoader(train_set, batch_size=32, shuffle=True)
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
         if s is None or not s.has("ddp", "fsdp", "fully_shard") or s.framework_managed():
             return
-        if any(w in s.text for w in _OWN_SHARDING):
+        if _shards_otherwise(s):
             return
         for c in s.by("dataloader"):
             if _passed_not_none(s, c, "sampler", 3) is not False:
@@ -169,6 +212,7 @@ def _loader_uses(s: Script, sampler: Call) -> list[Call]:
 
 class SamplerSetEpochMissing(Rule):
     code = "DAT002"
+    calls = frozenset({"dataloader", "distributed_sampler"})
     name = "sampler-set-epoch-missing"
     severity = Severity.WARNING
     summary = "a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)"
@@ -176,8 +220,11 @@ class SamplerSetEpochMissing(Rule):
     doc = """
     ## What it does
     Flags a `DistributedSampler` that shuffles (the default) whose DataLoader is iterated in an
-    epoch loop, when the script never calls `set_epoch`. Evaluation samplers (`eval_sampler`,
-    `val_dataset` ...) are left alone: their order does not matter.
+    epoch loop, when the script never calls `set_epoch` (decided from the code: a comment or
+    docstring that mentions `set_epoch` does not count). Evaluation samplers (`eval_sampler`,
+    `val_dataset` ...) are left alone: their order does not matter; so are DataLoaders passed
+    through `accelerator.prepare`, whose `DataLoaderShard` calls `set_epoch` itself (but see
+    DAT004).
 
     ## Why it matters
     The sampler seeds its shuffle with `seed + epoch`. Without `set_epoch(epoch)` the epoch stays
@@ -219,6 +266,17 @@ class SamplerSetEpochMissing(Rule):
                 for batch in loader:
                     evaluate(batch)
         """),
+        # accelerate's prepared loader (DataLoaderShard) calls set_epoch itself
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader, DistributedSampler
+            accelerator = Accelerator()
+            sampler = DistributedSampler(train_set)
+            loader = accelerator.prepare(DataLoader(train_set, sampler=sampler))
+            for epoch in range(10):
+                for batch in loader:
+                    step(batch)
+        """),
     ]
     invalid = [
         Example("""
@@ -239,7 +297,7 @@ class SamplerSetEpochMissing(Rule):
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
-        if s is None or "set_epoch" in s.text:
+        if s is None or "set_epoch" in s.syntax_index().names:
             return
         for c in s.by("distributed_sampler"):
             sh = s.arg(c, "shuffle", 3)
@@ -247,7 +305,10 @@ class SamplerSetEpochMissing(Rule):
                 continue
             if any(l.epoch for l in c.loops):
                 continue  # a new sampler every epoch
-            loaders = [dl.target for dl in _loader_uses(s, c) if dl.target]
+            uses = _loader_uses(s, c)
+            if any(prepared_by_accelerate(s, dl) for dl in uses):
+                continue  # accelerate's DataLoaderShard calls set_epoch itself (DAT004 has a word on it)
+            loaders = [dl.target for dl in uses if dl.target]
             if not loaders:
                 continue
             ds = c.arg_node("dataset", 0)
@@ -279,6 +340,7 @@ class SamplerSetEpochMissing(Rule):
 
 class SamplerWithShuffle(Rule):
     code = "DAT003"
+    calls = frozenset({"dataloader"})
     name = "sampler-with-shuffle"
     severity = Severity.ERROR
     summary = "DataLoader(sampler=..., shuffle=True) raises at construction"
@@ -344,3 +406,134 @@ class SamplerWithShuffle(Rule):
                         "mutually exclusive with shuffle\"",
                     )
                     break
+
+
+def _distributed_sampler_of(s: Script, loader: Call) -> Call | None:
+    """The DistributedSampler a DataLoader surely gets (``sampler=`` or inside ``batch_sampler=``)."""
+    import libcst as cst
+
+    samplers = {id(c.node): c for c in s.by("distributed_sampler")}
+    for kw, pos in (("sampler", 3), ("batch_sampler", 4)):
+        n = loader.arg_node(kw, pos)
+        frame = loader.frame
+        for _ in range(4):
+            if n is None:
+                break
+            if isinstance(n, cst.Call):
+                if id(n) in samplers:
+                    return samplers[id(n)]
+                if kw == "batch_sampler" and n.args:  # BatchSampler(DistributedSampler(ds), ...)
+                    first = n.args[0].value if n.args[0].keyword is None else None
+                    inner = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "sampler"), first)
+                    n = inner
+                    continue
+                break
+            if isinstance(n, cst.Name):
+                b = s.binding(n.value, frame)
+                if b is None:
+                    break
+                n, frame = b
+                continue
+            break
+    return None
+
+
+class DoubleSharding(Rule):
+    code = "DAT004"
+    name = "double-sharding"
+    severity = Severity.WARNING
+    summary = "a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags a `DataLoader` built with a `DistributedSampler` (as `sampler=`, or inside a
+    `BatchSampler` given as `batch_sampler=`) that the script then passes to
+    `accelerator.prepare(...)`.
+
+    ## Why it matters
+    `accelerator.prepare` shards a DataLoader itself: it wraps the batch sampler in a
+    `BatchSamplerShard` that hands every process one batch in N. A DistributedSampler has already
+    given each process 1/N of the samples, so each process now sees 1/N² of the data and the job as
+    a whole trains on 1/N of the dataset each epoch. Nothing fails: the run is simply shorter and
+    worse than configured. The rule is a warning, like DAT001 (the mirror case, every rank seeing
+    all data): the job runs and converges, on the wrong amount of data.
+
+    ## Example
+    ```python
+    loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    ```
+
+    ## How to fix
+    Drop the DistributedSampler and pass `shuffle=True` (accelerate shards and reseeds every
+    epoch), or keep the sampler and do not pass that DataLoader to `prepare`.
+    """
+    valid = [
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader
+            accelerator = Accelerator()
+            loader = DataLoader(train_set, batch_size=8, shuffle=True)
+            model, loader = accelerator.prepare(model, loader)
+        """),
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader, DistributedSampler
+            accelerator = Accelerator()
+            loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))
+            model = accelerator.prepare(model)
+        """),
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader, DistributedSampler
+            accelerator = Accelerator()
+            sampler = DistributedSampler(train_set) if use_ddp_sampler else None
+            loader = DataLoader(train_set, batch_size=8, sampler=sampler)
+            model, loader = accelerator.prepare(model, loader)
+        """),
+    ]
+    invalid = [
+        Example("""
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            accelerator = Accelerator()
+            sampler = DistributedSampler(train_set, shuffle=True)
+            train_loader = DataLoader(train_set, batch_size=8, sampler=sampler)
+            model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+        """, line=7),
+        Example("""
+            import torch.utils.data as tud
+            from accelerate import Accelerator
+            class Runner:
+                def __init__(self, ds):
+                    self.accelerator = Accelerator()
+                    bs = tud.BatchSampler(tud.DistributedSampler(ds), batch_size=4, drop_last=True)
+                    self.loader = tud.DataLoader(ds, batch_sampler=bs)
+                    self.loader = self.accelerator.prepare(self.loader)
+        """, line=8),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or not s.has("accelerator") or not s.has("distributed_sampler"):
+            return
+        for dl in s.by("dataloader"):
+            sampler = _distributed_sampler_of(s, dl)
+            if sampler is None:
+                continue
+            nr = s.arg(sampler, "num_replicas", 1)
+            if nr is not None and not (nr.known and isinstance(nr.value, int) and nr.value > 1):
+                continue  # an explicit replica count (1, or unknown): sharded on purpose
+            prep = prepared_by_accelerate(s, dl)
+            if prep is None:
+                continue
+            if any(g.if_id == h.if_id and g.branch != h.branch for g in dl.guards for h in prep.guards):
+                continue  # built on one path, prepared on the other
+            yield self.report(
+                prep.span,
+                "this DataLoader already has a DistributedSampler (line "
+                f"{sampler.span.line}) and accelerator.prepare() shards it again: each process sees "
+                "1/N of its 1/N share, the job trains on 1/N of the data per epoch",
+                related=[Related.at(sampler.span, "DistributedSampler here"), Related.at(dl.span, "DataLoader here")],
+            )

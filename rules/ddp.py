@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity, Span
@@ -11,26 +12,209 @@ from parallint.rule import Example, Rule
 _PY = frozenset({"python"})
 
 
+#: torch.nn classes that hold no forward of their own (or hold parameters a forward may skip)
+_NOT_A_LAYER = frozenset({"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter",
+                          "DataParallel", "DistributedDataParallel", "parallel", "functional", "init", "utils"})
+#: methods that return the same module (moved or cast)
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "train", "to_empty",
+                          "requires_grad_"})
+_NEEDED_COMMENT = re.compile(r"unused|not all|required|needed|necessary|must|otherwise|skip|frozen|freez|expert"
+                             r"|branch|conditional", re.I)
+
+
+def _all_layers(s: Script, node, frame, depth: int = 0) -> str | None:
+    """A description when ``node`` is a model built here whose forward uses every parameter: an
+    ``nn.Sequential`` of torch.nn layers (or one torch.nn layer), possibly moved with ``.cuda()``
+    / ``.to()``. None when that cannot be shown."""
+    import libcst as cst
+
+    if depth > 6 or node is None:
+        return None
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE and not s.qnames(func):
+            if func.attr.value == "requires_grad_":
+                return None  # parameters frozen or not: not shown
+            return _all_layers(s, func.value, frame, depth + 1)
+        qs = s.qnames(func)
+        if not qs:
+            return None
+        if any(q in ("torch.nn.Sequential", "torch.nn.modules.container.Sequential") for q in qs):
+            if not node.args or any(a.star or a.keyword is not None for a in node.args):
+                return None
+            if all(_all_layers(s, a.value, frame, depth + 1) for a in node.args):
+                return "an nn.Sequential of torch.nn layers"
+            return None
+        for q in qs:
+            parts = q.split(".")
+            if (len(parts) == 3 and parts[:2] == ["torch", "nn"] and parts[2][:1].isupper()
+                    and parts[2] not in _NOT_A_LAYER):
+                return f"torch.nn.{parts[2]}"
+        return None
+    if isinstance(node, cst.Name) and frame is not None:
+        b = s.binding(node.value, frame)
+        if b is not None:
+            return _all_layers(s, b[0], b[1], depth + 1)
+        return None
+    return None
+
+
+def _local_model_class(s: Script, node) -> str | None:
+    """``Net(...)`` for an ``nn.Module`` subclass of this file whose ``__init__`` only registers
+    torch.nn layers and whose ``forward`` calls every one of them, with no branch, loop or
+    exception handler: every parameter takes part in every step."""
+    import libcst as cst
+
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+        return None
+    name = node.func.value
+    classes = s.classes.get(name, [])
+    if len(classes) != 1 or name in s.import_map or classes[0].node is None:
+        return None
+    cdef = classes[0].node
+    if len(cdef.bases) != 1 or not (s.qnames(cdef.bases[0].value) & {"torch.nn.Module", "torch.nn.modules.module.Module"}):
+        return None
+    methods = {f.name: f for fs in s.functions.values() for f in fs if f.parent is classes[0]}
+    init, fwd = methods.get("__init__"), methods.get("forward")
+    if init is None or fwd is None or fwd.node is None:
+        return None
+    layers: set[str] = set()
+    for key, bs in s.attr_bindings.items():
+        if not key.startswith("self.") or key.count(".") != 1:
+            continue
+        mine = [(e, fr) for e, fr in bs if fr.parent is classes[0] or fr is init]
+        if not mine:
+            continue
+        if any(fr is not init for _e, fr in mine) or len(mine) != 1:
+            return None  # assigned outside __init__ or twice: not a fixed set of layers
+        expr = mine[0][0]
+        if isinstance(expr, cst.Call):
+            if _all_layers(s, expr, init) is None:
+                return None  # a submodule that is not a plain torch.nn layer: may skip parameters
+            layers.add(key[5:])
+    if not layers or s.methods("add_module") or s.methods("register_module") or s.methods("register_parameter"):
+        return None
+    if _has_branches(fwd.node.body):
+        return None
+    called = {c.method for c in s.calls if c.frame is fwd and c.method and isinstance(c.receiver, cst.Name)
+              and c.receiver.value == "self"}
+    if layers - called:
+        return None
+    return f"{name}, a module of this file whose forward calls every layer it registers"
+
+
+def _has_branches(body) -> bool:
+    import libcst as cst
+
+    from parallint.readers.python import _Walker
+
+    class W(_Walker):
+        found = False
+
+        def _hit(self, node):
+            W.found = True
+            return False
+
+        visit_If = visit_IfExp = visit_For = visit_While = visit_Try = visit_BooleanOperation = _hit
+        visit_Return = None
+        visit_FunctionDef = visit_Lambda = visit_With = _hit
+
+    W.found = False
+    W().walk(body)
+    return W.found or sum(1 for st in body.body if isinstance(st, cst.SimpleStatementLine)
+                          and any(isinstance(x, cst.Return) for x in st.body)) > 1
+
+
+def _previous_binding(s: Script, call, name: str):
+    """The expression ``name`` was built from before ``name = DDP(name, ...)`` in the same scope,
+    passing over moves (``name = name.to(device)``)."""
+    import libcst as cst
+
+    from parallint.readers.python import MULTI
+
+    bs = call.frame.bindings.get(name, [])
+    for i, b in enumerate(bs):
+        if b is call.node:
+            j = i - 1
+            while j >= 0:
+                prev = bs[j]
+                if prev is MULTI:
+                    return None
+                f = prev.func if isinstance(prev, cst.Call) else None
+                if (isinstance(f, cst.Attribute) and f.attr.value in _SAME_MODULE and f.attr.value != "requires_grad_"
+                        and isinstance(f.value, cst.Name) and f.value.value == name):
+                    j -= 1
+                    continue
+                return prev
+            return None
+    return None
+
+
+def _wrapped_model_uses_every_parameter(s: Script, call) -> str | None:
+    import libcst as cst
+
+    m = call.arg_node("module", 0)
+    if m is None:
+        return None
+    if isinstance(m, cst.Name):
+        prev = _previous_binding(s, call, m.value)
+        if prev is not None:
+            m = prev
+    while isinstance(m, cst.Call) and isinstance(m.func, cst.Attribute) and m.func.attr.value in _SAME_MODULE \
+            and m.func.attr.value != "requires_grad_" and not s.qnames(m.func):
+        m = m.func.value
+    return _all_layers(s, m, call.frame) or _local_model_class(s, m)
+
+
+def _comment_says_needed(text: str, line: int) -> bool:
+    """A comment on the lines around ``line`` explaining the flag ("not all experts are routed")."""
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT and line - 3 <= tok.start[0] <= line + 1:
+                if _NEEDED_COMMENT.search(tok.string):
+                    return True
+            if tok.start[0] > line + 1:
+                break
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return True  # cannot tell: stay silent
+    return False
+
+
 class FindUnusedParameters(Rule):
     code = "DDP001"
+    facts = frozenset({"ddp.find_unused_parameters"})
     name = "find-unused-parameters"
     severity = Severity.WARNING
-    summary = "find_unused_parameters=True makes DDP traverse the autograd graph every step"
-    kinds = frozenset({"python", "hftrainargs", "accelerate", "nemo", "foundry"})
+    summary = "find_unused_parameters=True on a model whose forward provably uses every parameter"
+    kinds = _PY  # configs state the flag but never show the model: no evidence either way
     doc = """
     ## What it does
-    Flags `find_unused_parameters=True` wherever it reaches DistributedDataParallel: the
-    `DistributedDataParallel(...)` constructor, accelerate's `DistributedDataParallelKwargs`,
-    Lightning's `DDPStrategy(...)` or strategy string `ddp_find_unused_parameters_true`, HF
-    `TrainingArguments(ddp_find_unused_parameters=True)`, and the same key in YAML/JSON configs.
+    Flags `DistributedDataParallel(..., find_unused_parameters=True)` when the script shows that the
+    flag cannot be needed: the model DDP wraps is built in the same file as an `nn.Sequential` of
+    torch.nn layers (or a single torch.nn layer), or is an `nn.Module` subclass of the file whose
+    `__init__` registers only torch.nn layers and whose `forward` calls every one of them with no
+    branch, loop or early return: every parameter takes part in every step.
+
+    The flag is often *required*: GANs and manual optimisation (`automatic_optimization = False`,
+    several optimisers), mixture-of-experts routing, multimodal and conditional-branch models,
+    adapters over frozen weights, and configs that never train (inference, export, conversion).
+    Whether a model leaves parameters unused is a property of its forward, which a linter rarely
+    sees. So the rule fires only on positive evidence that every parameter is used, and is silent
+    otherwise: on `DDPStrategy(find_unused_parameters=True)`, the HF `ddp_find_unused_parameters`
+    argument, accelerate's `DistributedDataParallelKwargs`, Lightning strategy strings and YAML/JSON
+    configs (none of them show the model), and when a comment next to the flag explains it.
 
     ## Why it matters
     With the flag on, DDP walks the autograd graph after every forward pass to find parameters
     that did not take part, and it cannot overlap all of its gradient all-reduce with backward.
-    When every parameter is used (the usual case) this is pure overhead on every step.
+    When every parameter is used this is pure overhead on every step.
 
     ## Example
     ```python
+    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10)).cuda(local_rank)
     model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
     ```
 
@@ -48,49 +232,83 @@ class FindUnusedParameters(Rule):
         """),
         Example("""
             import os
+            import torch.nn as nn
             from torch.nn.parallel import DistributedDataParallel as DDP
+            model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
             model = DDP(model, find_unused_parameters=os.environ.get("FIND_UNUSED") == "1")
+        """),
+        # a model this file does not build: nothing shows every parameter is used
+        Example("""
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from mypkg.models import MoETransformer
+            model = DDP(MoETransformer(cfg).cuda(), device_ids=[local_rank], find_unused_parameters=True)
+        """),
+        # a GAN under Lightning: manual optimisation, two optimisers
+        Example("""
+            import lightning as L
+            from lightning.pytorch.strategies import DDPStrategy
+            trainer = L.Trainer(strategy=DDPStrategy(find_unused_parameters=True), devices=8)
         """),
         Example("""
             from transformers import TrainingArguments
-            args = TrainingArguments(output_dir="out", ddp_find_unused_parameters=False)
+            args = TrainingArguments(output_dir="out", ddp_find_unused_parameters=True)
+        """),
+        # explained next to the flag
+        Example("""
+            import torch.nn as nn
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8))
+            # the second head is skipped on text-only batches, so this is required
+            model = DDP(model, find_unused_parameters=True)
         """),
     ]
     invalid = [
         Example("""
+            import torch.nn as nn
             import torch.nn.parallel as par
+            model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10)).cuda(local_rank)
             model = par.DistributedDataParallel(model, device_ids=[local_rank], find_unused_parameters=True)
-        """, line=2),
-        Example("""
-            from accelerate import Accelerator, DistributedDataParallelKwargs
-            kwargs = DistributedDataParallelKwargs(find_unused_parameters=True)
-            accelerator = Accelerator(kwargs_handlers=[kwargs])
-        """, line=2),
-        Example("""
-            import lightning as L
-            from lightning.pytorch.strategies import DDPStrategy
-            FIND_UNUSED = True
-            trainer = L.Trainer(strategy=DDPStrategy(find_unused_parameters=FIND_UNUSED), devices=8)
         """, line=4),
         Example("""
-            import pytorch_lightning as pl
-            trainer = pl.Trainer(accelerator="gpu", devices=4, strategy="ddp_find_unused_parameters_true")
-        """, line=2),
+            import torch.nn as nn
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc1 = nn.Linear(784, 128)
+                    self.fc2 = nn.Linear(128, 10)
+                def forward(self, x):
+                    return self.fc2(self.fc1(x).relu())
+            model = DDP(Net().cuda(), device_ids=[local_rank], find_unused_parameters=True)
+        """, line=10),
         Example("""
-            from transformers import TrainingArguments
-            args = TrainingArguments(output_dir="out", ddp_find_unused_parameters=True)
-        """, line=2),
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            FIND_UNUSED = True
+            net = DDP(torch.nn.Linear(1024, 1024).to(local_rank), device_ids=[local_rank], find_unused_parameters=FIND_UNUSED)
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
-        for v in f.facts.known("ddp.find_unused_parameters"):
-            if v.value is True:
-                where = f" ({v.source})" if v.source else ""
-                yield self.report(
-                    v.span or Span.whole_file(f.path),
-                    f"find_unused_parameters=True{where}: DDP searches the autograd graph for unused "
-                    "parameters after every forward pass and delays gradient all-reduce",
-                )
+        s = script_of(f)
+        if s is None:
+            return  # configs and framework arguments never show the model: no evidence either way
+        for c in s.by("ddp"):
+            v = s.arg(c, "find_unused_parameters")
+            if v is None or not v.known or v.value is not True:
+                continue
+            what = _wrapped_model_uses_every_parameter(s, c)
+            if what is None:
+                continue
+            span = s.arg_span(c, "find_unused_parameters")
+            if _comment_says_needed(s.text, span.line):
+                continue
+            yield self.report(
+                span,
+                f"find_unused_parameters=True, but the model DDP wraps is {what} built here: every "
+                "parameter takes part in each forward pass, so DDP searches the autograd graph after "
+                "every step for nothing and delays the gradient all-reduce",
+            )
 
 
 def _device_uses(s: Script):
@@ -119,26 +337,37 @@ def _device_uses(s: Script):
 
 class GlobalRankAsDevice(Rule):
     code = "DDP002"
+    calls = frozenset({"ddp", "set_device"})
+    facts = frozenset({"parallel.nodes"})
     name = "global-rank-as-device"
     severity = Severity.ERROR
-    summary = "the global rank selects the CUDA device (use the local rank)"
-    kinds = frozenset()  # job-level: the severity depends on how many nodes the launch spans
+    summary = "the global rank selects the CUDA device in a job that spans several nodes (use the local rank)"
+    kinds = frozenset()  # job-level: only a launch that spans several nodes makes it a bug
     doc = """
     ## What it does
     Flags the global rank (`dist.get_rank()`, `RANK`, `SLURM_PROCID`, or a variable holding one)
-    used to pick the GPU: `device_ids=[rank]`, `torch.cuda.set_device(rank)`, `.to(rank)`,
-    `.cuda(rank)`, `torch.device("cuda", rank)`, `f"cuda:{rank}"`. A warning for a script alone;
-    an error when the launch that starts it spans more than one node.
+    used to pick the GPU (`device_ids=[rank]`, `torch.cuda.set_device(rank)`, `.to(rank)`,
+    `.cuda(rank)`, `torch.device("cuda", rank)`, `f"cuda:{rank}"`) in a script that a linked launch
+    starts on more than one node (torchrun `--nnodes 2`, `srun -N 4`, a Lightning
+    `Trainer(num_nodes=2)` ...).
+
+    On one node the global rank *is* the local rank, so the pattern is only a bug when the job
+    spans nodes. The rule therefore stays silent when the script is not started by a launch that
+    says how many nodes it uses (a script checked alone, a launch with an unknown `--nnodes`), when
+    the launch is one node, and in scripts that start their own workers with
+    `torch.multiprocessing.spawn` / `colossalai.testing.spawn` (a harness on one host). Test
+    suites that spawn ranks on localhost are single-node by construction and are never flagged.
+    The verdict comes from the script and the launches linked to it, never from other files that
+    happen to be in the run.
 
     ## Why it matters
     Device indices are per node (0..7 on an 8-GPU box) while the global rank runs over the whole
     job. On the second node rank 8 asks for `cuda:8`, which does not exist: "invalid device
-    ordinal". On one node the two coincide, so the bug only appears when the job grows.
+    ordinal".
 
     ## Example
-    ```python
-    rank = dist.get_rank()
-    torch.cuda.set_device(rank)
+    ```sh
+    torchrun --nnodes 2 --nproc_per_node 8 train.py   # train.py: torch.cuda.set_device(dist.get_rank())
     ```
 
     ## How to fix
@@ -146,15 +375,18 @@ class GlobalRankAsDevice(Rule):
     and DeepSpeed launchers; `SLURM_LOCALID` under srun), or `rank % torch.cuda.device_count()`.
     """
     valid = [
-        Example("""
-            import os
-            import torch
-            import torch.distributed as dist
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            local_rank = int(os.environ["LOCAL_RANK"])
-            torch.cuda.set_device(local_rank)
-            model = DDP(model.to(local_rank), device_ids=[local_rank])
-        """),
+        Example(files={
+            "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                import os
+                import torch
+                import torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                local_rank = int(os.environ["LOCAL_RANK"])
+                torch.cuda.set_device(local_rank)
+                model = DDP(model.to(local_rank), device_ids=[local_rank])
+            """,
+        }),
         Example("""
             import torch
             import torch.distributed as dist
@@ -162,27 +394,30 @@ class GlobalRankAsDevice(Rule):
             device_id = rank % torch.cuda.device_count()
             model = model.to(device_id)
         """),
-        Example("""
-            import torch
-            def worker(rank, world_size):
-                torch.cuda.set_device(rank)
-        """),
-    ]
-    invalid = [
+        # a test harness on one host: the global rank is the local rank
         Example("""
             import torch
             import torch.distributed as dist
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            dist.init_process_group("nccl")
-            rank = dist.get_rank()
-            torch.cuda.set_device(rank)
-        """, line=6),
-        Example("""
-            import os
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            rank = int(os.environ["RANK"])
-            model = DDP(model, device_ids=[rank])
-        """, line=4),
+            import torch.multiprocessing as mp
+            def run(rank, world_size):
+                dist.init_process_group("nccl", rank=rank, world_size=world_size)
+                torch.cuda.set_device(dist.get_rank())
+            def test_allreduce():
+                mp.spawn(run, args=(2,), nprocs=2)
+        """, filename="tests/test_allreduce.py"),
+        # one node: correct today, and nothing says the job ever grows
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                import os
+                import torch
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+                torch.cuda.set_device(int(os.environ["RANK"]))
+            """,
+        }),
+    ]
+    invalid = [
         Example(
             files={
                 "run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
@@ -197,9 +432,24 @@ class GlobalRankAsDevice(Rule):
             },
             line=6,
         ),
+        Example(
+            files={
+                "job.sbatch": "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\nsrun python train.py\n",
+                "train.py": """
+                    import torch
+                    import torch.distributed as dist
+                    from torch.nn.parallel import DistributedDataParallel as DDP
+                    dist.init_process_group("nccl")
+                    rank = dist.get_rank()
+                    torch.cuda.set_device(rank)
+                    model = DDP(model, device_ids=[rank])
+                """,
+            },
+            line=6, count=2,
+        ),
     ]
 
-    def _findings(self, f, s: Script, severity: Severity, nodes: int | None) -> Iterable[Diagnostic]:
+    def _findings(self, f, s: Script, nodes: int) -> Iterable[Diagnostic]:
         seen = set()
         for node, frame, what in _device_uses(s):
             if s.rank_kind(node, frame) != "global":
@@ -210,22 +460,24 @@ class GlobalRankAsDevice(Rule):
             seen.add((span.line, span.column))
             yield self.report(
                 span,
-                f"the global rank `{s.code(node)}` selects the device in {what}; device indices are "
-                "per node, use the local rank (LOCAL_RANK)"
-                + (f": this job spans {nodes} nodes, ranks >= the GPUs per node ask for a device that does not exist"
-                   if nodes else ""),
-                severity=severity,
+                f"the global rank `{s.code(node)}` selects the device in {what}, but this job spans "
+                f"{nodes} nodes: ranks >= the GPUs per node ask for a device that does not exist; "
+                "use the local rank (LOCAL_RANK)",
             )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         nodes = job.int("parallel.nodes")
-        multi = nodes is not None and nodes > 1
+        if nodes is None or nodes <= 1:
+            return  # one node, or unknown: the global rank is (or may be) the local rank
         for f, s in job_scripts(job):
-            yield from self._findings(f, s, Severity.ERROR if multi else Severity.WARNING, nodes if multi else None)
+            if s.has("spawn"):
+                continue  # workers started on this host: a single-node harness
+            yield from self._findings(f, s, nodes)
 
 
 class ReentrantCheckpointUnderDDP(Rule):
     code = "DDP003"
+    calls = frozenset({"checkpoint", "ddp"})
     name = "reentrant-checkpoint-under-ddp"
     severity = Severity.WARNING
     summary = "torch.utils.checkpoint.checkpoint without use_reentrant=False in a DDP-trained script"
@@ -314,6 +566,7 @@ class ReentrantCheckpointUnderDDP(Rule):
 
 class MultipleDeviceIds(Rule):
     code = "DDP004"
+    calls = frozenset({"ddp"})
     name = "multiple-device-ids"
     severity = Severity.ERROR
     summary = "DistributedDataParallel device_ids with more than one element"

@@ -37,7 +37,10 @@ class NcclTransportDisabled(Rule):
     ## What it does
     Reports `NCCL_P2P_DISABLE=1` or `NCCL_SHM_DISABLE=1` in the environment of a training launch,
     and `NCCL_IB_DISABLE=1` when the launch spans more than one node (within a node InfiniBand is
-    not used anyway).
+    not used anyway). `NCCL_IB_DISABLE=1` is not reported when the job uses a NCCL net plugin (AWS
+    EFA through aws-ofi-nccl: `FI_PROVIDER`, `FI_EFA_*`, `OFI_NCCL_*`, or
+    `NCCL_NET`/`NCCL_NET_PLUGIN`): the plugin, not NCCL's InfiniBand transport, carries the
+    inter-node traffic there.
 
     ## Why it matters
     These switches are debugging workarounds. With P2P disabled, intra-node traffic goes through
@@ -66,6 +69,14 @@ class NcclTransportDisabled(Rule):
         export NCCL_IB_DISABLE=1
         torchrun --nnodes=1 --nproc_per_node=8 train.py
         """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        export FI_PROVIDER=efa
+        export FI_EFA_USE_DEVICE_RDMA=1
+        export NCCL_IB_DISABLE=1
+        srun torchrun --nnodes=2 --nproc_per_node=8 train.py
+        """, filename="train.sbatch"),
     )
     invalid = (
         Example("""
@@ -93,7 +104,7 @@ class NcclTransportDisabled(Rule):
                     continue
                 if name == "NCCL_IB_DISABLE":
                     n = effective_nodes(la)
-                    if n is None or n <= 1:
+                    if n is None or n <= 1 or _net_plugin(la, f):
                         continue
                 key = (name, v.span)
                 if key in seen:
@@ -106,8 +117,20 @@ class NcclTransportDisabled(Rule):
                                                      f"to a slower path")
 
 
+def _net_plugin(la, f) -> bool:
+    """The job sends inter-node traffic through a NCCL net plugin (AWS EFA through aws-ofi-nccl and
+    libfabric: ``FI_PROVIDER``, ``FI_EFA_*``, ``OFI_NCCL_*``; ``NCCL_NET``/``NCCL_NET_PLUGIN``): NCCL's
+    own InfiniBand transport is not what carries it, and disabling it is the recommended setting."""
+    names = {k for k, _ in _env_items(la)}
+    data = getattr(f, "data", None)
+    names.update(getattr(data, "exports", {}) or {})
+    names.update(k for k, _ in getattr(data, "assignments", []) or [])
+    return any(k.startswith(("FI_", "OFI_NCCL_")) or k in ("NCCL_NET", "NCCL_NET_PLUGIN") for k in names)
+
+
 class VisibleDevicesFewerThanProcs(Rule):
     code = "ENV002"
+    facts = frozenset({"parallel.world_size"})
     name = "visible-devices-fewer-than-procs"
     severity = Severity.ERROR
     summary = "CUDA_VISIBLE_DEVICES lists fewer devices than the processes started per node."
@@ -265,6 +288,7 @@ def _pre_blackwell(gpu: Value | None) -> bool:
 
 class CudaDeviceMaxConnections(Rule):
     code = "ENV004"
+    facts = frozenset({"framework", "hardware.gpu", "parallel.cp", "parallel.tp"})
     name = "cuda-device-max-connections"
     severity = Severity.WARNING
     summary = "Megatron with TP > 1 or CP > 1 launched without CUDA_DEVICE_MAX_CONNECTIONS=1."

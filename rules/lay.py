@@ -41,6 +41,10 @@ def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> s
 
 class ParallelProductMismatch(FactRule):
     code = "LAY001"
+    facts = frozenset({
+        "parallel.cp", "parallel.dp", "parallel.dp_replicate", "parallel.dp_shard", "parallel.pp", "parallel.sp",
+        "parallel.tp",
+    })
     name = "parallel-product-mismatch"
     severity = Severity.ERROR
     summary = "The product of the parallel degrees does not fit the world size"
@@ -99,8 +103,8 @@ class ParallelProductMismatch(FactRule):
     def findings(self, view: View):
         world = view.world
         w = view.world_int
-        if view.fw("torchtitan"):
-            yield from self._torchtitan(view)
+        if view.fw("torchtitan", "torchtune"):  # torchtune's ParallelDims has torchtitan's rule
+            yield from self._torchtitan(view, "torchtitan" if view.fw("torchtitan") else "torchtune")
             return
         if view.fw("nanotron"):
             lw = view.launch_world
@@ -111,6 +115,9 @@ class ParallelProductMismatch(FactRule):
                     yield Finding(dp, f"nanotron dp×tp×pp = {prod} but the job runs {lw.value} processes "
                                       f"({src(lw)}); nanotron needs them equal",
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
+            return
+        if view.fw("lightning") and view.stated("parallel.tp") and view.stated("parallel.dp"):
+            yield from self._lightning(view)
             return
         if view.fw("accelerate") and view.stated("parallel.dp_shard"):
             yield from self._accelerate(view)
@@ -134,6 +141,15 @@ class ParallelProductMismatch(FactRule):
             msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
+
+    def _lightning(self, view: View):
+        """Lightning ModelParallelStrategy: data_parallel_size × tensor_parallel_size == world size."""
+        w, dp, tp = view.world_int, view.i("parallel.dp"), view.i("parallel.tp")
+        if w is None or dp is None or tp is None or dp * tp == w:
+            return
+        yield Finding(view.v("parallel.tp"), f"Lightning ModelParallelStrategy needs data_parallel_size × "
+                                             f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}",
+                      [(view.world, f"world size {w}"), (view.v("parallel.dp"), f"data_parallel_size {dp}")])
 
     def _accelerate(self, view: View):
         """accelerate ParallelismConfig: dp_replicate·dp_shard·tp·cp·sp == num_processes (unless
@@ -161,7 +177,7 @@ class ParallelProductMismatch(FactRule):
                       [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
                                                          if k != at and i > 1])
 
-    def _torchtitan(self, view: View):
+    def _torchtitan(self, view: View, who: str = "torchtitan"):
         world = view.world
         w = view.world_int
         if w is None:
@@ -187,7 +203,7 @@ class ParallelProductMismatch(FactRule):
             shard = view.i("parallel.dp_shard")
             prod = others * shard
             if prod != w:
-                yield Finding(shard_v, f"torchtitan needs dp_replicate·dp_shard·cp·tp·pp == world size: "
+                yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
                                        f"{prod} != {w}", [(world, f"world size {w}")] + rel)
             return
         if not inferred:
@@ -198,12 +214,13 @@ class ParallelProductMismatch(FactRule):
             if at is None:
                 return
             yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
-                              f"torchtitan cannot infer data_parallel_shard_degree (-1)",
+                              f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1)",
                           [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
 
 
 class TensorParallelAcrossNodes(FactRule):
     code = "LAY002"
+    facts = frozenset({"parallel.nodes", "parallel.tp"})
     name = "tensor-parallel-across-nodes"
     severity = Severity.WARNING
     summary = "Tensor parallelism spans more GPUs than one node has"
@@ -240,6 +257,7 @@ class TensorParallelAcrossNodes(FactRule):
 
 class HeadsNotDivisibleByTp(FactRule):
     code = "LAY003"
+    facts = frozenset({"model.heads", "parallel.tp"})
     name = "heads-not-divisible-by-tp"
     severity = Severity.ERROR
     summary = "The number of attention heads is not divisible by the tensor-parallel degree"
@@ -281,6 +299,7 @@ class HeadsNotDivisibleByTp(FactRule):
 
 class LayersNotDivisibleByPp(FactRule):
     code = "LAY004"
+    facts = frozenset({"model.layers", "parallel.pp", "parallel.pp_layout", "parallel.vpp"})
     name = "layers-not-divisible-by-pp"
     severity = Severity.ERROR
     summary = "The layers do not split evenly over the pipeline (× virtual) stages"
@@ -343,6 +362,7 @@ def _uneven() -> frozenset[str]:
 
 class SequenceParallelWithoutTp(FactRule):
     code = "LAY005"
+    facts = frozenset({"parallel.sequence_parallel", "parallel.tp"})
     name = "sequence-parallel-without-tp"
     severity = Severity.WARNING
     summary = "Sequence parallelism is enabled with tensor-parallel degree 1"
@@ -385,6 +405,7 @@ class SequenceParallelWithoutTp(FactRule):
 
 class ZeroWithPipeline(FactRule):
     code = "LAY006"
+    facts = frozenset({"parallel.pp", "parallel.zero_stage"})
     name = "zero-with-pipeline"
     severity = Severity.ERROR
     summary = "DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism"
@@ -470,6 +491,7 @@ class ZeroWithPipeline(FactRule):
 
 class ExpertsNotDivisible(FactRule):
     code = "LAY008"
+    facts = frozenset({"model.num_experts", "parallel.ep", "parallel.etp", "parallel.pp", "parallel.tp"})
     name = "experts-not-divisible"
     severity = Severity.ERROR
     summary = "Experts do not divide over expert parallelism, or the expert grid does not fit the world"
@@ -533,6 +555,7 @@ class ExpertsNotDivisible(FactRule):
 
 class ContextParallelSeqLen(FactRule):
     code = "LAY009"
+    facts = frozenset({"model.seq_len", "parallel.cp"})
     name = "context-parallel-seq-len"
     severity = Severity.ERROR
     summary = "The sequence length is not divisible by 2 × the context-parallel degree"
@@ -566,6 +589,7 @@ class ContextParallelSeqLen(FactRule):
 
 class KvGroupsVsTp(FactRule):
     code = "LAY010"
+    facts = frozenset({"model.kv_heads", "parallel.tp"})
     name = "kv-groups-vs-tp"
     severity = Severity.ERROR
     summary = "GQA query groups are neither a multiple nor a divisor of TP"
@@ -599,6 +623,7 @@ class KvGroupsVsTp(FactRule):
 
 class VirtualPipelineWithoutPp(FactRule):
     code = "LAY011"
+    facts = frozenset({"parallel.pp", "parallel.vpp"})
     name = "virtual-pipeline-without-pp"
     severity = Severity.ERROR
     summary = "A virtual (interleaved) pipeline is requested with PP 1"
@@ -630,6 +655,7 @@ class VirtualPipelineWithoutPp(FactRule):
 
 class HiddenNotDivisibleByHeads(FactRule):
     code = "LAY012"
+    facts = frozenset({"model.head_dim", "model.heads", "model.hidden"})
     name = "hidden-not-divisible-by-heads"
     severity = Severity.ERROR
     summary = "hidden_size is not divisible by num_attention_heads and no head dimension is given"

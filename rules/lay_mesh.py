@@ -12,6 +12,7 @@ from parallint.rule import Example, Rule
 
 class DeviceMeshSizeMismatch(Rule):
     code = "LAY007"
+    facts = frozenset({"parallel.world_size"})
     name = "device-mesh-size-mismatch"
     severity = Severity.ERROR
     summary = "the product of an init_device_mesh/DeviceMesh shape differs from the world size"
@@ -21,6 +22,14 @@ class DeviceMeshSizeMismatch(Rule):
     Multiplies the shape given to `init_device_mesh(device, mesh_shape)` (or the nested rank list
     of `DeviceMesh(device, [[...], ...])`) and compares it with the world size: the one passed to
     `init_process_group(world_size=...)` in the same script, or the one the launch starts.
+
+    The shape is resolved within the file: literals and constants, argparse defaults
+    (`args.tp`), fields of a `@dataclass` built in the file (the keyword passed, else the field's
+    default, unless the code assigns the field later) and the single return value of a
+    parameterless function defined in the file. Degrees that come from another module (an
+    argparse namespace built elsewhere, Megatron's `get_args()`, a config object loaded at run
+    time), from the environment or from a function's arguments stay unknown, and the rule is
+    silent on them.
 
     ## Why it matters
     A mesh must cover every rank exactly once. `init_device_mesh` raises at start-up when the
@@ -58,6 +67,19 @@ class DeviceMeshSizeMismatch(Rule):
         }),
     ]
     invalid = [
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 train.py\n",
+            "train.py": """
+                from dataclasses import dataclass
+                from torch.distributed.device_mesh import init_device_mesh
+                @dataclass
+                class Parallelism:
+                    dp: int = 2
+                    tp: int = 8
+                cfg = Parallelism()
+                mesh = init_device_mesh("cuda", (cfg.dp, cfg.tp), mesh_dim_names=("dp", "tp"))
+            """,
+        }, line=8),
         Example("""
             import torch.distributed as dist
             from torch.distributed.device_mesh import init_device_mesh

@@ -6,28 +6,20 @@ from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
+from parallint.model.origin import from_call, launch_layer
 from parallint.rule import Example, Rule
 
-LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube"})
+LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
 KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
-                "nodeSelector")
+                "nodeSelector", "SkyPilot", "Ray")  # orchestrators that start the command on every node
 
 
 # -- helpers shared with rules/env.py ---------------------------------------------------------
 def layer(v: Value) -> str:
-    """Which launch layer stated a fact: scheduler, srun, kube or the launcher itself."""
-    s = v.source or ""
-    if s.startswith("#SBATCH"):
-        return "scheduler"
-    if s.startswith("srun"):
-        return "srun"
-    if s.startswith("mpirun"):
-        return "mpirun"
-    if s.startswith(KUBE_SOURCES):
-        return "kube"
-    return "launcher"
+    """Which launch layer stated a fact: scheduler, srun, mpirun, kube or the launcher itself."""
+    return launch_layer(v)  # decided on the value's origin (parallint.model.origin)
 
 
 def first(*vals):
@@ -112,6 +104,7 @@ def unique(diags: Iterable[Diagnostic]) -> Iterable[Diagnostic]:
 # -- rules ------------------------------------------------------------------------------------
 class LauncherWorldSizeMismatch(Rule):
     code = "LCH001"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node"})
     name = "launcher-world-size-mismatch"
     severity = Severity.ERROR
     summary = "Two launch layers disagree on the number of nodes or processes per node."
@@ -349,7 +342,7 @@ class LauncherWorldSizeMismatch(Rule):
                 if launch_v is None:
                     continue
                 for v in pf.facts.known(key):
-                    if not (v.source or "").startswith("Trainer("):
+                    if not from_call(v, "Trainer"):
                         continue
                     n = known_int(v)
                     if n is not None and n != launch_v.value:
@@ -382,6 +375,9 @@ class LauncherWorldSizeMismatch(Rule):
 
 class MoreProcessesThanGpus(Rule):
     code = "LCH002"
+    facts = frozenset({
+        "hardware.gpus_per_node_requested", "parallel.nodes", "parallel.procs_per_node", "parallel.world_size",
+    })
     name = "more-processes-than-gpus"
     severity = Severity.ERROR
     summary = "More processes per node than GPUs requested per node."
@@ -446,30 +442,72 @@ class MoreProcessesThanGpus(Rule):
                         limits:
                           nvidia.com/gpu: 4
         """, filename="job.yaml", line=5),
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: small-workers}
+        spec:
+          nprocPerNode: "8"
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [python, train.py]
+                      resources: {limits: {nvidia.com/gpu: 8}}
+            Worker:
+              replicas: 3
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [python, train.py]
+                      resources: {limits: {nvidia.com/gpu: 4}}
+        """, filename="job.yaml", line=5),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         seen = set()
         for la in launches(f):
             p = procs_per_node(la)
-            g = gpus_requested(la)
-            pi, gi = known_int(p), known_int(g)
-            if pi is None or gi is None or gi == 0 or pi <= gi:
+            pi = known_int(p)
+            if pi is None:
                 continue
-            key = (p.span, g.span)
-            if key in seen:
-                continue
-            seen.add(key)
-            yield self.report(
-                p.span or la.span,
-                f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per node ({desc(g)}): "
-                f"ranks would share a GPU",
-                related=related_at(g, f"{desc(g)} = {gi}"),
-            )
+            # the job's GPU request, then every Kubeflow replica type's own (Worker pods run
+            # nprocPerNode processes too)
+            for g, who in [(gpus_requested(la), "")] + _replica_gpus(la):
+                gi = known_int(g)
+                if gi is None or gi == 0 or pi <= gi:
+                    continue
+                key = (p.span, gi)  # one finding per process count and GPU count
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield self.report(
+                    p.span or la.span,
+                    f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per "
+                    f"{who or 'node'} ({desc(g)}): ranks would share a GPU",
+                    related=related_at(g, f"{desc(g)} = {gi}"),
+                )
+
+
+def _replica_gpus(la) -> list[tuple[Value, str]]:
+    """The GPU request of each replica type of the Kubernetes job that runs ``la``."""
+    w = la
+    while w is not None and not any(k.startswith("gpus.") for k in w.options):
+        w = w.wrapper
+    if w is None:
+        return []
+    return [(v, f"{k[5:]} pod") for k, v in w.options.items() if k.startswith("gpus.") and v is not None]
 
 
 class DoubleLaunch(Rule):
     code = "LCH003"
+    facts = frozenset({"parallel.nodes", "parallel.procs_per_node", "parallel.world_size"})
     name = "double-launch"
     severity = Severity.ERROR
     summary = "srun/mpirun starts several tasks per node and each task is a launcher that forks workers."
@@ -667,6 +705,7 @@ class PyTorchJobMasterReplicas(Rule):
 
 class MultiNodeRendezvous(Rule):
     code = "LCH006"
+    facts = frozenset({"parallel.nodes"})
     name = "multi-node-rendezvous"
     severity = Severity.ERROR
     summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
@@ -675,8 +714,9 @@ class MultiNodeRendezvous(Rule):
     ## What it does
     For a launch on more than one node, reports a master/rendezvous address that is loopback
     (`localhost`, `127.0.0.1`, `::1`) in `--master_addr`, `--rdzv_endpoint`, `--main_process_ip` or
-    an exported `MASTER_ADDR` used by env:// rendezvous, and a literal `--node_rank`/`--machine_rank`
-    in a command that srun, mpirun or a Kubernetes replica set runs on every node.
+    an exported `MASTER_ADDR` used by env:// rendezvous, or an `os.environ["MASTER_ADDR"] = "localhost"`
+    that the job's script always runs; and a literal `--node_rank`/`--machine_rank` in a command that
+    srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node.
 
     ## Why it matters
     Every node must reach the same rendezvous on the first node; with a loopback address each node
@@ -722,6 +762,21 @@ class MultiNodeRendezvous(Rule):
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         return unique(self._multi_node(f))
 
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        """A script of a multi-node job that always sets ``os.environ["MASTER_ADDR"]`` to loopback."""
+        from parallint.pylaunch import loopback_master
+
+        la = job.launch
+        n = effective_nodes(la) if la is not None else None
+        if n is None or n <= 1:
+            return
+        for f in job.files:
+            v = loopback_master(f)
+            if v is not None and v.span is not None:
+                yield self.report(v.span, f"the script sets MASTER_ADDR={v.value!r} for a job on {n} nodes: "
+                                          f"every node would rendezvous with itself",
+                                  related=related_at(Value(n, la.span), f"{n} nodes"))
+
     def _multi_node(self, f) -> Iterable[Diagnostic]:
         for la in launches(f):
             n = effective_nodes(la)
@@ -751,8 +806,8 @@ class MultiNodeRendezvous(Rule):
                                   f"cannot reach it")
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
-                                                                        "mpijob", "volcano", "kubejob")
-        if not every_node:
+                                                                        "mpijob", "volcano", "kubejob", "skypilot")
+        if not every_node or _one_node_step(la.wrapper):
             return
         for key in ("node_rank", "machine_rank"):
             v = la.options.get(key)
@@ -768,8 +823,30 @@ class MultiNodeRendezvous(Rule):
                                   f"the node ranks collide")
 
 
+def _one_node_step(w) -> bool:
+    """An srun/mpirun that does not run on every node: one task (``--ntasks=1``), one node
+    (``--nodes=1``), or named hosts (``--nodelist``/``-w``, ``mpirun -H``/``--host``)."""
+    opts = w.options or {}
+    if w.launcher == "srun":
+        if "nodelist" in opts or "w" in opts:
+            return True
+        for key in ("ntasks", "nodes"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    if w.launcher == "mpirun":
+        if any(k in opts for k in ("H", "host", "hosts")):
+            return True
+        for key in ("np", "n"):
+            v = opts.get(key)
+            if v is not None and v.known and str(v.value).strip() == "1":
+                return True
+    return False
+
+
 class AccelerateProcessesPerMachine(Rule):
     code = "LCH007"
+    facts = frozenset({"parallel.nodes", "parallel.world_size"})
     name = "accelerate-processes-per-machine"
     severity = Severity.ERROR
     summary = "accelerate num_processes is the total over all machines: it must be a multiple of num_machines."
@@ -883,3 +960,424 @@ class AccelerateProcessesPerMachine(Rule):
             if d is not None:
                 yield d
             return
+
+
+class GpuLimitsRequestsMismatch(Rule):
+    code = "LCH008"
+    name = "gpu-limits-requests-mismatch"
+    severity = Severity.ERROR
+    summary = "Kubernetes GPU requests differ from the limits, or are given without limits."
+    kinds = frozenset({"kube"})
+    doc = """
+    ## What it does
+    In the pod templates of a Kubernetes training job (PyTorchJob, TrainJob, MPIJob, Volcano and
+    batch Jobs), compares `resources.requests` with `resources.limits` for `nvidia.com/gpu` and
+    `amd.com/gpu`: both must hold the same number, and a request needs a limit. Values that are not
+    plain integers (templated) are not compared.
+
+    ## Why it matters
+    GPUs are an extended resource that cannot be overcommitted. The API server rejects the pod
+    ("must be equal to nvidia.com/gpu limit", "Limit must be set for non overcommitable
+    resources"), so the job never starts; with an operator the job sits with no pods and the error
+    is only in the operator's events.
+
+    ## Example
+    ```yaml
+    resources:
+      limits: {nvidia.com/gpu: 8}
+      requests: {nvidia.com/gpu: 4}
+    ```
+
+    ## How to fix
+    Give the GPU count under `limits` only (Kubernetes sets the request to the limit), or make the
+    two equal.
+    """
+    valid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: ok}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nproc_per_node=8, train.py]
+                      resources:
+                        limits: {nvidia.com/gpu: 8, memory: 64Gi}
+                        requests: {nvidia.com/gpu: "8", memory: 32Gi}
+        """, filename="job.yaml"),
+    )
+    invalid = (
+        Example("""
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: mismatch}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: img
+                      command: [torchrun, --nproc_per_node=4, train.py]
+                      resources:
+                        limits:
+                          nvidia.com/gpu: 8
+                        requests:
+                          nvidia.com/gpu: 4
+        """, filename="job.yaml", line=18),
+        Example("""
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: no-limit}
+        spec:
+          template:
+            spec:
+              containers:
+                - name: train
+                  image: img
+                  command: [torchrun, --nproc_per_node=8, train.py]
+                  resources:
+                    requests:
+                      nvidia.com/gpu: 8
+              restartPolicy: Never
+        """, filename="job.yaml", line=13),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        from parallint.readers.kube import gpu_resource_pairs
+
+        found = []
+        for _kind, doc in f.data or ():
+            for res, lim, req in gpu_resource_pairs(doc):
+                if req is None:
+                    continue
+                if lim is None:
+                    found.append(self.report(req.span, f"{res} is requested ({req.value if req.known else '?'}) "
+                                                       f"without a limit: the API server rejects the pod (set "
+                                                       f"the GPUs under resources.limits)"))
+                    continue
+                li, ri = known_int(lim), known_int(req)
+                if li is not None and ri is not None and li != ri:
+                    found.append(self.report(
+                        req.span, f"{res} requests {ri} but limits {li}: GPUs cannot be overcommitted, the API "
+                                  f"server rejects the pod (give the count under limits only)",
+                        related=related_at(lim, f"limits {res} = {li}")))
+        return sorted(found, key=lambda d: (d.span.line, d.span.column))
+
+
+# -- scheduler/launcher contradictions (LCH009-LCH012) ----------------------------------------
+def _int_text(v: Value | None) -> int | None:
+    """A known option value written as a plain integer (``"8"`` or 8)."""
+    if v is None or not v.known:
+        return None
+    t = str(v.value).strip()
+    return int(t) if t.isdigit() else None
+
+
+class SbatchTooFewTasks(Rule):
+    code = "LCH009"
+    name = "sbatch-too-few-tasks"
+    severity = Severity.WARNING
+    summary = "#SBATCH --ntasks is smaller than --nodes × --ntasks-per-node."
+    kinds = frozenset({"shell"})
+    doc = """
+    ## What it does
+    Compares the `#SBATCH --ntasks` of a batch script with its `--nodes` × `--ntasks-per-node`,
+    when all three are literal numbers.
+
+    ## Why it matters
+    With both given, Slurm lets `--ntasks` win and treats `--ntasks-per-node` as a maximum: the job
+    gets fewer tasks than the script was written for, and the tasks are not spread one per GPU or
+    one per node as intended. An `srun torchrun` then starts launchers on only some nodes, and the
+    rendezvous waits for the missing ones until it times out.
+
+    ## Example
+    ```bash
+    #SBATCH --nodes=4
+    #SBATCH --ntasks-per-node=8
+    #SBATCH --ntasks=8
+    ```
+
+    ## How to fix
+    Drop `--ntasks` (Slurm derives it), or set it to nodes × tasks per node (32 here).
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --ntasks-per-node=8
+        #SBATCH --ntasks=32
+        srun python train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=1
+        srun torchrun --nnodes 2 --nproc_per_node 8 train.py
+        """, filename="train.sbatch"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --ntasks-per-node=8
+        #SBATCH --ntasks=8
+        srun python train.py
+        """, filename="train.sbatch", line=4),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = getattr(f.data, "sbatch", None)
+        if not isinstance(s, dict):
+            return
+        nt, tpn, nodes = s.get("ntasks"), s.get("ntasks_per_node"), s.get("nodes")
+        a, b, n = _int_text(nt), _int_text(tpn), _int_text(nodes)
+        if a is None or b is None or n is None or a >= n * b:
+            return
+        yield self.report(nt.span, f"#SBATCH --ntasks={a} is fewer than --nodes={n} × --ntasks-per-node={b} = {n * b}: "
+                                   f"Slurm starts {a} tasks and treats --ntasks-per-node as a maximum",
+                          related=[Related.at(v.span, m) for v, m in ((nodes, f"--nodes={n}"),
+                                                                      (tpn, f"--ntasks-per-node={b}")) if v.span])
+
+
+#: launcher -> (its node rank option, its node count option)
+RANK_OPTIONS = {"torchrun": ("node_rank", "nnodes"), "torch.distributed.run": ("node_rank", "nnodes"),
+                "torch.distributed.launch": ("node_rank", "nnodes"), "deepspeed": ("node_rank", "num_nodes"),
+                "accelerate": ("machine_rank", "num_machines")}
+
+
+class NodeRankOutOfRange(Rule):
+    code = "LCH010"
+    name = "node-rank-out-of-range"
+    severity = Severity.ERROR
+    summary = "--node_rank is not smaller than --nnodes."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Reports a literal `--node_rank` (torchrun, `python -m torch.distributed.run`, deepspeed) or
+    `--machine_rank` (accelerate) that is not smaller than the node count of the same command
+    (`--nnodes`, the upper end of a `MIN:MAX` range; `--num_nodes`; `--num_machines`).
+
+    ## Why it matters
+    Node ranks count from 0: with `--nnodes=2` the ranks are 0 and 1. A rank of 2 gives global
+    ranks past the world size; the rendezvous never completes (or the process group rejects the
+    rank) and every node waits until the timeout.
+
+    ## Example
+    ```bash
+    torchrun --nnodes=2 --node_rank=2 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+    ```
+
+    ## How to fix
+    Number the nodes from 0 to nnodes − 1 (the second node of two is `--node_rank=1`).
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=10.0.0.1 --master_port=29500 train.py
+        """, filename="node1.sh"),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=1:4 --node_rank=3 --nproc_per_node=8 --rdzv_endpoint=head:29400 train.py
+        """, filename="elastic.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=2 --node_rank=2 --nproc_per_node=8 --master_addr=10.0.0.1 --master_port=29500 train.py
+        """, filename="node2.sh", line=2),
+        Example("""
+        #!/bin/bash
+        accelerate launch --num_machines 2 --machine_rank 2 --num_processes 16 train.py
+        """, filename="run.sh", line=2),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            names = RANK_OPTIONS.get(la.launcher)
+            if names is None:
+                continue
+            rv, nv = la.options.get(names[0]), la.options.get(names[1])
+            r = _int_text(rv)
+            if r is None or nv is None or not nv.known:
+                continue
+            text = str(nv.value).strip()
+            m = text.rsplit(":", 1)[-1] if la.launcher != "deepspeed" and ":" in text else text
+            n = int(m) if m.isdigit() else None
+            if n is None or r < n or (rv.span, nv.span) in seen:
+                continue
+            seen.add((rv.span, nv.span))
+            yield self.report(rv.span or la.span,
+                              f"--{names[0]} {r} with --{names[1]} {text}: node ranks run from 0 to {n - 1}",
+                              related=related_at(nv, f"--{names[1]} {text}"))
+
+
+class MasterPortOutOfRange(Rule):
+    code = "LCH011"
+    name = "master-port-out-of-range"
+    severity = Severity.ERROR
+    summary = "The master/rendezvous port is above 65535."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Reports a literal rendezvous port above 65535: `--master_port`, `--main_process_port`
+    (accelerate), the port of `--rdzv_endpoint`, and `MASTER_PORT` in the environment of a process
+    that reads it (a plain `python` under srun/mpirun).
+
+    ## Why it matters
+    TCP ports are 16-bit. The store cannot bind or connect: the job fails at start-up on every
+    node, or — for a computed port such as `29500 + $SLURM_JOB_ID` written out by hand — after the
+    allocation was granted.
+
+    ## Example
+    ```bash
+    torchrun --nnodes=1 --nproc_per_node=8 --master_port=295000 train.py
+    ```
+
+    ## How to fix
+    Use a free port between 1024 and 65535 (29500 is the PyTorch default). Port 0 (any free port,
+    as in torchtitan's `--rdzv_endpoint=localhost:0`) is fine on one node and is not reported.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nproc_per_node=8 --master_port=29500 train.py
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=$HEAD:$((29500 + 1)) train.py
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        torchrun --nproc_per_node=8 --master_port=295000 train.py
+        """, filename="run.sh", line=2),
+        Example("""
+        #!/bin/bash
+        deepspeed --num_gpus 8 --master_port 70000 train.py --deepspeed ds.json
+        """, filename="run.sh", line=2),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        seen = set()
+        for la in launches(f):
+            cands = [(la.options.get(k), f"--{k}") for k in ("master_port", "main_process_port")]
+            ep = la.options.get("rdzv_endpoint")
+            if ep is not None and ep.known and isinstance(ep.value, str) and ep.value.count(":") == 1:
+                port = ep.value.rsplit(":", 1)[1]
+                cands.append((Value(port, ep.span, True, "", ep.source), "--rdzv_endpoint port"))
+            if la.launcher == "python" and la.wrapper is not None:
+                cands.append((la.env.get("MASTER_PORT"), "MASTER_PORT"))
+            for v, what in cands:
+                p = _int_text(v)
+                if p is None or p <= 65535 or v.span in seen:
+                    continue
+                seen.add(v.span)
+                yield self.report(v.span or la.span, f"{what} {p} is not a TCP port (0-65535): the rendezvous "
+                                                     f"store cannot listen on it")
+
+
+class MasterAddrDiffers(Rule):
+    code = "LCH012"
+    name = "master-addr-differs"
+    severity = Severity.ERROR
+    summary = "The per-node commands of one job name different master addresses."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    In a file that holds the per-node commands of one multi-node job — the same launcher and
+    script, the same node count, different literal node ranks — reports a literal
+    `--master_addr`/`--main_process_ip`/`--rdzv_endpoint` host that differs from the one of the
+    rank-0 command.
+
+    ## Why it matters
+    Every node must rendezvous with the same master. Nodes given another address wait for a
+    master that never comes (or form a job of their own), and the rest hang until the timeout.
+    It typically happens when a command is copied for the next node and its own IP is put in
+    `--master_addr`.
+
+    ## Example
+    ```bash
+    if [ "$NODE" = 0 ]; then
+      torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+    else
+      torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=10.0.0.2 train.py
+    fi
+    ```
+
+    ## How to fix
+    Give every node the rank-0 node's address.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        if [ "$NODE" = 0 ]; then
+          torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+        else
+          torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+        fi
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+        torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.9 eval.py
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        if [ "$NODE" = 0 ]; then
+          torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
+        else
+          torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=10.0.0.2 train.py
+        fi
+        """, filename="run.sh", line=5),
+    )
+
+    @staticmethod
+    def _addr(la) -> Value | None:
+        for key in ("master_addr", "main_process_ip", "rdzv_endpoint"):
+            v = la.options.get(key)
+            if v is not None:
+                if not v.known or not isinstance(v.value, str):
+                    return None
+                host = v.value
+                if key == "rdzv_endpoint":
+                    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+                return Value(host, v.span, True, "", f"--{key}")
+        return None
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        groups: dict[tuple, list[tuple[int, Value]]] = {}
+        for la in launches(f):
+            names = RANK_OPTIONS.get(la.launcher)
+            if names is None or la.script is None or not la.script.known:
+                continue
+            r = _int_text(la.options.get(names[0]))
+            nv = la.options.get(names[1])
+            addr = self._addr(la)
+            if r is None or addr is None or nv is None or not nv.known:
+                continue
+            n = str(nv.value)
+            if not (n.isdigit() and int(n) > 1):
+                continue
+            groups.setdefault((la.launcher, str(la.script.value), n), []).append((r, addr))
+        for members in groups.values():
+            if len({r for r, _ in members}) < 2:
+                continue  # not the per-node commands of one job
+            ref = min(members, key=lambda m: m[0])
+            for r, addr in members:
+                if addr.value != ref[1].value:
+                    yield self.report(addr.span, f"node rank {r} rendezvouses at {addr.value!r} but node rank "
+                                                 f"{ref[0]} at {ref[1].value!r}: the nodes of one job need one master",
+                                      related=related_at(ref[1], f"node rank {ref[0]}: {ref[1].value}"))

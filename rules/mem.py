@@ -167,6 +167,10 @@ def _related(job, span: Span) -> list[Related]:
 
 class PureDataParallelOversized(Rule):
     code = "MEM001"
+    facts = frozenset({
+        "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
+        "training.offload",
+    })
     name = "pure-data-parallel-oversized"
     severity = Severity.ERROR
     summary = ("Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, "
@@ -290,6 +294,10 @@ class PureDataParallelOversized(Rule):
 
 class PredictedOom(Rule):
     code = "MEM002"
+    facts = frozenset({
+        "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
+        "training.offload",
+    })
     name = "predicted-oom"
     severity = Severity.ERROR
     summary = "The estimated peak memory of the most loaded rank exceeds the GPU's memory."

@@ -28,27 +28,78 @@ def _unconditional(s: Script, c: Call) -> bool:
     return bool(paths) and any(all(g.main for g in p) for p in paths)
 
 
+def _sets_visible_devices(s: Script) -> bool:
+    """The script pins each process to its GPU through CUDA_VISIBLE_DEVICES (in its code, not in
+    a comment)."""
+    return "CUDA_VISIBLE_DEVICES" in s.env_writes()
+
+
+_OBJECT_COLLECTIVES = frozenset({"all_gather_object", "broadcast_object_list", "gather_object",
+                                 "scatter_object_list"})
+_CURRENT_DEVICE_CALLS = frozenset({"torch.cuda.synchronize", "torch.cuda.empty_cache", "torch.cuda.memory_allocated",
+                                   "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
+                                   "torch.cuda.max_memory_reserved", "torch.cuda.reset_peak_memory_stats",
+                                   "torch.cuda.current_device", "torch.cuda.mem_get_info", "torch.cuda.Stream",
+                                   "torch.cuda.Event", "torch.cuda.current_stream"})
+
+
+def _default_gpu_use(s: Script) -> tuple[Call, str] | None:
+    """A call that works on the *current* CUDA device (GPU 0 unless set_device says otherwise):
+    what makes a missing set_device matter. None when every use names its device."""
+    import libcst as cst
+
+    for c in s.calls:
+        if c.method == "cuda" and not c.groups and not c.node.args:
+            return c, "`.cuda()` with no device"
+        if c.method == "to" and not c.groups and c.node.args:
+            v = c.arg_node("device", 0)
+            if isinstance(v, cst.SimpleString) and v.value.strip("'\"") == "cuda":
+                return c, '`.to("cuda")` with no index'
+        if "torch.device" in c.qnames and len(c.node.args) == 1:
+            v = c.node.args[0].value
+            if isinstance(v, cst.SimpleString) and v.value.strip("'\"") == "cuda":
+                return c, '`torch.device("cuda")` with no index'
+        if c.qnames & _CURRENT_DEVICE_CALLS and not c.node.args:
+            return c, f"`{c.func_text}()` on the current device"
+        short = next(iter(c.qnames)).rsplit(".", 1)[-1] if "collective" in c.groups else ""
+        if short in _OBJECT_COLLECTIVES and not c.has_keyword("device") and not c.has_star():
+            return c, f"`{short}()`, which stages objects on the current device"
+    for c in s.by("dataloader"):
+        pm = s.arg(c, "pin_memory", 7)
+        if pm is not None and pm.known and pm.value is True:
+            return c, "`DataLoader(pin_memory=True)`, whose pinning thread opens a context on the current device"
+    return None
+
+
 class NcclWithoutSetDevice(Rule):
     code = "PG001"
+    calls = frozenset({"init_process_group", "set_device"})
     name = "nccl-without-set-device"
     severity = Severity.WARNING
-    summary = "NCCL process group initialised with no torch.cuda.set_device(...) or device_id="
+    summary = "NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device"
     kinds = _PY
     doc = """
     ## What it does
     Flags `init_process_group("nccl")` in a script that never selects its GPU with
-    `torch.cuda.set_device(...)` (or `device_id=` on the call, a `torch.cuda.device` context or
-    `CUDA_VISIBLE_DEVICES`), when the script itself runs that call.
+    `torch.cuda.set_device(...)` (nor `device_id=` on the call, nor `CUDA_VISIBLE_DEVICES` set in
+    the code), when the script itself runs that call and also does something on the *current*
+    device: `.cuda()` or `torch.device("cuda")` with no index, `DataLoader(pin_memory=True)`,
+    object collectives (`all_gather_object`, `broadcast_object_list` ...) without `device=`,
+    `torch.cuda.synchronize()`/`empty_cache()`/memory statistics with no device. A script that
+    places every tensor on `cuda:LOCAL_RANK` explicitly never touches the default GPU and is left
+    alone, as is a single-process group (`world_size=1`).
 
     ## Why it matters
-    Without a current device every rank's NCCL communicator and CUDA context start on GPU 0:
-    GPU 0 runs out of memory, or barrier/collectives pick the wrong device and hang. PyTorch's
-    own examples were changed to call `set_device` for this reason.
+    Without `set_device` the current device of every rank is GPU 0. Whatever runs on the current
+    device runs there for all ranks: N CUDA contexts and pinned-memory threads crowd GPU 0 (out of
+    memory on GPU 0 only), and object collectives stage every rank's data on GPU 0, which
+    NCCL then treats as the same device across ranks and hangs or errors.
 
     ## Example
     ```python
     dist.init_process_group(backend="nccl")
     model = DDP(model.to(local_rank), device_ids=[local_rank])
+    loader = DataLoader(ds, sampler=DistributedSampler(ds), pin_memory=True)
     ```
 
     ## How to fix
@@ -63,6 +114,7 @@ class NcclWithoutSetDevice(Rule):
             local_rank = int(os.environ["LOCAL_RANK"])
             torch.cuda.set_device(local_rank)
             dist.init_process_group("nccl")
+            x = torch.zeros(1).cuda()
         """),
         Example("""
             import torch.distributed as dist
@@ -74,6 +126,17 @@ class NcclWithoutSetDevice(Rule):
             import torch.distributed as dist
             def setup():
                 dist.init_process_group("nccl")
+                dist.all_gather_object(out, obj)
+        """),
+        # every tensor on an explicit device: nothing uses the default GPU
+        Example("""
+            import os
+            import torch
+            import torch.distributed as dist
+            device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+            dist.init_process_group("nccl")
+            t = torch.randn(4, device=device)
+            dist.all_reduce(t)
         """),
     ]
     invalid = [
@@ -81,13 +144,15 @@ class NcclWithoutSetDevice(Rule):
             import os
             import torch.distributed as dist
             from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader, DistributedSampler
             def main():
                 dist.init_process_group(backend="nccl")
                 local_rank = int(os.environ["LOCAL_RANK"])
                 model = DDP(net.to(local_rank), device_ids=[local_rank])
+                loader = DataLoader(ds, sampler=DistributedSampler(ds), pin_memory=True)
             if __name__ == "__main__":
                 main()
-        """, line=5),
+        """, line=6),
         Example("""
             import argparse
             import torch.distributed as dist
@@ -95,6 +160,7 @@ class NcclWithoutSetDevice(Rule):
             parser.add_argument("--dist-backend", default="nccl")
             args = parser.parse_args()
             dist.init_process_group(backend=args.dist_backend)
+            dist.broadcast_object_list(config, src=0)
         """, line=6),
     ]
 
@@ -102,24 +168,33 @@ class NcclWithoutSetDevice(Rule):
         s = script_of(f)
         if s is None:
             return
-        text = s.text
-        if s.has("set_device") or "set_device" in text or "CUDA_VISIBLE_DEVICES" in text:
+        if s.has("set_device") or s.methods("set_device") or s.methods("set_device_index") or _sets_visible_devices(s):
             return
-        for c in s.by("init_process_group"):
-            b, _ = _backend(s, c)
-            if b != "nccl" or c.has_keyword("device_id") or c.has_star():
-                continue
+        inits = [c for c in s.by("init_process_group") if _backend(s, c)[0] == "nccl"
+                 and not c.has_keyword("device_id") and not c.has_star()]
+        if not inits:
+            return
+        use = _default_gpu_use(s)
+        if use is None:
+            return  # every tensor names its device: GPU 0 is not touched by the other ranks
+        for c in inits:
+            ws = s.arg(c, "world_size")
+            if ws is not None and ws.known and ws.value == 1:
+                continue  # one process: GPU 0 is its GPU
             if _reached(s, c) is None:
                 continue
             yield self.report(
                 c.span,
-                "NCCL process group initialised but the script never calls torch.cuda.set_device(): "
-                "every rank starts its CUDA context and communicator on GPU 0",
+                f"NCCL process group initialised but the script never calls torch.cuda.set_device(), "
+                f"and it uses the current device ({use[1]}, line {use[0].span.line}): every rank does that "
+                "on GPU 0",
+                related=[Related.at(use[0].span, "runs on the current device: GPU 0 on every rank")],
             )
 
 
 class BackendDeviceMismatch(Rule):
     code = "PG002"
+    calls = frozenset({"ddp", "init_process_group", "set_device"})
     name = "backend-device-mismatch"
     severity = Severity.WARNING
     summary = "gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)"
@@ -220,6 +295,7 @@ class BackendDeviceMismatch(Rule):
 
 class WorldSizeConflict(Rule):
     code = "PG003"
+    calls = frozenset({"init_process_group"})
     name = "world-size-conflict"
     severity = Severity.ERROR
     summary = "world_size=/rank= given to init_process_group disagree with the launcher"
@@ -306,6 +382,7 @@ _RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
 class EnvRendezvousWithoutLauncher(Rule):
     code = "PG004"
+    calls = frozenset({"init_process_group", "spawn"})
     name = "env-rendezvous-without-launcher"
     severity = Severity.ERROR
     summary = "env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE"
@@ -411,6 +488,53 @@ def _only_call_site(s: Script, frame) -> Call | None:
     return sites[0][0]
 
 
+#: method calls that cannot hold a collective (logging, containers, tensor conversions)
+_PLAIN_METHODS = frozenset({
+    "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "print", "append", "extend",
+    "format", "item", "join", "write", "flush", "close", "cpu", "tolist", "numpy", "get", "items", "keys",
+    "values", "update", "pop", "strip", "split", "startswith", "endswith", "replace", "lower", "upper",
+    "exists", "mkdir", "makedirs", "sleep", "add_scalar", "add_scalars",
+})
+_PLAIN_MODULES = ("torch.", "logging.", "builtins.", "os.", "time.", "math.", "json.", "sys.", "shutil.",
+                  "pathlib.", "numpy.", "random.", "warnings.", "print")
+
+
+def _opaque(s: Script, c: Call) -> bool:
+    """A call whose body this file does not show and that may make a collective."""
+    import builtins
+
+    import libcst as cst
+
+    if c.groups:
+        return False
+    if c.qnames:
+        return not all(q.startswith(_PLAIN_MODULES) for q in c.qnames)
+    func = c.node.func
+    if isinstance(func, cst.Name):
+        if func.value in s.functions:
+            return False  # defined here: its own collectives are checked where it is called
+        return not hasattr(builtins, func.value)
+    if c.method is not None:
+        if c.method in _PLAIN_METHODS:
+            return False
+        recv = c.receiver
+        if isinstance(recv, cst.Name) and recv.value in ("self", "cls") and c.method in s.functions:
+            return False
+        return True
+    return True
+
+
+def _other_path_hidden(s: Script, g) -> bool:
+    """The ranks that do not take the guarded branch run a call this file cannot see into (the
+    `else:`/`elif` branch of the same `if`): their matching collective may well be in there."""
+    if g.early:
+        return False  # `if rank != 0: return`: the other ranks' path is the return
+    for c in s.calls:
+        if any(h.if_id == g.if_id and h.branch != g.branch for h in c.guards) and _opaque(s, c):
+            return True
+    return False
+
+
 # collective -> index of its positional `group` argument
 _GROUP_POS = {
     "barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "broadcast": 2, "all_gather": 2,
@@ -422,6 +546,7 @@ _GROUP_POS = {
 
 class CollectiveInRankBranch(Rule):
     code = "PG005"
+    calls = frozenset({"collective", "dcp_save", "fsdp", "spawn"})
     name = "collective-in-rank-branch"
     severity = Severity.ERROR
     summary = "a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"
@@ -432,7 +557,10 @@ class CollectiveInRankBranch(Rule):
     `reduce`, ..., an FSDP model's full `state_dict()`, `torch.distributed.checkpoint.save`)
     inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`, after
     `if rank != 0: return`), when the same function has no matching call on the other ranks' path.
-    Collectives on an explicit `group=` are left alone.
+    A collective is unmatched only when the other ranks' path is visible: when the `else:`/`elif`
+    branch calls code this file does not show (`model.generate_other_ranks()`, an imported
+    helper), the match may be in there and the rule stays silent. Collectives on an explicit
+    `group=` are left alone.
 
     ## Why it matters
     Every rank of the group must enter the same collective. The ranks that skip the branch never
@@ -490,6 +618,17 @@ class CollectiveInRankBranch(Rule):
                 send_side(t)
             else:
                 recv_side(t)
+        """),
+        # the other ranks' matching broadcast is inside a method this file does not show
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def serve(model):
+                if dist.get_rank() == 0:
+                    run_server(model)
+                    dist.broadcast(torch.tensor([1], device="cuda"), src=0)
+                else:
+                    model.generate_other_ranks()
         """),
     ]
     invalid = [
@@ -566,6 +705,8 @@ class CollectiveInRankBranch(Rule):
             if any(o is not c and sh == short and (og.if_id == g.if_id and og.branch != g.branch)
                    for o, sh, og, _ in entries):
                 continue  # the other branch makes the same collective
+            if _other_path_hidden(s, g):
+                continue  # the other ranks call code this file does not show: the match may be there
             if site is None and any(o is not c and sh == short and o.frame is c.frame for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",

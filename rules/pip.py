@@ -22,12 +22,13 @@ def _config_problems(f, code: str):
         return
     from parallint.readers.cfgutil import partition_problems
 
-    sched = getattr(data, "extra", {}).get("pp_schedule")
+    sched = f.facts.get("parallel.pp_schedule")
     schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
+    kind = {"PIP001": "layers", "PIP002": "stages"}[code]  # the reader reports kinds; the rule owns codes
     for part in parts:
-        for c, span, msg in partition_problems(part, schedule):
-            if c == code:
-                yield span, msg
+        for problem in partition_problems(part, schedule):
+            if problem.kind == kind:
+                yield problem.span, problem.message
 
 
 _TITAN = """
@@ -95,6 +96,7 @@ def _problems(p: Partition) -> list[tuple[int, str]]:
 
 class PartitionGapOrOverlap(Rule):
     code = "PIP001"
+    facts = frozenset({"parallel.pp_schedule"})
     name = "partition-gap-or-overlap"
     severity = Severity.ERROR
     summary = "layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer"
@@ -199,6 +201,7 @@ def _sizes(p: Partition) -> list[int] | None:
 
 class PartitionCountMismatch(Rule):
     code = "PIP002"
+    facts = frozenset({"parallel.pp", "parallel.pp_schedule", "parallel.world_size"})
     name = "partition-count-mismatch"
     severity = Severity.ERROR
     summary = "the number of partitions differs from the PP degree or from the ranks that select them"
@@ -208,6 +211,10 @@ class PartitionCountMismatch(Rule):
     Compares the number of stages of a hand-written partition that is chosen by the rank
     (`stages[rank]`) with the number of ranks: the world size the script passes to
     `init_process_group`, or the one the launch starts, or the pipeline degree stated for the job.
+    Per-stage lists written as literals and indexed by a rank (`layers_per_stage = [8, 8, 8]`
+    then `layers_per_stage[rank]`; boundaries `bounds[rank]:bounds[rank + 1]`, one entry more than
+    stages) are checked the same way: against the world size when the global rank indexes them,
+    against the pipeline degree when a pipeline rank (`pp_rank`, `stage_id`) does.
     For torchtitan's `module_fqns_per_model_part`: the number of parts must be a multiple of
     `pipeline_parallel_degree` (exactly it for the single-stage schedules 1F1B and GPipe).
 
@@ -243,6 +250,14 @@ class PartitionCountMismatch(Rule):
         }),
         Example(_TITAN.format(parts='[["tok_embeddings", "layers.0"], ["layers.1"], ["layers.2"], ["layers.3", "norm", "output"]]'),
                 filename="llama_pp.toml"),
+        Example("""
+            import torch.distributed as dist
+            from megatron.core import parallel_state
+            parallel_state.initialize_model_parallel(pipeline_model_parallel_size=4)
+            pp_rank = parallel_state.get_pipeline_model_parallel_rank()
+            boundaries = [0, 8, 16, 24, 32]
+            mine = model.layers[boundaries[pp_rank]:boundaries[pp_rank + 1]]
+        """),
     ]
     invalid = [
         Example("""
@@ -262,9 +277,51 @@ class PartitionCountMismatch(Rule):
         }, line=3),
         Example(_TITAN.format(parts='[["tok_embeddings", "layers.0"], ["layers.1"], ["layers.2", "norm", "output"]]'),
                 filename="llama_pp.toml", line=8),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 4 pipe.py\n",
+            "pipe.py": """
+                import torch.distributed as dist
+                dist.init_process_group("nccl")
+                rank = dist.get_rank()
+                layers_per_stage = [8, 8, 8]
+                start = sum(layers_per_stage[:rank])
+                mine = model.layers[start:start + layers_per_stage[rank]]
+            """,
+        }, line=4),
+        Example("""
+            import torch.distributed as dist
+            from megatron.core import parallel_state
+            parallel_state.initialize_model_parallel(tensor_model_parallel_size=2, pipeline_model_parallel_size=4)
+            pp_rank = parallel_state.get_pipeline_model_parallel_rank()
+            boundaries = [0, 8, 16, 24]
+            mine = model.layers[boundaries[pp_rank]:boundaries[pp_rank + 1]]
+        """, line=5),
     ]
 
-    def _check(self, s: Script, n: int, what: str, related=(), frame=None) -> Iterable[Diagnostic]:
+    def _check_lists(self, s: Script, n: int, what: str, rank: str, related=(), frame=None) -> Iterable[Diagnostic]:
+        """Per-stage lists (`layers_per_stage[rank]`) whose length is not the number of ranks."""
+        for rl in s.rank_lists:
+            if rl.rank != rank:
+                continue
+            if frame is not None and (rl.frame is None or not s.same_run(frame, rl.frame)):
+                continue
+            want = n + 1 if rl.boundaries else n
+            if rl.length == want:
+                continue
+            shape = (f"{rl.length} boundaries (indexed with rank and rank + 1: {rl.length - 1} stages)"
+                     if rl.boundaries else f"{rl.length} entries")
+            short = rl.length < want
+            yield self.report(
+                rl.span,
+                f"`{rl.name}` has {shape}, indexed by the {'pipeline ' if rank == 'pipeline' else ''}rank, "
+                f"but {what} is {n}: "
+                + ("the last ranks index past the list (IndexError)" if short else "some entries are never used"),
+                related=related,
+            )
+
+    def _check(self, s: Script, n: int, what: str, related=(), frame=None, world=True) -> Iterable[Diagnostic]:
+        if world:
+            yield from self._check_lists(s, n, what, "global", related, frame)
         for p in _partitions(s):
             if p.selector != "rank" or p.open_ended:
                 continue
@@ -295,7 +352,8 @@ class PartitionCountMismatch(Rule):
             if f.facts.int("parallel.world_size") is not None:
                 continue  # the file's own world size was checked by check_file
             if pp is not None:
-                yield from self._check(s, pp, "the pipeline-parallel degree")
+                yield from self._check(s, pp, "the pipeline-parallel degree", world=False)
+                yield from self._check_lists(s, pp, "the pipeline-parallel degree", "pipeline")
             elif ws is not None:
                 rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
                 yield from self._check(s, ws, "the number of processes the launch starts", rel)

@@ -23,6 +23,10 @@ def _titan(pp: int, local: int, mbs: int) -> str:
 
 class FewerMicrobatchesThanStages(FactRule):
     code = "PIP004"
+    facts = frozenset({
+        "parallel.pp", "training.global_batch", "training.grad_accum", "training.micro_batch",
+        "training.pp_microbatch",
+    })
     name = "fewer-microbatches-than-stages"
     severity = Severity.WARNING
     summary = "Fewer microbatches per step than pipeline stages: most of the step is bubble"
@@ -83,10 +87,8 @@ class FewerMicrobatchesThanStages(FactRule):
                               [(pp_v, f"PP {pp}"), (mb_v, f"micro batch {mb}")] + rel)
 
     def _torchtitan(self, view: View, pp: int):
-        from parallint.facts import Value
-
-        mbs_v = view.config.get("__pp_microbatch__") if isinstance(view.config, dict) else None
-        if not isinstance(mbs_v, Value):
+        mbs_v = view.v("training.pp_microbatch")
+        if mbs_v is None:
             return
         local_v = view.v("training.micro_batch")
         local, mbs = known_int(local_v), known_int(mbs_v)
@@ -97,28 +99,3 @@ class FewerMicrobatchesThanStages(FactRule):
             yield Finding(mbs_v, f"{n} microbatches per step (local batch {local} / microbatch size {mbs}) for "
                                  f"{pp} pipeline stages: most of every step is pipeline bubble",
                           [(view.v("parallel.pp"), f"PP {pp}"), (local_v, f"local batch {local}")])
-
-    # torchtitan's microbatch size is not a normalized fact: pass it through the view's config
-    def check_file(self, f, ctx):
-        config = dict(getattr(ctx, "config", {}) or {})
-        extra = getattr(getattr(f, "data", None), "extra", {}) or {}
-        if "pp_microbatch_size" in extra:
-            config["__pp_microbatch__"] = extra["pp_microbatch_size"]
-        from parallint.rules._cfgfacts import file_view
-
-        yield from self._emit(self.findings(file_view(f, config)))
-
-    def check_job(self, job, ctx):
-        config = dict(getattr(ctx, "config", {}) or {})
-        for f in job.files:
-            extra = getattr(getattr(f, "data", None), "extra", {}) or {}
-            if "pp_microbatch_size" in extra and isinstance(extra, dict):
-                config["__pp_microbatch__"] = extra["pp_microbatch_size"]
-                break
-
-        class _Ctx:
-            pass
-
-        c = _Ctx()
-        c.config = config
-        yield from super().check_job(job, c)

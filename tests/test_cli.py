@@ -125,13 +125,14 @@ def test_bad_files_are_syn001_and_others_still_checked(tmp_path, cli):
     (tmp_path / "binary.py").write_bytes(b"import torch\x00\x01\x02 init_process_group")
     (tmp_path / "latin1.py").write_bytes(b"# caf\xe9\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n")
     (tmp_path / "dangling.py").symlink_to(tmp_path / "missing-target.py")
-    p = cli("check", "--format", "json", "--select", "SYN001,DDP001",
+    p = cli("check", "--format", "json", "--select", "SYN001,SYN002,DDP001",
             "broken.py", "binary.py", "latin1.py", "dangling.py", "train.py", cwd=tmp_path)
     _no_traceback(p)
     items = json.loads(p.stdout)
     got = {(d["path"], d["code"]) for d in items}
-    assert got == {("broken.py", "SYN001"), ("binary.py", "SYN001"), ("latin1.py", "SYN001"),
-                   ("dangling.py", "SYN001"), ("train.py", "DDP001")}
+    # a syntax or encoding error is SYN001; a file that cannot be analysed at all is SYN002
+    assert got == {("broken.py", "SYN001"), ("binary.py", "SYN002"), ("latin1.py", "SYN001"),
+                   ("dangling.py", "SYN002"), ("train.py", "DDP001")}
     broken = next(d for d in items if d["path"] == "broken.py")
     assert broken["line"] == 2
     latin = next(d for d in items if d["path"] == "latin1.py")

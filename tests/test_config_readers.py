@@ -390,12 +390,12 @@ def test_partition_problems():
     good = _part([["tok_embeddings", "layers.0", "layers.1"], ["layers.2", "layers.3", "norm", "output"]], pp=2, layers=4)
     assert partition_problems(good) == []
     codes = lambda p, **kw: sorted(c for c, _, _ in partition_problems(p, **kw))
-    assert codes(_part([["layers.0", "layers.1"], ["layers.1", "layers.2"]])) == ["PIP001"]          # overlap
-    assert codes(_part([["layers.0"], ["layers.2"]])) == ["PIP001"]                                 # gap
-    assert codes(_part([["layers.0"], ["layers.1"]], layers=3)) == ["PIP001"]                       # last missing
-    assert codes(_part([["layers.2", "layers.3"], ["layers.0", "layers.1"]])) == ["PIP001"]         # order
-    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"]], pp=2)) == ["PIP002"]
-    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="1F1B") == ["PIP002"]
+    assert codes(_part([["layers.0", "layers.1"], ["layers.1", "layers.2"]])) == ["layers"]          # overlap
+    assert codes(_part([["layers.0"], ["layers.2"]])) == ["layers"]                                 # gap
+    assert codes(_part([["layers.0"], ["layers.1"]], layers=3)) == ["layers"]                       # last missing
+    assert codes(_part([["layers.2", "layers.3"], ["layers.0", "layers.1"]])) == ["layers"]         # order
+    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"]], pp=2)) == ["stages"]
+    assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="1F1B") == ["stages"]
     assert codes(_part([["layers.0"], ["layers.1"], ["layers.2"], ["layers.3"]], pp=2), schedule="Interleaved1F1B") == []
 
 

@@ -41,6 +41,10 @@ EXPECTED: dict[tuple[str, str, int], str] = {
     ("huggingface__accelerate/tests/test_configs/0_30_0_sagemaker.yaml", "CFG005", 5): "debug: false written twice",
     ("huggingface__nanotron/examples/config_qwen_with_moe.yaml", "CFG005", 83):
         "model_config.moe_config: null at line 66, then a second moe_config mapping at line 83",
+    # --- LCH008: GPUs cannot be overcommitted; the API server rejects a pod whose nvidia.com/gpu
+    # request differs from its limit ("must be equal to nvidia.com/gpu limit").
+    ("kubeflow__mpi-operator/examples/v2beta1/deepspeed/deepspeed-config.yaml", "LCH008", 93):
+        "Worker nvidia.com/gpu limits 2, requests 1",
 }
 
 #: findings of rules owned by other parts of parallint (memory estimator, script rules) that were
@@ -76,7 +80,8 @@ def cli_run():
     _need_corpus()
     env = dict(os.environ)
     proc = subprocess.run(
-        [sys.executable, "-m", "parallint", "check", "--format", "json", "."],
+        # --include-tests: the corpus is a set of real config files, many from test folders
+        [sys.executable, "-m", "parallint", "check", "--format", "json", "--include-tests", "."],
         cwd=CORPUS, capture_output=True, text=True, timeout=600, env=env,
     )
     return proc

@@ -6,7 +6,6 @@ every case of the file is either checked or listed there.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 

@@ -247,3 +247,67 @@ def test_corpus_manifests_read_without_crash():
         ff = kube.read(str(p), p, text)
         assert all(d.code == "SYN001" for d in ff.diagnostics)
     assert seen >= 10
+
+
+GPU_JOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: j}}
+spec:
+  nprocPerNode: "8"
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: img
+              command: [python, train.py]
+              resources:
+                limits: {{nvidia.com/gpu: {ml}}}
+                requests: {{nvidia.com/gpu: {mr}}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: img
+              command: [python, train.py]
+              resources:
+                limits: {{nvidia.com/gpu: {wl}}}
+"""
+
+
+def _lch(rule_name, text):
+    from parallint.rules import lch
+
+    ff = read(text)
+    return [(d.code, d.span.line) for d in getattr(lch, rule_name)().check_file(ff, None)], ff
+
+
+@pytest.mark.parametrize("ml,mr,expected", [
+    ("8", "8", []), ('"8"', "8", []), ("8", '"8"', []),
+    ("8", "4", [("LCH008", 17)]), ("${GPUS}", "4", []), ("4", "8", [("LCH008", 17)]),
+])
+def test_lch008_limits_against_requests(ml, mr, expected):
+    found, _ = _lch("GpuLimitsRequestsMismatch", GPU_JOB.format(ml=ml, mr=mr, wl=8))
+    assert found == expected
+
+
+def test_lch008_request_without_limit_and_several_documents():
+    doc = GPU_JOB.format(ml=8, mr=8, wl=8).replace("limits: {nvidia.com/gpu: 8}\n                requests",
+                                                   "requests")
+    found, _ = _lch("GpuLimitsRequestsMismatch", doc + "---\n" + GPU_JOB.format(ml=8, mr=2, wl=8))
+    assert [c for c, _ in found] == ["LCH008", "LCH008"]
+    assert found[0][1] == 16 and found[1][1] > 30
+
+
+def test_lch002_checks_every_replica_type():
+    found, ff = _lch("MoreProcessesThanGpus", GPU_JOB.format(ml=8, mr=8, wl=4))
+    assert found == [("LCH002", 5)]
+    la = ff.launches[0]
+    assert la.wrapper.options["gpus.Worker"].value == 4 and la.wrapper.options["gpus.Master"].value == 8
+    ok, _ = _lch("MoreProcessesThanGpus", GPU_JOB.format(ml=8, mr=8, wl=8))
+    assert ok == []

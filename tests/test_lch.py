@@ -122,3 +122,34 @@ def test_lch004_and_lch005_and_lch007_engine(tmp_path):
         "b.sh": "#!/bin/bash\naccelerate launch --num_machines 3 --num_processes 8 t.py\n",
     }, "LCH")
     assert sorted((d.code, d.path, d.span.line) for d in found) == [("LCH004", "a.sh", 2), ("LCH007", "b.sh", 2)]
+
+
+def test_lch006_one_node_srun_steps_started_per_node_by_hand():
+    """awsome-distributed-training's composer recipe: one `srun --nodelist=$NODE --ntasks=1` per node,
+    the node rank from a C-style loop: no collision."""
+    text = """#!/bin/bash
+#SBATCH --nodes=2
+NNODES=2
+NODES=( $(scontrol show hostnames $SLURM_JOB_NODELIST) )
+run() {
+    srun --nodelist=${NODE} --ntasks=1 composer --world_size 16 --nproc 8 --node_rank ${NODE_RANK} \\
+        --master_addr ${HEAD} train.py
+}
+NODE_RANK=1
+for (( NODE_RANK=1; NODE_RANK<${NNODES}; NODE_RANK++ ))
+do
+    NODE=${NODES[$NODE_RANK]}
+    run &
+done
+NODE_RANK=0
+run
+"""
+    assert run(lch.MultiNodeRendezvous, sh(text)) == []
+    every = sh("#!/bin/bash\n#SBATCH --nodes=2\nsrun composer --world_size 16 --nproc 8 --node_rank 0 t.py\n")
+    assert len(run(lch.MultiNodeRendezvous, every)) == 1
+
+
+def test_c_style_loop_variable_is_unknown_in_the_body():
+    ff = sh("N=3\nfor (( N=1; N<4; N++ )); do torchrun --nproc_per_node $N t.py; done\n"
+            "torchrun --nproc_per_node $N t.py\n")
+    assert [v.known for la in ff.launches for v in la.facts.all("parallel.procs_per_node")] == [False, False]

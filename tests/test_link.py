@@ -69,7 +69,8 @@ def test_show_prints_job_spec_yaml_with_sources(tmp_path, cli):
     assert p.returncode == 0, p.stderr
     doc = yaml.safe_load(p.stdout)
     assert doc["training"]["micro_batch"] == 2 and doc["training"]["grad_accum"] == 4
-    assert doc["parallel"]["procs_per_node"] == 8
+    assert doc["parallel"]["gpus_per_node"] == 8  # job-spec field (procs_per_node is a comment)
+    assert "# procs_per_node: 8" in p.stdout
     line = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("micro_batch:"))
     assert "ds.json:1" in line
     assert "# files: run.sh, train.py, ds.json" in p.stdout
@@ -95,3 +96,19 @@ def test_script_of_two_launches_reports_the_most_severe_once(tmp_path, cli):
     })
     items = json.loads(cli("check", "--select", "DDP002", "--format", "json", ".", cwd=tmp_path).stdout)
     assert [(d["path"], d["line"], d["severity"]) for d in items] == [("train.py", 4, "error")]
+
+
+def test_torchrun_rendezvous_without_nnodes_is_one_node():
+    from parallint.cmdline import Word, parse_command
+    from parallint.launch import launch_world_size
+
+    def ws(line):
+        la = parse_command([Word.lit(t) for t in line.split()])
+        v = launch_world_size(la)
+        return v.value if v is not None else None
+
+    assert ws("torchrun --rdzv_backend c10d --rdzv_endpoint localhost:0 --nproc_per_node 4 train.py") == 4
+    assert ws("torchrun --rdzv-backend=c10d --rdzv-endpoint=$HOST:29500 --nproc-per-node=8 train.py") == 8
+    assert ws("python -m torch.distributed.launch --master_addr 10.0.0.1 --nproc_per_node 2 train.py") == 2
+    assert ws("torchrun --nnodes 1:4 --rdzv_backend c10d --nproc_per_node 8 train.py") is None
+    assert ws("deepspeed --hostfile hosts --num_gpus 8 train.py") is None

@@ -34,6 +34,6 @@ def test_parallel_and_serial_runs_agree(tmp_path, cli):
     assert s == p
     codes = {d["code"] for d in s}
     assert {"DDP001", "DDP002", "PG005"} <= codes
-    # the launched script's DDP002 is an error (two nodes), the others warnings
+    # DDP002 only where a launch spans two nodes; the unlaunched copies may run on one node
     sev = {(d["path"], d["severity"]) for d in s if d["code"] == "DDP002"}
-    assert ("pkg/train_3.py", "error") in sev and ("pkg/train_4.py", "warning") in sev
+    assert sev == {("pkg/train_3.py", "error")}

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from parallint.estimate_cmd import apply_overrides, estimate_main, plan_main
 from parallint.estimator.gpus import resolve_gpu

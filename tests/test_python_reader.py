@@ -630,3 +630,84 @@ def test_positions_match_libcsts_metadata_wrapper():
     slow = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(fast) == len(slow) > 100
     assert all(fast[n] == r for n, r in slow.items())
+
+
+# ------------------------------------------------------------------ issue 9: guards, syntax, setups
+def test_guard_on_a_flag_bound_further_down_is_a_rank_zero_guard():
+    s = script("""
+        import torch
+        def save(args):
+            if args.save_logs:
+                torch.save(state, "x.pt")
+            if not args.verbose:
+                return
+            torch.save(state, "y.pt")
+        def main(args):
+            args.save_logs = args.logs != "none" and is_master(args)
+            args.verbose = True
+        main(a)
+    """)
+    first, second = s.by("save")
+    assert [(g.rank, g.zero) for g in first.guards] == [(True, True)]
+    assert [g.rank for g in second.guards] == [False]  # an ordinary flag stays an ordinary flag
+
+
+@pytest.mark.parametrize("first,guard", [
+    ("dist.get_rank() == 0 if dist.is_initialized() else True", False),  # not a plain rank test
+    ("int(os.environ['RANK']) == 0", True),
+])
+def test_a_name_bound_twice_is_a_guard_only_when_every_binding_is(first, guard):
+    s = script(f"""
+        import os
+        import torch
+        import torch.distributed as dist
+        should_write = {first}
+        if dist.is_initialized():
+            should_write = dist.get_rank() == 0
+        if should_write:
+            torch.save(state, "x.pt")
+    """)
+    (c,) = s.by("save")
+    assert any(g.rank and g.zero for g in c.guards) is guard
+
+
+def test_syntax_index_ignores_comments_and_docstrings():
+    s = script('''
+        """Uses DistributedSampler and set_epoch, see the docs."""
+        import os
+        # os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        os.environ["NCCL_DEBUG"] = "INFO"
+        os.environ.update(MASTER_PORT="29500")
+        loader = make(shard=True, num_replicas=2)
+    ''')
+    ix = s.syntax_index()
+    assert "DistributedSampler" not in ix.names and "set_epoch" not in ix.names
+    assert s.env_writes() == {"NCCL_DEBUG", "MASTER_PORT"}
+    assert ix.keyword_is("shard", True) and "num_replicas" in ix.keywords
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("import deepspeed\ndeepspeed.init_distributed()\n", True),
+    ("from accelerate import Accelerator\nacc = Accelerator()\n", True),
+    ("import lightning as L\nfabric = L.Fabric()\n", True),
+    ("from accelerate import Accelerator\ndef make():\n    return Accelerator()\n", False),  # never called
+    ("from accelerate import Accelerator\nfrom transformers import Trainer\nacc = Accelerator()\nTrainer(model=m)\n", False),
+    ("import torch\nx = torch.zeros(1)\n", False),
+])
+def test_sets_up_distributed(code, expected):
+    assert script(code).sets_up_distributed() is expected
+
+
+def test_rank_indexed_literal_lists():
+    s = script("""
+        import torch.distributed as dist
+        rank = dist.get_rank()
+        layers_per_stage = [4, 4, 4]
+        bounds = [0, 4, 8]
+        part = layers_per_stage[rank]
+        lo, hi = bounds[pp_rank], bounds[pp_rank + 1]
+        colors = ["r", "g"]
+        c = colors[rank]
+    """)
+    got = {(r.name, r.length, r.rank, r.boundaries) for r in s.rank_lists}
+    assert got == {("layers_per_stage", 3, "global", False), ("bounds", 3, "pipeline", True)}

@@ -104,7 +104,7 @@ def model_state_bytes_per_param(
     accounting: str = "zero",
 ) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per parameter after sharding over ``shard`` ranks."""
-    precision = (precision or "bf16").lower()
+    precision = str(precision or "bf16").lower()  # `precision: 16` in a YAML file is an int
     full = precision in ("fp32", "float32", "32", "tf32")
     if accounting == "megatron":
         if full:
@@ -175,7 +175,7 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
     """
     spec = normalize(spec)
     model, par, tr, hw = spec["model"], spec["parallel"], spec["training"], spec["hardware"]
-    accounting = (accounting or spec.get("estimator", {}).get("accounting") or "zero").lower()
+    accounting = str(accounting or spec.get("estimator", {}).get("accounting") or "zero").lower()
     assumptions: list[str] = list(spec.get("_assumptions", ()))
 
     tp, pp, cp = par["tp"], par["pp"], par["cp"]

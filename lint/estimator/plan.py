@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from parallint.estimator.gpus import resolve_gpu
 from parallint.estimator.memory import Estimate, estimate
 from parallint.estimator.params import ShapeError, shape_of
-from parallint.estimator.spec import normalize
+from parallint.estimator.spec import _posint, normalize
 
 ORDER_REASON = ("best first: least recomputation (none < selective < full), then fewest "
                 "model-parallel ranks (TP x PP), then fewer pipeline stages, then lower ZeRO "
@@ -63,8 +63,33 @@ class Layout:
                 "estimate": self.estimate.to_json()}
 
 
+def _factorise(n: int) -> dict[int, int]:
+    """Prime -> exponent, by trial division up to sqrt(n) (n up to 2**40 in well under a second)."""
+    out: dict[int, int] = {}
+    for p in (2, 3):
+        while n % p == 0:
+            out[p] = out.get(p, 0) + 1
+            n //= p
+    p = 5
+    while p * p <= n:
+        for q in (p, p + 2):
+            while n % q == 0:
+                out[q] = out.get(q, 0) + 1
+                n //= q
+        p += 6
+    if n > 1:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` in increasing order, from its prime factors (not a scan up to n)."""
+    if n < 1:
+        return []
+    divs = [1]
+    for p, e in _factorise(n).items():
+        divs = [d * p**k for d in divs for k in range(e + 1)]
+    return sorted(divs)
 
 
 #: ZeRO stages each framework offers (Megatron/NeMo/nanotron: distributed optimizer = ZeRO-1;
@@ -91,7 +116,8 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
     mem = base["hardware"].get("gpu_memory_bytes") or (g.memory_bytes if g else None)
     if mem is None:
         return []
-    gpn = gpus_per_node or base["parallel"].get("gpus_per_node") or (g.gpus_per_node if g else 8)
+    gpn = _posint(gpus_per_node) or _posint(base["parallel"].get("gpus_per_node")) or (
+        g.gpus_per_node if g else 8)
     model, tr = base["model"], base["training"]
     try:
         shape = shape_of(model)
@@ -114,7 +140,7 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
             if kv % tp and tp % kv:
                 continue
         for pp in _divisors(gpus // (cp * tp)):
-            if shape is not None and shape.layers % pp:
+            if shape is not None and (pp > shape.layers or shape.layers % pp):
                 continue
             if shape is None and pp > 1:
                 continue

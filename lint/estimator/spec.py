@@ -12,7 +12,9 @@ import copy
 from functools import lru_cache
 from typing import Any
 
-SECTIONS = ("model", "parallel", "training", "hardware")
+from parallint.model import vocab
+
+SECTIONS = vocab.SECTIONS
 
 
 @lru_cache(maxsize=1)
@@ -84,7 +86,7 @@ def normalize(spec: dict) -> dict:
     Adds ``training.num_microbatches`` (from ``grad_accum`` or ``global_batch / (micro x DP)``) and
     ``_assumptions`` (what was defaulted, in words).
     """
-    out = {k: dict(spec.get(k) or {}) for k in SECTIONS}
+    out: dict[str, Any] = {k: dict(spec.get(k) or {}) for k in SECTIONS}
     out["estimator"] = dict(spec.get("estimator") or {})
     if isinstance(spec.get("framework"), str):
         out["framework"] = spec["framework"]
@@ -165,26 +167,22 @@ def _schema_text() -> str:
 
 
 # --------------------------------------------------------------------------- facts -> spec
-_FACT_FIELDS = {
-    "model": ("param_count layers hidden heads kv_heads ffn vocab seq_len mlp tied_embeddings norm "
-              "bias position_embeddings num_experts top_k moe_ffn head_dim preset moe_layer_freq "
-              "shared_expert_ffn").split(),
-    "parallel": ("world_size nodes gpus_per_node dp tp pp vpp cp ep etp zero_stage "
-                 "sequence_parallel distributed_optimizer fsdp").split(),
-    "training": ("micro_batch global_batch grad_accum recompute precision optimizer "
-                 "grad_dtype").split(),
-    "hardware": ("gpu gpu_memory_bytes").split(),
-}
+#: the facts copied into a spec, section -> names: derived from the declared vocabulary
+_FACT_FIELDS = vocab.SPEC_FACT_FIELDS
 
 
-def spec_from_facts(facts, config: dict | None = None) -> dict | None:
-    """The job spec a job's facts state, or None when the model shape (or size) is unknown.
+def spec_fields(facts, config: dict | None = None, notes: dict[str, str] | None = None) -> dict:
+    """The job-spec fields a job's facts state (plus ``framework``), whatever the model shape.
 
-    Only known values are used; unknown ones are left out (the estimator then assumes nothing
-    that could raise its figure when called with ``lower_bound=True``).
+    Only known values are used; unknown ones are left out. ``notes``, when given, receives
+    ``"section.key" -> why`` for every field that is not a fact copied as stated: derived
+    (``gpus_per_node`` from processes per node, ``dp`` from HSDP degrees, ZeRO 3 from FSDP, fp32
+    gradients for Megatron), taken from the configuration, or dropped (not a positive degree, an
+    unknown preset).
     """
     config = config or {}
-    spec: dict[str, dict] = {k: {} for k in SECTIONS}
+    notes = {} if notes is None else notes
+    spec: dict[str, Any] = {k: {} for k in SECTIONS}
     for section, names in _FACT_FIELDS.items():
         for name in names:
             v = facts.get(f"{section}.{name}")
@@ -194,34 +192,61 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     ppn = facts.get("parallel.procs_per_node")
     if ppn is not None and "gpus_per_node" not in par:
         par["gpus_per_node"] = ppn.value
+        notes["parallel.gpus_per_node"] = f"derived: processes per node ({_where(ppn)})"
     if "dp" not in par:  # torchtitan style: dp_replicate x dp_shard (-1 = inferred: unknown)
         r, s = facts.get("parallel.dp_replicate"), facts.get("parallel.dp_shard")
         rv = _posint(r.value) if r is not None else 1
         sv = _posint(s.value) if s is not None else None
         if rv and sv:
             par["dp"] = rv * sv
-            if sv > 1:
-                par.setdefault("zero_stage", 3)
+            notes["parallel.dp"] = f"derived: dp_replicate {rv} × dp_shard {sv} ({_where(s)})"
+            if sv > 1 and "zero_stage" not in par:
+                par["zero_stage"] = 3
+                notes["parallel.zero_stage"] = f"derived: dp_shard {sv} > 1 shards like ZeRO-3 ({_where(s)})"
     for k in ("world_size", "nodes", "gpus_per_node", "dp", "tp", "pp", "vpp", "cp", "ep", "etp",
               "zero_stage"):
         if k in par and _posint(par[k]) is None and not (k == "zero_stage" and par[k] == 0):
+            notes[f"parallel.{k}"] = f"dropped: {par[k]!r} is not a positive degree"
             del par[k]
-    if par.get("fsdp") is True:
-        par["zero_stage"] = max(3, par.get("zero_stage") or 0)
+    if par.get("fsdp") is True and (par.get("zero_stage") or 0) < 3:
+        par["zero_stage"] = 3
+        notes["parallel.zero_stage"] = f"derived: FSDP full shard ({_where(facts.get('parallel.fsdp'))})"
     fw = facts.get("framework")
     if fw is not None and isinstance(fw.value, str):
-        spec["framework"] = fw.value  # not a schema key: lets `plan` offer the framework's options
+        spec["framework"] = fw.value  # lets `plan` offer the framework's options
     tr = spec["training"]
     if fw is not None and str(fw.value).lower() in ("megatron", "nemo") and "grad_dtype" not in tr \
             and str(tr.get("precision", "bf16")).lower() == "bf16":
         tr["grad_dtype"] = "fp32"  # Megatron accumulates bf16 training's main grads in fp32
+        notes["training.grad_dtype"] = f"derived: {fw.value} keeps bf16 training's main gradients in fp32"
     if not spec["hardware"].get("gpu") and config.get("gpu"):
         spec["hardware"]["gpu"] = config["gpu"]
+        notes["hardware.gpu"] = "configuration: gpu"
     if not par.get("gpus_per_node") and _posint(config.get("gpus-per-node")):
         par["gpus_per_node"] = config["gpus-per-node"]
+        notes["parallel.gpus_per_node"] = "configuration: gpus-per-node"
     model = spec["model"]
     if model.get("preset") and preset(model["preset"]) is None:
+        notes["model.preset"] = f"dropped: {model['preset']!r} is not one of parallint's presets"
         del model["preset"]
+    return spec
+
+
+def _where(v) -> str:
+    if v is None:
+        return "?"
+    loc = f"{v.span.path}:{v.span.line} " if getattr(v, "span", None) else ""
+    return f"{loc}{v.source}".strip()
+
+
+def spec_from_facts(facts, config: dict | None = None) -> dict | None:
+    """The job spec a job's facts state, or None when the model shape (or size) is unknown.
+
+    Only known values are used; unknown ones are left out (the estimator then assumes nothing
+    that could raise its figure when called with ``lower_bound=True``).
+    """
+    spec = spec_fields(facts, config)
+    model = spec["model"]
     has_shape = all(model.get(k) is not None for k in ("layers", "hidden", "heads"))
     if not (has_shape or _posint(model.get("param_count")) or model.get("preset")):
         return None
@@ -233,7 +258,7 @@ def spec_for_job(job, config: dict | None = None) -> dict | None:
     config = config or {}
     root = getattr(job, "root", None)
     data = getattr(root, "data", None)
-    if getattr(root, "kind", None) == "jobspec" and getattr(data, "valid", False):
+    if getattr(root, "kind", None) == "jobspec" and data is not None and getattr(data, "valid", False):
         spec = copy.deepcopy(data.spec)
         if not (spec.get("hardware") or {}).get("gpu") and config.get("gpu"):
             spec.setdefault("hardware", {})["gpu"] = config["gpu"]

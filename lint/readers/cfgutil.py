@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value
+from parallint.readers.jsonpos import Placeholder  # defined with the JSON parser that makes it
 from parallint.readers.yamlpos import PNode
-
-
-class Placeholder(str):
-    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
-
 
 _PLACEHOLDER_RES = (
     re.compile(r"^<[^<>]*>$"),  # <NUM_NODES>
@@ -394,28 +390,37 @@ _LAYER_FQN = re.compile(r"^(?:model\.)?layers\.(\d+)$")
 SINGLE_STAGE_SCHEDULES = frozenset({"1f1b", "gpipe"})
 
 
-def partition_problems(part: Partition, schedule: str | None = None) -> list[tuple[str, Span, str]]:
-    """What is wrong with one config partition, as (code, span, message):
+class PartitionProblem(NamedTuple):
+    """A problem of a pipeline partition: ``kind`` is ``"layers"`` or ``"stages"``."""
 
-    * ``PIP001``: a layer in two stages, layers handed out out of order, a gap between the layers
+    kind: str
+    span: Span
+    message: str
+
+
+def partition_problems(part: Partition, schedule: str | None = None) -> list[PartitionProblem]:
+    """What is wrong with one config partition, as :class:`PartitionProblem` (kind, span, message):
+
+    * ``"layers"``: a layer in two stages, layers handed out out of order, a gap between the layers
       used, or (when the layer count is known) the first/last layer missing;
-    * ``PIP002``: the number of stages is not a multiple of the PP degree (for the single-stage
+    * ``"stages"``: the number of stages is not a multiple of the PP degree (for the single-stage
       schedules 1F1B and GPipe: not equal to it).
 
-    Meant for the PIP rules (``rules/pip.py``); silent on anything unknown.
+    A reader reports problems, not rule codes: the PIP rules (``rules/pip.py``) attach theirs.
+    Silent on anything unknown.
     """
-    out: list[tuple[str, Span, str]] = []
+    out: list[PartitionProblem] = []
     where: dict[int, int] = {}
     last_max = -1
     for si, (names, sspan) in enumerate(zip(part.stages, part.stage_spans)):
         idx = [int(m.group(1)) for m in (_LAYER_FQN.match(n) for n in names) if m]
         for i in idx:
             if i in where:
-                out.append(("PIP001", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
+                out.append(PartitionProblem("layers", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
             else:
                 where[i] = si
         if idx and min(idx) <= last_max and not any(i in where and where[i] != si for i in idx if i <= last_max):
-            out.append(("PIP001", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
+            out.append(PartitionProblem("layers", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
                                          f"(layers.{last_max})"))
         if idx:
             last_max = max(last_max, max(idx))
@@ -427,18 +432,18 @@ def partition_problems(part: Partition, schedule: str | None = None) -> list[tup
         missing = [i for i in range(0, top + 1) if i not in where]
         if missing:
             shown = ", ".join(f"layers.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
-            out.append(("PIP001", part.span, f"no stage holds {shown}"))
+            out.append(PartitionProblem("layers", part.span, f"no stage holds {shown}"))
         if layers and max(where) >= layers:
-            out.append(("PIP001", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
+            out.append(PartitionProblem("layers", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
     pp = part.pp.value if part.pp is not None and part.pp.known and isinstance(part.pp.value, int) else None
     n = len(part.stages)
     if pp and pp > 0:
         single = (schedule or "").strip().lower() in SINGLE_STAGE_SCHEDULES
         if single and n != pp:
-            out.append(("PIP002", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
                                              f"{schedule} schedule (needs exactly {pp})"))
         elif n % pp:
-            out.append(("PIP002", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
                                              f"(needs a multiple of {pp})"))
     return out
 

@@ -5,7 +5,7 @@ It keeps every value's line and column and every mapping's duplicate keys (DeepS
 ``//``, ``#`` and ``/* */`` comments and trailing commas are accepted, and a bare word in value
 position (``"stage": ZERO_STAGE`` in a template that a script fills in with sed), and so does a
 template token (``${zero_stage}``, ``{{ .Values.stage }}``, ``<ZERO_STAGE>``, ``%STAGE%``,
-``@STAGE@``), becomes a :class:`parallint.readers.cfgutil.Placeholder`, an unknown value, not a
+``@STAGE@``), becomes a :class:`Placeholder`, an unknown value, not a
 parse error.
 """
 
@@ -27,6 +27,10 @@ _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
 _TEMPLATE = re.compile(r"\$\{[^{}\n]{1,200}\}|\{\{[^{}\n]{1,200}\}\}|<[A-Za-z_][A-Za-z0-9_.\- ]{0,100}>"
                        r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|@[A-Za-z_][A-Za-z0-9_]{0,100}@")
 _ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class Placeholder(str):
+    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
 
 
 class JsonPosError(ValueError):
@@ -111,7 +115,6 @@ class _Parser:
 
     # grammar ------------------------------------------------------------------------------
     def value(self, depth: int) -> PNode:
-        from parallint.readers.cfgutil import Placeholder
 
         self.count += 1
         if self.count > MAX_NODES:

@@ -53,6 +53,33 @@ def _gpu_request(container, source: str) -> Value | None:
     return None
 
 
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+def gpu_resource_pairs(doc) -> list[tuple[str, Value | None, Value | None]]:
+    """Every ``resources`` block of a manifest that names a GPU resource: ``(resource, limits value,
+    requests value)``, values as integers where they are (iterative walk, linear in the document)."""
+    out = []
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if node.is_map:
+            for key, child in node.items():
+                if key == "resources" and child.is_map:
+                    lim, req = child.get("limits"), child.get("requests")
+                    for res in GPU_RESOURCES:
+                        ln = lim.get(res) if lim is not None and lim.is_map else None
+                        rn = req.get(res) if req is not None and req.is_map else None
+                        if ln is not None or rn is not None:
+                            out.append((res, _int(ln, f"resources.limits.{res}"),
+                                        _int(rn, f"resources.requests.{res}")))
+                if child.is_map or child.is_seq:
+                    stack.append(child)
+        elif node.is_seq:
+            stack.extend(c for c in node.value if c.is_map or c.is_seq)
+    return out
+
+
 def _gpu_product(pod_spec) -> Value | None:
     if pod_spec is None:
         return None
@@ -294,6 +321,12 @@ def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
     out: list[Launch] = []
     seen_cmds: set[str] = set()
     gpus_added = False
+    # every replica type's GPU request (each pod runs nprocPerNode processes): `gpus.<type>`
+    for rtype, rspec in replicas.items():
+        if rspec.is_map:
+            g = _gpu_request(_main_container(_pod_spec(rspec.get("template"))), rtype)
+            if g is not None:
+                job.options[f"gpus.{rtype}"] = g
     for rtype in ("Master", "Worker"):
         rspec = replicas.get(rtype)
         if rspec is None or not rspec.is_map:
@@ -432,6 +465,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                 launches = _volcano(doc, path, abspath)
             elif kind_s == "Job" and api_s.startswith("batch/"):
                 launches = _batch_job(doc, path, abspath)
+            elif kind_s in ("RayJob", "RayCluster") and api_s.startswith("ray.io"):
+                from parallint.readers import ray
+
+                launches = ray.manifest_launches(doc, path, abspath)
             else:
                 continue
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from parallint.readers.python import Frame, Script
 
 MAX_DEPTH = 12
-from parallint.readers.python import MULTI  # noqa: E402,F401 - one sentinel for both modules
+from parallint.readers.pyshared import MULTI  # noqa: E402,F401 - one sentinel for both modules
 
 #: environment variables that carry the global rank / local rank
 GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
@@ -160,7 +160,37 @@ class Evaluator:
         v, src = self._eval(expr, bframe, depth + 1)
         return v, src or f"constant {node.value}"
 
+    def _dataclass_field(self, node: cst.Attribute, frame: "Frame", depth: int):
+        """``cfg.tp`` where ``cfg = Config(...)`` builds a @dataclass of this file: the keyword
+        passed for the field, else its default. None when that is not what the code shows."""
+        if not isinstance(node.value, cst.Name):
+            return None
+        b = self.script.binding(node.value.value, frame)
+        if b is None or not isinstance(b[0], cst.Call) or not isinstance(b[0].func, cst.Name):
+            return None
+        call, cframe = b
+        if self.script.attr_bindings.get(f"{node.value.value}.{node.attr.value}"):
+            return None  # the field is assigned somewhere: not the default
+        classes = self.script.classes.get(call.func.value, [])
+        if len(classes) != 1 or not classes[0].dataclass or call.func.value in self.script.import_map:
+            return None
+        cls, attr = classes[0], node.attr.value
+        if any(a.keyword is None for a in call.args):
+            return None  # positional fields: the order is not followed here
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == attr:
+                v, _ = self._eval(a.value, cframe, depth + 1)
+                return v, f"{call.func.value}({attr}=...)"
+        bs = cls.bindings.get(attr)
+        if not bs or len(bs) != 1 or bs[0] is MULTI:
+            return None
+        v, _ = self._eval(bs[0], cls, depth + 1)
+        return v, f"default of {call.func.value}.{attr}"
+
     def _attribute(self, node: cst.Attribute, frame: "Frame", depth: int) -> tuple[Any, str]:
+        got = self._dataclass_field(node, frame, depth)
+        if got is not None:
+            return got
         # args.x where args came from argparse: the default of --x
         if isinstance(node.value, cst.Name) and self.script.is_args_name(node.value.value, frame):
             arg = self.script.argparse.get(node.attr.value)
@@ -223,7 +253,25 @@ class Evaluator:
                 return int(v), src
             conv = {"float": float, "str": str, "bool": bool, "len": len, "tuple": tuple, "list": list}[fname]
             return conv(v), src
+        if fname is not None and not node.args:
+            got = self._returned(fname, depth)
+            if got is not None:
+                return got
         raise _Unknown("function call")
+
+    def _returned(self, fname: str, depth: int):
+        """``f()`` for a function this file defines once, without parameters, that returns one
+        expression: that expression's value (``def get_degrees(): return 2, 4``)."""
+        script = self.script
+        frames = script.functions.get(fname, [])
+        if len(frames) != 1 or fname in script.import_map:
+            return None
+        fr = frames[0]
+        if fr.has_params or fr.cls is not None or len(fr.returns) != 1 or fr.returns[0] is None \
+                or fr.returns[0] is MULTI:
+            return None
+        v, _ = self._eval(fr.returns[0], fr, depth + 1)
+        return v, f"return value of {fname}()"
 
 
 class _Unknown(Exception):

@@ -84,8 +84,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
                    "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
     "ds_initialize": ("deepspeed.initialize",),
+    "ds_init_distributed": ("deepspeed.init_distributed", "deepspeed.comm.init_distributed",
+                            "deepspeed.comm.comm.init_distributed"),
+    "fabric": ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+               "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"),
+    "bytes_io": ("io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"),
     "spawn": ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-              "torch.multiprocessing.spawn.spawn"),
+              "torch.multiprocessing.spawn.spawn", "colossalai.testing.spawn", "colossalai.testing.utils.spawn",
+              "torch.multiprocessing.spawn.start_processes"),
     "get_rank": (_T + "get_rank", _T + "distributed_c10d.get_rank"),
     "dcp_save": (_T + "checkpoint.save", _T + "checkpoint.save_state_dict",
                  _T + "checkpoint.state_dict_saver.save", _T + "checkpoint.async_save"),
@@ -176,6 +182,14 @@ class Frame:
     params: set[str] = field(default_factory=set)
     base_guards: tuple[Guard, ...] = ()
     imports: dict[str, set] = field(default_factory=dict, repr=False)
+    #: the expressions of the function's `return` statements (None for a bare `return`)
+    returns: list = field(default_factory=list, repr=False)
+    #: a class decorated with @dataclass (its annotated class attributes are field defaults)
+    dataclass: bool = False
+    #: the function's parameters have defaults / *args: calls may bind them
+    has_params: bool = False
+    #: the FunctionDef / ClassDef node (None for the module)
+    node: Any = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
@@ -263,6 +277,26 @@ class Partition:
 
 
 @dataclass
+class RankList:
+    """A list literal of per-stage values (layer counts, boundaries, layer ids) that the script
+    indexes with a rank: ``layers_per_stage[rank]``, ``bounds[rank]:bounds[rank + 1]``."""
+
+    name: str
+    length: int
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+    frame: Frame | None = field(default=None, repr=False)
+    #: "global" (dist.get_rank(), RANK) or "pipeline" (pp_rank, stage_id ...)
+    rank: str = "global"
+    #: also indexed with rank + 1 (a list of stage boundaries: one more entry than stages)
+    boundaries: bool = False
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+
+@dataclass
 class Mesh:
     span: Span
     shape: tuple[int, ...] | None  # None when not known
@@ -282,6 +316,7 @@ class Script:
         self.callsites: dict[str, list[tuple[Call | None, tuple[Guard, ...], Frame]]] = {}
         self.refs: set[str] = set()  # names passed as values (callbacks)
         self.functions: dict[str, list[Frame]] = {}
+        self.classes: dict[str, list[Frame]] = {}
         self.loops: list[tuple[Loop, tuple[Loop, ...], Frame]] = []
         self.partitions: list[Partition] = []
         self.meshes: list[Mesh] = []
@@ -296,6 +331,10 @@ class Script:
         self._module: Any = None
         self._by_group: dict[str, list[Call]] = {}
         self._evaluator: Any = None
+        self._pending_guards: list = []  # guards to classify again once the whole file is read
+        self._rank_index: list = []  # (name, index expression, frame) of name[<rank>]
+        #: literal per-rank lists (`layers_per_stage = [8, 8, 8]`) indexed by a rank
+        self.rank_lists: list[RankList] = []
 
     # ---------------------------------------------------------------- lookups
     def by(self, *groups: str) -> list[Call]:
@@ -318,6 +357,34 @@ class Script:
     def is_distributed(self) -> bool:
         """The script itself sets up torch.distributed training (not a framework doing it)."""
         return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
+
+    def syntax_index(self) -> "SyntaxIndex":
+        """Identifiers, keyword arguments, string constants and environment writes of the file,
+        from its syntax tree (comments and docstrings are not code). Computed once, on demand."""
+        if getattr(self, "_syntax_index", None) is None:
+            self._syntax_index = SyntaxIndex(self.text)
+        return self._syntax_index
+
+    def env_writes(self) -> set[str]:
+        """Environment variables the script sets: ``os.environ["X"] = ...``, ``os.environ.update(X=...)``,
+        ``os.environ.setdefault("X", ...)``, ``os.putenv("X", ...)``."""
+        return self.syntax_index().env_writes
+
+    def sets_up_distributed(self) -> bool:
+        """The script starts distributed training through a call it makes itself: torch.distributed,
+        ``deepspeed.init_distributed()``, ``Accelerator()``, ``lightning.Fabric(...)`` or
+        ``init_device_mesh``, and no trainer (HF Trainer, Lightning Trainer) runs the loop for it.
+        Such a script writes and reads its own checkpoints, so the CKP rules apply."""
+        if self.has("hf_trainer", "training_args", "pl_trainer"):
+            return False
+        if self.runs_setup("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
+            return True
+        return self.has("init_process_group", "ddp", "fsdp", "fully_shard") and not self.framework_managed()
+
+    def runs_setup(self, *groups: str) -> bool:
+        """One of these calls runs when the file is started (not only inside a library function
+        nobody here calls)."""
+        return any(self.paths(c.frame) is not None for c in self.by(*groups))
 
     def framework_managed(self) -> bool:
         """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves.
@@ -568,6 +635,22 @@ class Script:
             b = self.binding(node.value, frame)
             if b is not None:
                 return self.classify_test(b[0], b[1], depth + 1)
+            return self._classify_all(frame.bindings.get(node.value) if node.value in frame.bindings else None,
+                                      frame, depth)
+        if isinstance(node, cst.Attribute):
+            # `args.save_logs = args.logs and is_master(args)` then `if args.save_logs:` elsewhere
+            bs = self.attr_bindings.get(_dotted(node) or "")
+            if bs:
+                return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
+        return False, None
+
+    def _classify_all(self, exprs, frame, depth, frames=None) -> tuple[bool, bool | None]:
+        """A name bound several times: a rank-0 guard when every binding says rank 0 only."""
+        if not exprs or len(exprs) > 4 or any(e is MULTI for e in exprs):
+            return False, None
+        got = [self.classify_test(e, (frames[i] if frames else frame), depth + 1) for i, e in enumerate(exprs)]
+        if all(r and z is True for r, z in got):
+            return True, True
         return False, None
 
     # ---------------------------------------------------------------- reachability
@@ -618,6 +701,73 @@ class Script:
         return [p + call.frame.base_guards + call.guards for p in ps]
 
 
+class SyntaxIndex:
+    """What a file's code (not its comments) names: identifiers (names and attributes), keyword
+    argument names with their constant values, imported modules, base classes, string constants
+    and the environment variables it writes. Built with the stdlib ``ast`` (cheap next to LibCST)."""
+
+    def __init__(self, text: str) -> None:
+        import ast
+
+        self.names: set[str] = set()
+        self.keywords: dict[str, list] = {}
+        self.modules: set[str] = set()
+        self.bases: set[str] = set()
+        self.strings: set[str] = set()
+        self.env_writes: set[str] = set()
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        for node in ast.walk(tree):
+            t = type(node)
+            if t is ast.Name:
+                self.names.add(node.id)
+            elif t is ast.Attribute:
+                self.names.add(node.attr)
+            elif t is ast.keyword and node.arg:
+                v = node.value.value if isinstance(node.value, ast.Constant) else ...
+                self.keywords.setdefault(node.arg, []).append(v)
+            elif t is ast.Import:
+                self.modules.update(a.name for a in node.names)
+            elif t is ast.ImportFrom and node.module:
+                self.modules.add(node.module)
+                self.names.update(a.name for a in node.names)
+            elif t is ast.ClassDef:
+                for b in node.bases:
+                    self.bases.add(b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", ""))
+            elif t is ast.Constant and isinstance(node.value, str) and len(node.value) < 200:
+                self.strings.add(node.value)
+            elif t is ast.Assign or t is ast.AugAssign:
+                for tgt in (node.targets if t is ast.Assign else [node.target]):
+                    if isinstance(tgt, ast.Subscript) and _is_environ(tgt.value):
+                        k = tgt.slice
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                            self.env_writes.add(k.value)
+            elif t is ast.Call and isinstance(node.func, ast.Attribute):
+                f = node.func
+                if f.attr in ("update", "setdefault") and _is_environ(f.value) or (
+                        f.attr == "putenv" and isinstance(f.value, ast.Name) and f.value.id == "os"):
+                    self.env_writes.update(k.arg for k in node.keywords if k.arg)
+                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        self.env_writes.add(node.args[0].value)
+                    if node.args and isinstance(node.args[0], ast.Dict):
+                        self.env_writes.update(k.value for k in node.args[0].keys
+                                               if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+    def keyword_is(self, name: str, value) -> bool:
+        return any(v is value or (v is not ... and v == value and type(v) is type(value))
+                   for v in self.keywords.get(name, ()))
+
+
+def _is_environ(node) -> bool:
+    import ast
+
+    return (isinstance(node, ast.Attribute) and node.attr == "environ"
+            and isinstance(node.value, ast.Name) and node.value.id == "os") or (
+            isinstance(node, ast.Name) and node.id == "environ")
+
+
 def _positions(module) -> Any:
     """Node -> CodeRange, as LibCST's PositionProvider computes them. Run directly, the provider
     costs one code generation; through a MetadataWrapper it also costs an empty batched visit of
@@ -635,8 +785,7 @@ def _positions(module) -> Any:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-#: a name bound in a way that cannot be followed (loop target, augmented assignment, import...)
-MULTI: Any = object()
+from parallint.readers.pyshared import MULTI  # noqa: E402,F401 - one sentinel for both modules
 
 
 def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
@@ -1057,6 +1206,7 @@ def _collector_class():
             self._bind(node.name.value, MULTI)
             cls = self.frame.name if self.frame.kind == "class" else None
             frame = Frame("function", node.name.value, self.frame, cls=cls)
+            frame.node = node
             p = node.params
             for group in (p.params, p.kwonly_params, p.posonly_params):
                 for prm in group:
@@ -1066,6 +1216,7 @@ def _collector_class():
             for prm in (p.star_arg, p.star_kwarg):
                 if isinstance(prm, cst.Param):
                     frame.params.add(prm.name.value)
+            frame.has_params = bool(frame.params)
             base = []
             for d in node.decorators:
                 if _RANK0_DECORATOR.search(_dotted(d.decorator) or self.s.code(d.decorator)):
@@ -1082,8 +1233,17 @@ def _collector_class():
                 self.walk(a)
             self._bind(node.name.value, MULTI)
             frame = Frame("class", node.name.value, self.frame)
+            frame.node = node
+            frame.dataclass = any(
+                (_tail(d.decorator) or "") == "dataclass" for d in node.decorators)
+            self.s.classes.setdefault(node.name.value, []).append(frame)
             self._with_frame(frame, node.body)
             return False
+
+        def visit_Return(self, node) -> None:
+            if self.frame.kind == "function":
+                # a return under a condition or in a loop: the function's value is not one expression
+                self.frame.returns.append(node.value if not self.guards and not self.loops else MULTI)
 
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return True
@@ -1111,6 +1271,7 @@ def _collector_class():
             self.guards.append(g_true)
             self.walk(node.body)
             self.guards.pop()
+            pending = [g_true, g_false]
             if node.orelse is not None:
                 self.guards.append(g_false)
                 if isinstance(node.orelse, cst.Else):
@@ -1118,10 +1279,14 @@ def _collector_class():
                 else:
                     self.walk(node.orelse)
                 self.guards.pop()
-            elif rank and _exits(node.body):
+            elif _exits(node.body) and (rank or not is_main):
                 # `if rank != 0: return` -> the rest of the block runs on the other ranks only
-                self.guards.append(Guard(self.s, t, rank, g_false.zero, id(node), False, early=True))
+                early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True)
+                pending.append(early)
+                self.guards.append(early)
                 self.block_early[-1] += 1
+            if not rank:  # may read a flag bound later in the file (`args.save_logs = is_master(args)`)
+                self.s._pending_guards.append((pending, t, self.frame))
             return False
 
         def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -1227,6 +1392,11 @@ def _collector_class():
                 idx = node.slice[0].slice.value
                 if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
                     self.s.rank_subscripts.append((node.value.value, node))
+                    self.s._rank_index.append((node.value.value, idx, self.frame))
+                else:
+                    base = idx.left if isinstance(idx, cst.BinaryOperation) else idx
+                    if isinstance(base, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(base) or ""):
+                        self.s._rank_index.append((node.value.value, idx, self.frame))
 
         def visit_FormattedString(self, node: cst.FormattedString) -> None:
             parts = node.parts
@@ -1406,7 +1576,18 @@ _COLLECTOR = None
 
 # ---------------------------------------------------------------------------------------------
 def _post(script: Script) -> None:
-    """Things that need the whole file: layer counts and selectors of partitions, meshes."""
+    """Things that need the whole file: guards on flags bound further down, layer counts and
+    selectors of partitions, meshes."""
+    for guards, test, frame in script._pending_guards:
+        try:
+            rank, zero = script.classify_test(test, frame)
+        except RecursionError:  # pragma: no cover
+            continue
+        if rank:
+            for g in guards:
+                g.rank = True
+                g.zero = zero if g.branch else (None if zero is None else not zero)
+    script._pending_guards = []
     for p in script.partitions:
         key = p.base.rsplit(".", 1)[-1]
         ns = script.layer_lists.get(key, [])
@@ -1427,6 +1608,7 @@ def _post(script: Script) -> None:
             if any(b is node for b in bs) and name in rank_subs:
                 p.selector = "rank"
                 p.selector_span = script.span_of(rank_subs[name])
+    _rank_lists(script)
     for c in script.by("init_device_mesh"):
         shape_node = c.arg_node("mesh_shape", 1)
         names_node = c.arg_node("mesh_dim_names", 2)
@@ -1451,6 +1633,61 @@ def _post(script: Script) -> None:
             if v.known:
                 shape = _nested_shape(v.value)
         script.meshes.append(Mesh(c.span, shape, None, c))
+
+
+_PARTITION_NAME = re.compile(r"layer|stage|split|partition|part(?:s)?$|boundar|bound|chunk|block|shard", re.I)
+_PP_RANK_NAME = re.compile(r"^(?:pp|pipe|pipeline|stage)_?(?:rank|id|idx|index)$|^stage$", re.I)
+
+
+def _rank_of_index(script: Script, idx, frame) -> tuple[str | None, bool]:
+    """("global" | "pipeline" | None, plus_one) for the index of ``x[idx]``."""
+    import libcst as cst
+
+    plus = False
+    if isinstance(idx, cst.BinaryOperation) and isinstance(idx.operator, cst.Add):
+        a, b = idx.left, idx.right
+        if isinstance(a, cst.Integer):
+            a, b = b, a
+        if not (isinstance(b, cst.Integer) and b.value == "1"):
+            return None, False
+        idx, plus = a, True
+    if isinstance(idx, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(idx) or ""):
+        return "pipeline", plus
+    if script.rank_kind(idx, frame) == "global":
+        return "global", plus
+    return None, plus
+
+
+def _rank_lists(script: Script) -> None:
+    import libcst as cst
+
+    seen: dict[int, RankList] = {}
+    unclear: set[int] = set()
+    for name, idx, frame in script._rank_index:
+        if not _PARTITION_NAME.search(name):
+            continue
+        b = script.binding(name, frame)
+        if b is None or not isinstance(b[0], (cst.List, cst.Tuple)):
+            continue
+        node = b[0]
+        if len(node.elements) < 2 or any(isinstance(e, cst.StarredElement) for e in node.elements):
+            continue
+        if any(id(p.node) == id(node) for p in script.partitions):
+            continue  # a partition of module slices: PIP001/PIP002 read it already
+        kind, plus = _rank_of_index(script, idx, frame)
+        if kind is None or id(node) in unclear:
+            continue
+        rl = seen.get(id(node))
+        if rl is None:
+            rl = RankList(name, len(node.elements), node, script, b[1], kind, plus)
+            seen[id(node)] = rl
+            script.rank_lists.append(rl)
+        elif rl.rank != kind:  # indexed by different ranks: unclear
+            script.rank_lists.remove(rl)
+            unclear.add(id(node))
+        else:
+            rl.boundaries = rl.boundaries or plus
+    script._rank_index = []
 
 
 def _all_bindings(script: Script):
@@ -1480,7 +1717,10 @@ def _nested_shape(v) -> tuple[int, ...] | None:
 def _fact(f: FileFacts, key: str, v: Value, source: str, conv=None) -> None:
     if v.known and conv is not None:
         v = v.map(conv)
-    f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})"))
+    from parallint.facts import Origin  # the call the value is an argument of: rules match on it
+
+    f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})",
+                           Origin(v.origin.how, source.split("(", 1)[0])))
 
 
 def _int(x):
@@ -1582,11 +1822,10 @@ def script_of(f: FileFacts) -> Script | None:
 
 
 def launch_world_size(job) -> tuple[int | None, Value | None]:
-    """The world size the job's launcher starts (see parallint.launch.launch_world_size)."""
-    from parallint.launch import launch_world_size as _lws
+    """The world size the job's launcher starts (alias of parallint.model.world.job_launch_world_size)."""
+    from parallint.model.world import job_launch_world_size
 
-    v = _lws(getattr(job, "launch", None))
-    return (known_int(v), v) if v is not None else (None, None)
+    return job_launch_world_size(job)
 
 
 def job_scripts(job) -> list[tuple[FileFacts, Script]]:

@@ -32,6 +32,18 @@ MAX_STEPS = 200_000
 MAX_PIECES = 20_000
 MAX_CALLS = 500
 MAX_VALUE_CHARS = 1_000_000
+MAX_LAUNCHES = 256  # launches recorded per file (a function called in a loop of calls)
+MAX_REPAIRS = 64  # re-parses while replacing placeholders that tree-sitter cannot parse
+
+#: a placeholder a template asks the user to fill in: ``<PATH_OF_VOCAB_FILE>``, ``<Specify path>``
+PLACEHOLDER_SPAN = re.compile(rb"<[A-Za-z_][^<>\n]*>")
+#: ``NAME=<placeholder> (e.g., /357m)``: the rest of the line is the placeholder's
+ASSIGN_PLACEHOLDER = re.compile(rb"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(<[A-Za-z_][^<>\n]*>[^\n]*)$")
+#: text that starts a launch: an unparsed statement holding one is reported, not skipped silently
+LAUNCH_TEXT = re.compile(rb"(?:^|[\s;&|(`\"'=/])(?:torchrun|deepspeed|torch\.distributed\.(?:run|launch)|"
+                         rb"accelerate(?:-launch|\s+launch)|srun|mpirun|mpiexec|python[\d.]*)(?=[\s\"';]|$)", re.M)
+ASSIGNED_NAME = re.compile(rb"(?:^|[\s;&|(])(?:export[ \t]+|local[ \t]+|readonly[ \t]+|declare[ \t]+(?:-\w+[ \t]+)*)?"
+                           rb"([A-Za-z_][A-Za-z0-9_]*)\+?=", re.M)
 
 PLACEHOLDER_RE = re.compile(
     r"<[^<>\s]+>|\byour[_-]\w+|^(?:x{2,}|X{2,}|\?\?+|TODO|TBD|CHANGEME|CHANGE_ME|REPLACE_ME)$|\{\{.*?\}\}",
@@ -39,6 +51,8 @@ PLACEHOLDER_RE = re.compile(
 )
 
 _PARSER = None
+#: the scripts being evaluated because another one runs them (cycle guard, depth limit)
+_RUNNING: list[Path] = []
 
 #: variables a scheduler, launcher or operator sets at run time: a `${X:-default}` is not their value
 RUNTIME_PREFIXES = ("SLURM_", "PET_", "OMPI_", "PMI_", "PMIX_", "MV2_", "KUBERNETES_", "SM_", "AZ_BATCH",
@@ -72,18 +86,31 @@ class Src:
         self.line_offset = line_offset
         self.col_offset = col_offset
         self.abspath = abspath
-        self.line_starts = [0]
-        for i, b in enumerate(data):
-            if b == 10:
-                self.line_starts.append(i + 1)
+        self.line_starts = [0] + [m.end() for m in re.finditer(b"\n", data)]
+        #: byte offsets of UTF-8 continuation bytes: a column is bytes minus those (linear setup,
+        #: O(log n) per position even on one very long line)
+        self._cont: list[int] | None = None
+        #: byte ranges that held a placeholder (``<PATH>``) replaced before parsing: unknown
+        self.placeholders: list[tuple[int, int, str]] = []
 
     def pos(self, byte: int) -> tuple[int, int]:
         import bisect
 
         li = bisect.bisect_right(self.line_starts, byte) - 1
         start = self.line_starts[li]
-        col = len(self.data[start:byte].decode("utf-8", "replace"))
+        if self._cont is None:
+            self._cont = [m.start() for m in re.finditer(rb"[\x80-\xbf]", self.data)] if not self.data.isascii() else []
+        col = byte - start
+        if self._cont:
+            col -= bisect.bisect_left(self._cont, byte) - bisect.bisect_left(self._cont, start)
         return li + 1 + self.line_offset, col + 1 + self.col_offset
+
+    def placeholder_at(self, a: int, b: int) -> str | None:
+        """The placeholder text replaced in ``[a, b)``, if any."""
+        for pa, pb, text in self.placeholders:
+            if pa < b and a < pb:
+                return text
+        return None
 
     #: every position maps to this span (text that `eval` re-parses)
     fixed: Span | None = None
@@ -199,10 +226,13 @@ class Evaluator:
         self.seen_command = False
         self.in_function = 0
         self.calls = 0
+        self.call_stack: list[str] = []
+        #: statements holding a launch that tree-sitter could not parse
+        self.unparsed: list[Span] = []
 
     # ---- entry points
     def run_file(self, src: Src) -> None:
-        tree = _parser().parse(src.data)
+        src.data, tree, src.placeholders = parse_repaired(src.data)
         self._sbatch(tree.root_node, src)
         self._stmts(tree.root_node.children, src)
         for name, (node, fsrc) in list(self.functions.items()):
@@ -319,7 +349,8 @@ class Evaluator:
                                         "while_statement", "case_statement", "function_definition",
                                         "do_group", "subshell", "list", "redirected_statement",
                                         "else_clause", "elif_clause", "case_item"):
-            return  # a statement tree-sitter could not parse: skip it, never guess
+            self._unparsed(node, src)  # a statement tree-sitter could not parse: never guess
+            return
         if t in ("program", "compound_statement", "do_group"):
             self._stmts(node.children, src)
         elif t == "variable_assignment":
@@ -379,6 +410,23 @@ class Evaluator:
             for c in node.named_children:
                 self._stmt(c, src)
         # test_command, arithmetic (( )), etc.: nothing to learn
+
+    def _unparsed(self, node, src: Src) -> None:
+        """A statement tree-sitter could not parse: the variables it may assign become unknown, a
+        ``source`` in it may set anything, and a launch in it is noted (reported by the reader)."""
+        text = node.text
+        line = src.pos(node.start_byte)[0]
+        why = f"assigned in shell that parallint cannot parse (line {line})"
+        for m in ASSIGNED_NAME.finditer(text):
+            name = m.group(1).decode("utf-8", "replace")
+            old = self.vars.get(name)
+            self.vars[name] = Var("scalar", [], exported=bool(old and old.exported) or b"export" in text,
+                                  span=src.span(node.start_byte, node.end_byte), unknown_why=why)
+        if re.search(rb"(?:^|[\s;&|])(?:source|\.)\s", text):
+            self.data.sources_unresolved = True
+            self.opaque_source = why
+        if self.record and src.fixed is None and LAUNCH_TEXT.search(text):
+            self.unparsed.append(src.span(node.start_byte, node.end_byte))
 
     def _snapshot(self) -> dict[str, Var]:
         return dict(self.vars)
@@ -479,6 +527,18 @@ class Evaluator:
             name = var.text.decode("utf-8", "replace")
             self.vars[name] = Var("scalar", [], span=src.span(var.start_byte, var.end_byte),
                                   unknown_why=f"loop variable {name}")
+        header_vars: set[str] = set()
+        if node.type == "c_style_for_statement":  # `for (( i=1; i<N; i++ ))`: i changes each pass
+            for fld in ("initializer", "update"):
+                stack = [c for c in node.children_by_field_name(fld)]
+                while stack:
+                    n = stack.pop()
+                    if n.type == "variable_name":
+                        header_vars.add(n.text.decode("utf-8", "replace"))
+                    stack.extend(n.children)
+            for name in header_vars:
+                self.vars[name] = Var("scalar", [], span=src.span(node.start_byte, node.end_byte),
+                                      unknown_why=f"loop variable {name}")
         body = node.child_by_field_name("body")
         for c in node.children:
             if c is body:
@@ -492,6 +552,8 @@ class Evaluator:
         # the loop variable itself stays unknown after the loop
         if var is not None:
             name = var.text.decode("utf-8", "replace")
+            self.vars[name] = Var("scalar", [], unknown_why=f"loop variable {name}")
+        for name in header_vars:
             self.vars[name] = Var("scalar", [], unknown_why=f"loop variable {name}")
 
     # ---- assignments
@@ -627,8 +689,8 @@ class Evaluator:
         if cmd in (":", "true") :
             return  # `: ${X:=8}` assignments happened during expansion
         if cmd == "eval":
-            if len(words) > 1 and all(w.known for w in words[1:]) and self.call_depth < MAX_CALL_DEPTH:
-                text = " ".join(w.text for w in words[1:])
+            if len(words) > 1 and self.call_depth < MAX_CALL_DEPTH:
+                text = " ".join(self._eval_text(w) for w in words[1:])
                 sub = Src(src.path, text.encode("utf-8", "replace"), abspath=src.abspath)
                 sub.fixed = src.span(node.start_byte, node.start_byte + 4)
                 self.call_depth += 1
@@ -666,8 +728,8 @@ class Evaluator:
                 return
         if cmd in self.functions:
             self.calls += 1
-            if self.call_depth >= MAX_CALL_DEPTH or self.calls > MAX_CALLS:
-                return
+            if self.call_depth >= MAX_CALL_DEPTH or self.calls > MAX_CALLS or cmd in self.call_stack:
+                return  # recursion is not followed: a recursive function's launches are read once
             fnode, fsrc = self.functions[cmd]
             self.called.add(cmd)
             self._call(cmd, fnode, fsrc)
@@ -690,16 +752,72 @@ class Evaluator:
             la = cmdline.parse_command(words, ctx, span)
         except (ValueError, TypeError, IndexError, KeyError):
             la = None
-        if la is not None:
+        if la is not None and len(self.launches) < MAX_LAUNCHES:
             self.launches.append(la)
+        elif not self.scheduler:
+            self._run_script(words, env, src)
+
+    def _run_script(self, words: list[Word], env: dict[str, Value], src: Src) -> None:
+        """``NGPU=2 ./run_train.sh`` / ``bash run.sh``: the launches of a script this one runs, evaluated
+        with the variables this command hands it (exported ones and the command's own prefix)."""
+        i = 0
+        if words[0].known and words[0].text.rsplit("/", 1)[-1] in ("bash", "sh"):
+            i = 1
+            if i < len(words) and words[i].known and words[i].text.startswith("-"):
+                return  # `bash -c`, `bash -x script`: handled elsewhere or not worth guessing
+        if i >= len(words) or not words[i].known:
+            return
+        name = words[i].text
+        if not (name.endswith((".sh", ".bash")) or (i == 0 and name.startswith("./"))):
+            return
+        target = self._resolve(words[i], src)
+        if target is None or target in _RUNNING or len(_RUNNING) >= MAX_SOURCE_DEPTH:
+            return
+        if self.abspath is not None and target == _resolved(self.abspath):
+            return
+        try:
+            data = target.read_bytes()[:MAX_BYTES]
+        except OSError:
+            return
+        if b"\x00" in data[:8192]:
+            return
+        _RUNNING.append(target)
+        try:
+            ev = evaluate(data, _display_path(self.path, self.abspath, target), target, env=env)
+        finally:
+            _RUNNING.pop()
+        self.launches.extend(ev.launches)
+
+    def _eval_text(self, w: Word) -> str:
+        """A word given to ``eval`` as shell text; each unknown part becomes a reference to a
+        variable that is unknown for the same reason (unquoted: it may be any number of words)."""
+        if w.known:
+            return w.text
+        out = []
+        for k, seg in enumerate(w.segs):
+            part = w.text[seg.start:seg.end]
+            if UNKNOWN not in part:
+                out.append(part)
+                continue
+            name = f"__parallint_unknown_{len(self.vars)}_{k}"
+            self.vars[name] = Var("scalar", [], unknown_why=seg.why or "unknown")
+            out.append("${" + name + "}")
+        text = "".join(out)
+        if UNKNOWN in text:  # segments that do not cover the word: give up on it
+            name = f"__parallint_unknown_{len(self.vars)}"
+            self.vars[name] = Var("scalar", [], unknown_why=w.why())
+            return "${" + name + "}"
+        return text
 
     def _call(self, name: str, body, src: Src) -> None:
         self.call_depth += 1
         self.in_function += 1
+        self.call_stack.append(name)
         saved_pos = {k: self.vars.get(k) for k in ("@", "*", "#")}
         try:
             self._stmt(body, src)
         finally:
+            self.call_stack.pop()
             self.call_depth -= 1
             self.in_function -= 1
             for k, v in saved_pos.items():
@@ -732,7 +850,7 @@ class Evaluator:
         rec = self.record
         self.record = False
         try:
-            tree = _parser().parse(data)
+            sub.data, tree, sub.placeholders = parse_repaired(data)
             self._stmts(tree.root_node.children, sub)
         finally:
             self.record = rec
@@ -751,7 +869,7 @@ class Evaluator:
     def _resolve(self, w: Word, src: Src) -> Path | None:
         if not w.known or not w.text:
             return None
-        p = Path(w.text).expanduser()
+        p = Path(os.path.expanduser(w.text))  # never raises on an unknown `~user`
         bases = []
         if src.abspath is not None:
             bases.append(src.abspath.parent)
@@ -1147,6 +1265,73 @@ class Evaluator:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _first_error(node):
+    """The first ERROR or MISSING node under ``node`` in document order (iterative)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            return n
+        kids = [c for c in n.children if c.has_error or c.is_missing]
+        if not kids and n.has_error:
+            return n
+        stack.extend(reversed(kids))
+    return None
+
+
+def parse_repaired(data: bytes):
+    """Parse shell text; where tree-sitter cannot, replace what a template leaves for the user to
+    fill in and parse again. Every replacement keeps the byte length, so positions stay exact.
+
+    - ``NAME=<placeholder> (e.g., /357m)`` and ``--opt=<placeholder>`` (Megatron's example scripts):
+      the placeholder is filled with ``X`` and recorded; its value is unknown when evaluated;
+    - a line-continuation backslash at the very end of the file (bash ignores it).
+
+    Returns (text as parsed, tree, placeholders as ``(start, end, original text)``).
+    """
+    tree = _parser().parse(data)
+    if not tree.root_node.has_error:
+        return data, tree, []
+    buf = bytearray(data)
+    placeholders: list[tuple[int, int, str]] = []
+    tail = data.rstrip()
+    if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
+        buf[len(tail) - 1] = 32
+        tree = _parser().parse(bytes(buf))
+    line_starts = None
+    for _ in range(MAX_REPAIRS):
+        if not tree.root_node.has_error:
+            break
+        err = _first_error(tree.root_node)
+        if err is None:
+            break
+        if line_starts is None:
+            line_starts = [0] + [m.end() for m in re.finditer(b"\n", data)] + [len(data) + 1]
+        changed = False
+        first_row = err.start_point[0]
+        for row in range(first_row, min(err.end_point[0], first_row + 50) + 1):
+            if row + 1 >= len(line_starts):
+                break
+            a, b = line_starts[row], line_starts[row + 1] - 1
+            line = bytes(buf[a:b])
+            if b"<" not in line:
+                continue
+            m = ASSIGN_PLACEHOLDER.match(line)
+            spans = [(m.start(1), len(line.rstrip()))] if m else \
+                [(pm.start(), pm.end()) for pm in PLACEHOLDER_SPAN.finditer(line)]
+            for pa, pb in spans:
+                if pb > pa:
+                    placeholders.append((a + pa, a + pb, line[pa:pb].decode("utf-8", "replace").strip()))
+                    buf[a + pa:a + pb] = b"X" * (pb - pa)
+                    changed = True
+            if changed:
+                break
+        if not changed:
+            break
+        tree = _parser().parse(bytes(buf))
+    return bytes(buf), tree, placeholders
+
+
 def _tokens_with_pos(text: str):
     """shlex-like tokens of a directive line with their character offsets."""
     lex = shlex.shlex(text, posix=True, punctuation_chars=False)
@@ -1164,14 +1349,38 @@ def _tokens_with_pos(text: str):
         yield tok, start, end
 
 
+def _with_placeholders(src: Src, a: int, b: int, make) -> list[Piece]:
+    """Pieces of the source bytes ``[a, b)`` (``make(a, b)`` gives those of a plain part), where
+    the parts that held a replaced placeholder are unknown."""
+    out: list[Piece] = []
+    pos = a
+    for pa, pb, text in sorted(src.placeholders):
+        if pb <= pos or pa >= b:
+            continue
+        if pa > pos:
+            out.extend(make(pos, pa))
+        out.append(unknown_piece(f"placeholder {text!r}", src, max(pa, pos)))
+        pos = min(pb, b)
+    if pos < b:
+        out.extend(make(pos, b))
+    return out
+
+
 def _literal(node, src: Src, unquoted: bool) -> list[Piece]:
-    raw = node.text.decode("utf-8", "replace")
+    if src.placeholders and src.placeholder_at(node.start_byte, node.end_byte) is not None:
+        return _with_placeholders(src, node.start_byte, node.end_byte,
+                                  lambda a, b: _literal_bytes(src, a, b))
+    return _literal_bytes(src, node.start_byte, node.end_byte)
+
+
+def _literal_bytes(src: Src, a: int, b: int) -> list[Piece]:
+    raw = src.data[a:b].decode("utf-8", "replace")
     if "\\" not in raw:
-        return [Piece(raw, src, node.start_byte)]
+        return [Piece(raw, src, a)]
     out: list[Piece] = []
     buf_start = 0
     i = 0
-    base = node.start_byte
+    base = a
     while i < len(raw):
         if raw[i] == "\\" and i + 1 < len(raw):
             if i > buf_start:
@@ -1189,6 +1398,12 @@ def _literal(node, src: Src, unquoted: bool) -> list[Piece]:
 
 
 def _dq_literal(src: Src, a: int, b: int) -> list[Piece]:
+    if src.placeholders and src.placeholder_at(a, b) is not None:
+        return _with_placeholders(src, a, b, lambda x, y: _dq_literal_bytes(src, x, y))
+    return _dq_literal_bytes(src, a, b)
+
+
+def _dq_literal_bytes(src: Src, a: int, b: int) -> list[Piece]:
     raw = src.data[a:b].decode("utf-8", "replace")
     if "\\" not in raw:
         return [Piece(raw, src, a)]
@@ -1372,7 +1587,7 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     bases = [abspath.parent] + ([root] if root is not None else [])
     target = None
     for b in bases:
-        c = Path(str(hf.value)).expanduser()
+        c = Path(os.path.expanduser(str(hf.value)))
         c = c if c.is_absolute() else b / c
         try:
             if c.is_file() and c.stat().st_size < 1_000_000:
@@ -1412,6 +1627,11 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     except Exception as exc:  # noqa: BLE001 - a reader never raises
         ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
         return ff
+    for sp in ev.unparsed:
+        ff.diagnostics.append(Diagnostic(
+            "SYN001", "parse-error", Severity.INFO,
+            f"parallint cannot parse the shell at lines {sp.line}-{sp.end_line} (tree-sitter-bash); the "
+            f"launch command there is not checked", Span(sp.path, sp.line, sp.column)))
     for la in ev.launches:
         if la.launcher in ("deepspeed", "colossalai"):
             _hostfile_facts(la, abspath)

@@ -1,7 +1,11 @@
-"""Which framework a structured file (``.json``, ``.yaml``/``.yml``, ``.toml``) belongs to.
+r"""Which framework a structured file (``.json``, ``.yaml``/``.yml``, ``.toml``) belongs to.
 
 Cheap text checks on the keys the formats are known by; no parser runs unless the text needs it.
 Returns one of the config kinds, or None when the file is not ours (it is then not read at all).
+
+The text is untrusted, so every regex here runs in linear time: line-anchored patterns match
+spaces and tabs (``[ \t]``), never ``\s`` (which also matches newlines and made a run of blank
+lines backtrack for minutes), and no two adjacent quantifiers can share characters.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import re
 
 STRUCTURED_KINDS = (
     "deepspeed", "nemo", "megatron_yaml", "torchtitan", "accelerate", "neox", "foundry",
-    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec",
+    "nanotron", "hf_model", "hftrainargs", "kube", "jobspec", "torchtune", "skypilot", "lightning_cli",
 )
 
 MAX_SNIFF = 2_000_000  # bytes of text looked at
@@ -18,19 +22,24 @@ MAX_SNIFF = 2_000_000  # bytes of text looked at
 
 def _top_keys(text: str) -> set[str]:
     """Top-level keys of a YAML mapping (column 0 ``key:``)."""
-    return set(re.findall(r"^([A-Za-z_][\w.\-]*)\s*:", text, re.M))
+    return set(_TOP_KEY.findall(text))
 
 
 def _has(text: str, *words: str) -> bool:
     return any(w in text for w in words)
 
 
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w.\-]*)[ \t]*:", re.M)
+_JSON_KEY = re.compile(r'"([A-Za-z_][\w.\-]*)"[ \t\r\n]*:')
+_YAML_KEY = re.compile(r"^[ \t]*(?:-[ \t]*)?[\"']?([A-Za-z_][\w.\-]*)[\"']?[ \t]*:", re.M)
+
+
 def _json_keys(text: str) -> set[str]:
-    return set(re.findall(r'"([A-Za-z_][\w.\-]*)"\s*:', text))
+    return set(_JSON_KEY.findall(text))
 
 
 def _yaml_keys(text: str) -> set[str]:
-    return set(re.findall(r"^\s*-?\s*[\"']?([A-Za-z_][\w.\-]*)[\"']?\s*:", text, re.M))
+    return set(_YAML_KEY.findall(text))
 
 
 _DS_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization",
@@ -48,7 +57,7 @@ _FOUNDRY_KEYS = {"global_train_batch_size", "device_train_microbatch_size", "dev
                  "max_seq_len"}
 _ACC_KEYS = {"compute_environment", "distributed_type", "num_processes", "num_machines",
              "mixed_precision", "machine_rank", "main_training_function", "use_cpu"}
-_MEG_MARK = re.compile(r"^\s*--[a-z][a-z0-9-]*\s*:", re.M)
+_MEG_MARK = re.compile(r"^[ \t]*--[a-z][a-z0-9-]*[ \t]*:", re.M)
 
 
 def sniff_structured(path: str, text: str) -> str | None:
@@ -67,13 +76,13 @@ def sniff_structured(path: str, text: str) -> str | None:
 
 
 def _sniff_toml(text: str) -> str | None:
-    if re.search(r"^\s*\[(parallelism|experimental)\]", text, re.M) and re.search(r"^\s*\[(training|job|model)\]", text, re.M):
+    if re.search(r"^[ \t]*\[(parallelism|experimental)\]", text, re.M) and re.search(r"^[ \t]*\[(training|job|model)\]", text, re.M):
         return "torchtitan"
-    if re.search(r"^\s*\[training\]", text, re.M) and re.search(
-        r"^\s*(data_parallel_(shard_|replicate_)?degree|tensor_parallel_degree|pipeline_parallel_degree)\s*=", text, re.M
+    if re.search(r"^[ \t]*\[training\]", text, re.M) and re.search(
+        r"^[ \t]*(data_parallel_(shard_|replicate_)?degree|tensor_parallel_degree|pipeline_parallel_degree)[ \t]*=", text, re.M
     ):
         return "torchtitan"
-    if re.search(r"^\s*\[job\]", text, re.M) and re.search(r"^\s*\[model\]", text, re.M) and "flavor" in text:
+    if re.search(r"^[ \t]*\[job\]", text, re.M) and re.search(r"^[ \t]*\[model\]", text, re.M) and "flavor" in text:
         return "torchtitan"
     return None
 
@@ -105,16 +114,24 @@ def _json_top_keys(text: str) -> set[str]:
 
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return set()
     return set(data) if isinstance(data, dict) else set()
 
 
 def _sniff_yaml(text: str) -> str | None:
     top = _top_keys(text)
-    if re.search(r"^apiVersion\s*:", text, re.M) and re.search(r"^kind\s*:", text, re.M):
+    if re.search(r"^apiVersion[ \t]*:", text, re.M) and re.search(r"^kind[ \t]*:", text, re.M):
         return "kube"
-    if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^\s+(trainer|model)\.[\w.]+\s*:", text, re.M)):
+    if "run" in top and top & {"resources", "num_nodes"} and re.search(r"^run[ \t]*:[ \t]*[|>\w'\"$]", text, re.M):
+        return "skypilot"  # a SkyPilot task: `run:` is a shell script, not a mapping
+    if re.search(r"^[ \t]*_component_[ \t]*:[ \t]*torchtune\.", text, re.M):
+        return "torchtune"
+    if "trainer" in top and re.search(r"^[ \t]+class_path[ \t]*:", text, re.M) and not re.search(
+            r"tensor_model_parallel_size|exp_manager|nemo\.", text) and (
+            re.search(r"^[ \t]+(devices|num_nodes|strategy|accelerator)[ \t]*:", text, re.M)):
+        return "lightning_cli"  # a LightningCLI config: trainer/model/data with class_path entries
+    if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^[ \t]+(trainer|model)\.[\w.]+[ \t]*:", text, re.M)):
         return "megatron_yaml"
     if top & {"compute_environment", "distributed_type"} and (
         len(top & _ACC_KEYS) >= 2 or top & {"fsdp_config", "deepspeed_config", "parallelism_config"}
@@ -126,7 +143,7 @@ def _sniff_yaml(text: str) -> str | None:
             top <= {"model", "parallel", "training", "hardware", "name", "estimator"} or (
             top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"})):
         return "jobspec"
-    if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^\s+(dp|tp|pp)\s*:", text, re.M):
+    if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^[ \t]+(dp|tp|pp)[ \t]*:", text, re.M):
         return "nanotron"
     keys = _yaml_keys(text)
     if keys & {"pipe_parallel_size", "pipe-parallel-size"} or (

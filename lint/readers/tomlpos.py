@@ -37,12 +37,19 @@ def _split_key(k: str) -> list[str]:
 
 
 def _parse(text: str) -> dict:
+    from parallint.guards import config_guard
+
+    reason = config_guard("toml", text)  # tomllib recurses per level and keeps every key prefix
+    if reason:
+        raise TomlPosError(reason, 1, 1)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise TomlPosError("too complex (nested too deeply)", 1, 1) from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = re.search(r"line (\d+), column (\d+)", msg)

@@ -88,11 +88,14 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
     em.add("model.seq_len", "training.seq_len", as_int)
     _emit_model(em, root)
     mb = first("pipeline_parallel_microbatch_size")
-    if mb:
-        ff.data.extra["pp_microbatch_size"] = em.value(mb).map(as_int)
+    mb_v = em.value(mb) if mb else None
+    if mb_v is not None:
+        ff.facts.add("training.pp_microbatch", mb_v.map(as_int))
     sched = first("pipeline_parallel_schedule")
     if sched:
-        ff.data.extra["pp_schedule"] = em.value(sched)
+        sched_v = em.value(sched)
+        if sched_v is not None:
+            ff.facts.add("parallel.pp_schedule", sched_v)
     parts: list[Partition] = []
     fq = first("module_fqns_per_model_part")
     if fq:

@@ -20,7 +20,7 @@ try:  # pragma: no cover - depends on the PyYAML build
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
-MAX_NODES = 200_000
+MAX_NODES = 100_000  # after alias expansion: a "billion laughs" bomb stops here, before any work
 MAX_DEPTH = 200
 
 
@@ -136,12 +136,55 @@ class _Converter:
             return node.value
 
 
+def expanded_size(node: yaml.Node, limit: int = MAX_NODES) -> int:
+    """How many nodes ``node`` becomes once every alias is expanded (stops counting past
+    ``limit``). Aliases share node objects, so sizes are computed once per object: linear in the
+    text, whatever the expansion. Iterative: no recursion on deep documents."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        key = id(n)
+        if key in sizes and not done:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                kids.extend((k, v))
+        elif isinstance(n, yaml.SequenceNode):
+            kids = list(n.value)
+        if not done:
+            if len(stack) > limit:
+                return limit + 1
+            sizes[key] = -1  # in progress (a recursive alias would be a cycle)
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+            continue
+        total = 1
+        for k in kids:
+            total += max(sizes.get(id(k), 1), 1)
+            if total > limit:
+                total = limit + 1
+                break
+        sizes[key] = total
+    return sizes.get(id(node), 1)
+
+
 def load_all(text: str, path: str) -> list[PNode]:
     """Every document of ``text``. Raises ``yaml.YAMLError`` or :class:`YamlLimitError`."""
+    from parallint.guards import config_guard
+
+    reason = config_guard("yaml", text)  # before the composer, which recurses per level
+    if reason:
+        raise YamlLimitError(reason)
     conv = _Converter(path)
     docs = []
+    total = 0
     for node in yaml.compose_all(text, Loader=_Loader):
         if node is not None:
+            total += expanded_size(node, MAX_NODES - total)
+            if total > MAX_NODES:
+                raise YamlLimitError(f"more than {MAX_NODES} YAML nodes (alias expansion?)")
             docs.append(conv.convert(node))
     return docs
 

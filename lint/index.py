@@ -1,0 +1,353 @@
+"""Whole jobs from any entry point: the reverse index of links.
+
+A hook, an editor or ``--stdin-filename`` gives parallint a few files, but its cross-file findings
+live in *jobs*: a launch file, the script it starts and the configs they name. To check a file as
+the whole repository would, parallint finds the repository root, then every file whose links name
+the given file (a launch file naming a script, a script naming its DeepSpeed JSON, a declared
+``[[tool.parallint.links]]``), and the files naming those, up to a fixed point. Checking the given
+files together with those referrers builds exactly the jobs that include a given file, so the
+findings located in the given files are the ones a whole-repository run reports there.
+
+Finding referrers cheaply: every file under the root is read (bytes only) and only those that
+contain a *needle* of a wanted file (its name, its stem for ``-m`` modules and ``${NAME}.json``, the
+package name of a ``__main__.py``) are parsed; their links are resolved exactly as the linker does.
+The links a file states are cached by content hash (``.parallint_cache/`` at the root, or
+``$PARALLINT_CACHE_DIR``), so a second run parses only the files that changed.
+
+A file named only through a computed name (``ds_${STAGE}.json``) is not found as a referrer; check
+the launch file (or the folder) to get its job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from parallint.facts import Value
+
+CACHE_DIR_NAME = ".parallint_cache"
+CACHE_FORMAT = 1
+MAX_ROUNDS = 8  # referrer levels (the linker follows 3; a fixed point comes far sooner)
+MAX_INDEX_FILES = 100_000
+
+
+@lru_cache(maxsize=1024)
+def find_root(start: Path) -> Path:
+    """The repository a path belongs to: the nearest folder with ``.git``; else the nearest with a
+    ``pyproject.toml`` or ``parallint.toml``; else the path's own folder."""
+    start = start if start.is_dir() else start.parent
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    for d in (start, *start.parents):
+        if (d / "pyproject.toml").is_file() or (d / "parallint.toml").is_file():
+            return d
+    return start
+
+
+def needles(path: Path) -> set[bytes]:
+    """Byte strings one of which any file naming ``path`` contains."""
+    out = {path.name}
+    if path.suffix and len(path.stem) >= 3:
+        out.add(path.stem)  # `-m pkg.train`, `${NAME}.json`
+    if path.name in ("__main__.py", "__init__.py") and path.parent.name:
+        out.add(path.parent.name)  # `-m pkg`
+    return {n.encode("utf-8", "surrogateescape") for n in out if n}
+
+
+def cache_dir(root: Path) -> Path:
+    env = os.environ.get("PARALLINT_CACHE_DIR")
+    if env:
+        key = hashlib.blake2b(str(root).encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+        return Path(env) / key
+    return root / CACHE_DIR_NAME
+
+
+class LinkCache:
+    """Content hash -> the links the file states ([raw value, is_module] pairs)."""
+
+    def __init__(self, root: Path, enabled: bool = True) -> None:
+        from parallint import __version__
+
+        self.enabled = enabled
+        self.path = cache_dir(root) / "links.json"
+        self.tag = f"{CACHE_FORMAT}:{__version__}"
+        self.data: dict[str, list] = {}
+        self.dirty = False
+        self.used: set[str] = set()
+        if enabled:
+            try:
+                raw = json.loads(self.path.read_text("utf-8"))
+                if isinstance(raw, dict) and raw.get("tag") == self.tag and isinstance(raw.get("files"), dict):
+                    self.data = raw["files"]
+            except (OSError, ValueError):
+                pass
+
+    def get(self, digest: str) -> list | None:
+        hit = self.data.get(digest)
+        if hit is not None:
+            self.used.add(digest)
+        return hit
+
+    def put(self, digest: str, links: list) -> None:
+        self.data[digest] = links
+        self.used.add(digest)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.path.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by parallint\n*\n", "utf-8")
+            # keep what this run used plus older entries, bounded
+            keep = dict(self.data)
+            if len(keep) > 4 * MAX_INDEX_FILES:
+                keep = {k: v for k, v in keep.items() if k in self.used}
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".links.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"tag": self.tag, "files": keep}, fh, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only checkout still works, only slower
+
+
+def stated_links(f) -> list[list]:
+    """The links a file states, as the linker reads them: [value, is_module] pairs."""
+    out: list[list] = []
+    for launch in f.launches:
+        if launch.script is not None and launch.script.known and isinstance(launch.script.value, str):
+            out.append([launch.script.value, bool(launch.is_module)])
+        for link in launch.links:
+            if link is not launch.script and link.known and isinstance(link.value, str):
+                out.append([link.value, False])
+    for link in f.links:
+        if link.known and isinstance(link.value, str):
+            out.append([link.value, False])
+    return out
+
+
+def resolve_all(links: Iterable[list], abspath: Path) -> set[Path]:
+    from parallint.link import repo_root, resolve_link
+
+    base = abspath.parent
+    root = repo_root(base)
+    out = set()
+    for raw, module in links:
+        p = resolve_link(Value(raw), base, root, module=module)
+        if p is not None:
+            out.add(p)
+    return out
+
+
+class ReverseIndex:
+    """Who names whom below one root, computed lazily for the files asked about."""
+
+    def __init__(self, runner, root: Path, use_cache: bool = True) -> None:
+        self.runner = runner
+        self.root = root
+        self.cache = LinkCache(root, use_cache)
+        self._files: list[tuple[Path, bytes]] | None = None
+        self._exc = None
+        self.parsed = 0  # files parsed to learn their links (cache misses)
+
+    def _corpus(self) -> list[tuple[Path, bytes]]:
+        """Every file under the root that a whole-repository run could look at, with its bytes.
+        (Folders are pruned as ``check ROOT`` prunes them; a file's own exclusion is decided only
+        when it matters, see :meth:`_kept`.)"""
+        if self._files is None:
+            files = []
+            buffers = self.runner.stdin
+            for ap in self._listing():
+                if ap in buffers:  # an unsaved buffer stands for the file
+                    files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
+                    continue
+                try:
+                    if ap.stat().st_size > 4 * 1024 * 1024:
+                        continue
+                    with open(ap, "rb") as fh:
+                        files.append((ap, fh.read()))
+                except OSError:
+                    continue
+                if len(files) >= MAX_INDEX_FILES:
+                    break
+            self._files = files
+        return self._files
+
+    def _excluder(self):
+        if self._exc is None:
+            from parallint.discover import Excluder
+
+            cfg = self.runner.config
+            self._exc = Excluder(cfg.exclude, cfg.base, cfg.get("respect-gitignore", True))
+        return self._exc
+
+    def _kept(self, ap: Path) -> bool:
+        """Whether a walk of the root keeps this file (configured excludes, .gitignore); asked
+        only for the few files that contain a needle."""
+        return not self._excluder().excluded(ap, False)
+
+    def _listing(self) -> list[Path]:
+        excluder = self._excluder()
+        cfg = self.runner.config
+        git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
+        if git is not None:
+            return [self.root / rel for rel in git]
+        out = []
+        visited: set[tuple[int, int]] = set()
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                dirnames[:] = []
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                dirnames[:] = []
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            d = Path(dirpath)
+            dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
+            out.extend(d / fn for fn in sorted(filenames))
+        return out
+
+    def links_of(self, abspath: Path, raw: bytes, names: set[bytes]) -> set[Path]:
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest() + ":" + abspath.name
+        links = self.cache.get(digest)
+        if links is None:
+            if abspath.suffix == ".py" and not any(n in raw for n in names):
+                # Python names files by path only (`config="ds.json"`); a stem alone (a module
+                # name in a launch line) is not a link there, and LibCST is the costly parse
+                return set()
+            self.parsed += 1
+            f = self.runner.read(abspath)
+            links = stated_links(f) if f is not None else []
+            self.cache.put(digest, links)
+        return resolve_all(links, abspath)
+
+    def referrers(self, targets: set[Path]) -> set[Path]:
+        """Files below the root whose jobs can include one of ``targets`` (transitively)."""
+        declared = self._declared()
+        found: set[Path] = set()
+        frontier = set(targets)
+        for _ in range(MAX_ROUNDS):
+            if not frontier:
+                break
+            wanted = set().union(*(needles(t) for t in frontier))
+            names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
+            new: set[Path] = set()
+            for abspath, raw in self._corpus():
+                if abspath in found or abspath in targets:
+                    continue
+                if not any(n in raw for n in wanted) or not self._kept(abspath):
+                    continue
+                if self.links_of(abspath, raw, names) & frontier:
+                    new.add(abspath)
+            for launch, files in declared:
+                if launch not in found and launch not in targets and files & frontier:
+                    new.add(launch)
+            found |= new
+            frontier = new
+        self.cache.save()
+        return found
+
+    def _declared(self) -> list[tuple[Path, set[Path]]]:
+        cfg = self.runner.config
+        out = []
+        for entry in cfg.get("links", []) or []:
+            if entry.get("launch"):
+                out.append(((cfg.base / entry["launch"]).resolve(),
+                            {(cfg.base / p).resolve() for p in entry.get("files", [])}))
+        return out
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked and untracked files git does not ignore, relative to ``root`` (None: not a git work
+    tree, or git is unavailable)."""
+    import subprocess
+
+    if not (root / ".git").exists():
+        return None
+    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    try:
+        listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
+        ignored = subprocess.run(cmd[:5] + ["--cached", "--ignored", "--exclude-standard"],
+                                 capture_output=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    drop = set(ignored.split(b"\0"))
+    out = []
+    for rel in dict.fromkeys(listed.split(b"\0")):
+        if rel and rel not in drop:
+            out.append(os.fsdecode(rel))
+    return out
+
+
+def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
+                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None):
+    """``parallint check`` with whole jobs: the given files are checked in every job that
+    includes them; findings are those located in the given paths (all findings of the affected
+    jobs with ``all_job_findings``). Folders among ``paths`` are checked as usual. ``buffers``
+    (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents)."""
+    from parallint.runner import Runner
+
+    runner = Runner(config, cwd)
+    cwd = runner.cwd
+    for ap, text in (buffers or {}).items():
+        runner.stdin[Path(os.path.abspath(ap))] = text
+    given: list[Path] = []  # files named (or the stdin file)
+    folders: list[Path] = []
+    for arg in paths:
+        ap = Path(os.path.abspath(cwd / arg))
+        (folders if ap.is_dir() else given).append(ap)
+    if stdin is not None:
+        name, content = stdin
+        ap = Path(os.path.abspath(cwd / name))
+        runner.stdin[ap] = content
+        given.append(ap)
+
+    extra: set[Path] = set()
+    by_root: dict[Path, set[Path]] = {}
+    for ap in given:
+        if ap not in runner.stdin and (not ap.is_file() or runner._load(ap, True) is None):
+            continue  # missing, or not a file parallint reads: it is in no job
+        by_root.setdefault(find_root(ap), set()).add(ap)
+    for root, targets in by_root.items():
+        extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
+
+    files = runner.collect([str(p) for p in folders] + [str(p) for p in given if p not in runner.stdin], rules)
+    for ap in given:
+        if ap in runner.stdin:
+            f = runner.read(ap, explicit=True)
+            if f is not None and f not in files:
+                files.append(f)
+    named = {f.abspath for f in files}
+    checked = len(files)
+    for ap in sorted(extra - named):
+        f = runner.read(ap)
+        if f is not None:
+            files.append(f)
+    result = runner.check([], rules, files=files)
+    result.files_checked = checked
+    if all_job_findings or not given:
+        return result
+    keep_files = {f.path for f in files if f.abspath in set(given)}
+    keep_dirs = [f"{display(d, cwd)}/" for d in folders]
+
+    def located(path: str) -> bool:
+        return path in keep_files or any(path.startswith(k) or k == "./" for k in keep_dirs)
+
+    result.diagnostics = [d for d in result.diagnostics if located(d.span.path)]
+    return result
+
+
+def display(p: Path, cwd: Path) -> str:
+    from parallint.discover import display_path
+
+    return display_path(p, cwd)

@@ -1,0 +1,61 @@
+"""The run's limits (size cap, per-file time) and their configuration values, plus text hygiene
+for anything printed (a message must never fail to print)."""
+
+from __future__ import annotations
+
+import re
+
+#: files larger than this are not analysed (``max-file-size``); the Python and shell readers
+#: stop at 2,000,000 bytes too
+DEFAULT_MAX_FILE_SIZE = 2_000_000
+#: seconds one file may take to read (``file-timeout``)
+DEFAULT_FILE_TIMEOUT = 20.0
+#: standard input (``check -``) is read up to the size cap; more is refused
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+          "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]{0,3})\s*$")
+MAX_SIZE_SETTING = 1024**3  # 1 GiB: a cap above this is a typo
+
+
+def parse_size(value: object) -> int:
+    """Bytes from ``2000000``, ``"2MB"``, ``"512 KiB"``; ValueError on anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, int):
+        n = value
+    else:
+        m = _SIZE.match(str(value))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"not a size: {value!r} (use bytes, or a number with KB, MB, KiB or MiB)")
+        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if n < 1024 or n > MAX_SIZE_SETTING:
+        raise ValueError(f"size {value!r} out of range (1 KiB to 1 GiB)")
+    return n
+
+
+def max_file_size(settings: dict) -> int:
+    v = settings.get("max-file-size")
+    if v is None:
+        return DEFAULT_MAX_FILE_SIZE
+    try:
+        return parse_size(v)
+    except ValueError:
+        return DEFAULT_MAX_FILE_SIZE
+
+
+def file_timeout(settings: dict) -> float:
+    v = settings.get("file-timeout")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600:
+        return float(v)
+    return DEFAULT_FILE_TIMEOUT
+
+
+_UNPRINTABLE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (from a ``"\\ud800"`` escape in a JSON string) replaced, so
+    that it can be encoded for any output."""
+    if _UNPRINTABLE.search(text):
+        return _UNPRINTABLE.sub("\ufffd", text)
+    return text

@@ -1,0 +1,354 @@
+"""Megatron's own argument table: which ``--flags`` its argparse parser accepts.
+
+Read statically from a Megatron checkout with :mod:`ast` (never imported): every string starting with
+``--`` given to an ``add_argument(...)`` call in the arguments module, plus the flags that
+Megatron-LM generates from config dataclasses (``ArgumentGroupFactory(TrainingConfig, exclude=[...])``:
+one ``--field-name`` per dataclass field, ``--no-``/``--disable-`` spellings for booleans, and the
+``arg_names`` of ``argparse_meta``), plus DeepSpeed's ``add_config_arguments`` flags for
+Megatron-DeepSpeed.
+
+Two uses:
+
+- ``scripts/update_megatron_args.py CHECKOUT`` writes the bundled tables
+  (``parallint/data/<framework>.args.json``): the flags, and the extra flags of the
+  checkout's entry scripts (``pretrain_gpt.py``...) and their ``extra_args_provider``;
+- a repository that vendors Megatron (``megatron/training/arguments.py`` or
+  ``megatron/arguments.py`` under its root) is checked against its own source, read the same way.
+
+:func:`script_flags` reads a launched script: the flags it adds itself and those of the
+``extra_args_provider`` it passes (followed into the repository's own modules); ``None`` when the
+provider, or the parsing mode, cannot be read: then no flag can be called unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from functools import lru_cache
+from pathlib import Path
+
+#: flags ``deepspeed.add_config_arguments(parser)`` adds (Megatron-DeepSpeed calls it in parse_args)
+DEEPSPEED_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepscale", "--deepscale_config", "--deepspeed_mpi")
+#: flags a launcher adds to the script's command line
+LAUNCHER_FLAGS = ("--local_rank", "--local-rank")
+MAX_FILE_BYTES = 2_000_000
+FRAMEWORKS = ("megatron-lm", "megatron-deepspeed")
+
+
+# -- reading Python source without importing it ---------------------------------------------------
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    if isinstance(f, ast.Name):
+        return f.id
+    return ""
+
+
+def added_flags(tree: ast.AST) -> set[str]:
+    """Every ``--flag`` string given positionally to an ``add_argument`` call."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
+            for a in node.args:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"):
+                    out.add(a.value)
+    return out
+
+
+def _imports(tree: ast.AST) -> dict[str, tuple[str, int]]:
+    """name -> (module, level) for every ``from module import name`` in the file (any scope)."""
+    out: dict[str, tuple[str, int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                out[alias.asname or alias.name] = (node.module or "", node.level)
+    return out
+
+
+def _module_file(root: Path, here: Path, module: str, level: int) -> Path | None:
+    """The file of ``module`` inside ``root``: ``from .x import`` relative to ``here``; an absolute
+    module from the repository root or from the script's own folder (``sys.path[0]``)."""
+    parts = [p for p in module.split(".") if p]
+    if level:
+        base = here.parent
+        for _ in range(level - 1):
+            base = base.parent
+        bases = [base]
+    else:
+        bases = [root, here.parent]
+    for b in bases:
+        cand = b.joinpath(*parts) if parts else b
+        for c in (cand.with_suffix(".py") if parts else None, cand / "__init__.py"):
+            try:
+                if c is not None and c.is_file() and (root == c.resolve().parent or root in c.resolve().parents):
+                    return c
+            except OSError:
+                continue
+    return None
+
+
+def _find_class(root: Path, path: Path, tree: ast.Module, name: str, depth: int = 0):
+    """(class node, its file, its module tree) for class ``name`` visible in ``tree``."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node, path, tree
+    if depth > 4:
+        return None
+    imp = _imports(tree).get(name)
+    if imp is None:
+        return None
+    target = _module_file(root, path, imp[0], imp[1])
+    sub = _parse(target) if target is not None else None
+    if sub is None:
+        return None
+    return _find_class(root, target, sub, name, depth + 1)
+
+
+def _dataclass_flags(root: Path, path: Path, tree: ast.Module, name: str, exclude: set[str],
+                     depth: int = 0) -> set[str] | None:
+    """The flags ``ArgumentGroupFactory`` generates from dataclass ``name`` (None: not found)."""
+    found = _find_class(root, path, tree, name)
+    if found is None or depth > 6:
+        return None
+    cls, cpath, ctree = found
+    out: set[str] = set()
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id not in ("object",):
+            sub = _dataclass_flags(root, cpath, ctree, base.id, exclude, depth + 1)
+            if sub is None:
+                return None
+            out |= sub
+    for stmt in cls.body:
+        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+            continue
+        field = stmt.target.id
+        ann = ast.unparse(stmt.annotation)
+        if "ClassVar" in ann or field in exclude or field.startswith("_"):
+            continue
+        dashed = field.replace("_", "-")
+        out.add(f"--{dashed}")
+        if ann in ("bool", "Optional[bool]", "bool | None"):
+            out.update((f"--no-{dashed}", f"--disable-{dashed}"))
+        if stmt.value is not None:  # argparse_meta {"arg_names": [...]}
+            for node in ast.walk(stmt.value):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("--"):
+                    out.add(node.value)
+    return out
+
+
+def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
+    """Flags of every ``ArgumentGroupFactory(Config, exclude=[...])`` in the arguments module."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _call_name(node) == "ArgumentGroupFactory" and node.args):
+            continue
+        cls = node.args[0]
+        if not isinstance(cls, ast.Name):
+            return None
+        exclude: set[str] = set()
+        for kw in node.keywords:
+            if kw.arg == "exclude":
+                if isinstance(kw.value, ast.Name):  # a list assigned just before
+                    exclude = _list_assigned(tree, kw.value.id)
+                elif isinstance(kw.value, (ast.List, ast.Tuple, ast.Set)):
+                    exclude = {e.value for e in kw.value.elts if isinstance(e, ast.Constant)}
+        flags = _dataclass_flags(root, path, tree, cls.id, exclude)
+        if flags is None:
+            return None
+        out |= flags
+    return out
+
+
+def _list_assigned(tree: ast.AST, name: str) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
+                out |= {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return out
+
+
+ARGUMENT_MODULES = ("megatron/training/arguments.py", "megatron/arguments.py")
+
+
+def arguments_module(root: Path) -> Path | None:
+    for rel in ARGUMENT_MODULES:
+        p = root / rel
+        if p.is_file():
+            return p
+    return None
+
+
+def extract(root: Path) -> dict | None:
+    """The argument table of the Megatron checkout at ``root``, or None when it cannot be read
+    completely (a generated group whose dataclass is not found)."""
+    path = arguments_module(root)
+    tree = _parse(path) if path is not None else None
+    if tree is None:
+        return None
+    flags = added_flags(tree)
+    gen = _factory_flags(root, path, tree)
+    if gen is None:
+        return None
+    flags |= gen
+    rejected = rejected_flags(tree)
+    src = path.read_text(errors="replace")
+    framework = "megatron-deepspeed" if "add_config_arguments" in src else "megatron-lm"
+    if "add_config_arguments" in src:
+        flags.update(DEEPSPEED_FLAGS)
+    scripts = {}
+    for entry in sorted(root.glob("*.py")):
+        if entry.name == "setup.py":
+            continue
+        extra = script_flags(entry, root)
+        if extra is not None:
+            scripts[entry.name] = sorted(extra)
+    return {"framework": framework, "flags": sorted(flags), "scripts": scripts, "rejected": rejected}
+
+
+def rejected_flags(tree: ast.AST) -> dict[str, str]:
+    """Flags argparse still accepts but the validation rejects (Megatron-LM: ``assert args.batch_size
+    is None, '--batch-size argument is no longer valid, use --micro-batch-size instead'``, and
+    ``if args.checkpoint_activations: print(... no longer valid, use --recompute-activations ...); exit()``)
+    -> the replacement the message names."""
+    import re
+
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            texts = [node.msg]
+        elif isinstance(node, ast.If):
+            texts = [c for st in node.body for c in ast.walk(st)]
+        else:
+            continue
+        for t in texts:
+            if not (isinstance(t, ast.Constant) and isinstance(t.value, str)):
+                continue
+            m = re.match(r"\s*(--[\w-]+) (?:argument )?is no\s*longer valid, use (--[\w-]+)", t.value)
+            if m:
+                out[m.group(1)] = m.group(2)
+    return dict(sorted(out.items()))
+
+
+# -- a launched script ----------------------------------------------------------------------------
+ENTRY_CALLS = frozenset({"pretrain", "initialize_megatron", "parse_args", "parse_and_validate_args",
+                         "set_global_variables"})
+
+
+def script_flags(path: Path, root: Path) -> set[str] | None:
+    """The flags a Megatron entry script adds to Megatron's: its own ``add_argument`` flags and
+    those of its ``extra_args_provider``. None when they cannot be known (a provider that is not
+    in the repository, ``ignore_unknown_args=True``, a script that is not a Megatron entry point)."""
+    tree = _parse(path)
+    if tree is None:
+        return None
+    flags = added_flags(tree)
+    imports = _imports(tree)
+    defined = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assigned = {t.id for d in ast.walk(tree) if isinstance(d, ast.Assign) for t in d.targets
+                if isinstance(t, ast.Name)}
+    megatron_entry = False
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ENTRY_CALLS
+                and imports.get(node.func.id, ("", 0))[0].split(".")[0] == "megatron"):
+            continue  # Megatron's own entry points only (not some `parser.parse_args()`)
+        megatron_entry = True
+        for kw in node.keywords:
+            if kw.arg == "ignore_unknown_args" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                return None
+            if kw.arg is None:
+                return None  # **kwargs: the provider may be in there
+            if kw.arg != "extra_args_provider":
+                continue
+            for name in (n.id for n in ast.walk(kw.value) if isinstance(n, ast.Name)):
+                if name in ("None", "True", "False"):
+                    continue
+                if name in defined:
+                    more = _provider_calls(defined[name], defined, imports, root, path)
+                    if more is None:
+                        return None
+                    flags |= more
+                    continue
+                imp = imports.get(name)
+                if imp is None:
+                    if name in assigned:
+                        continue  # a condition (`add_args if has_modelopt else None`)
+                    return None
+                target = _module_file(root, path, imp[0], imp[1])
+                sub = _parse(target) if target is not None else None
+                if sub is None:
+                    return None  # a provider in a module parallint cannot read
+                flags |= added_flags(sub)
+        for a in node.args:  # a provider passed positionally: pretrain(..., extra_args_provider)?
+            if isinstance(a, ast.Name) and a.id in imports and _call_name(node) in (
+                    "initialize_megatron", "parse_args", "parse_and_validate_args"):
+                return None
+    if not megatron_entry:
+        return None
+    return flags
+
+
+def _provider_calls(func, defined: dict, imports: dict, root: Path, path: Path, depth: int = 0) -> set[str] | None:
+    """Flags a locally defined provider adds through the functions it hands the parser to
+    (``parser = add_multimodal_extra_args(parser)``); its own ``add_argument`` flags are already in
+    the script's. None when one of those functions is in a module parallint cannot read."""
+    if depth > 4:
+        return set()
+    params = {a.arg for a in func.args.args}
+    local = params | {t.id for n in ast.walk(func) if isinstance(n, ast.Assign) for t in n.targets
+                      if isinstance(t, ast.Name)}
+    out: set[str] = set()
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if not any(isinstance(a, ast.Name) and a.id in local for a in node.args):
+            continue
+        name = node.func.id
+        if name in defined:
+            if defined[name] is not func:
+                sub = _provider_calls(defined[name], defined, imports, root, path, depth + 1)
+                if sub is None:
+                    return None
+                out |= sub
+            continue
+        imp = imports.get(name)
+        if imp is None:
+            continue  # a builtin (print, vars, ...)
+        target = _module_file(root, path, imp[0], imp[1])
+        sub_tree = _parse(target) if target is not None else None
+        if sub_tree is None:
+            return None
+        out |= added_flags(sub_tree)
+    return out
+
+
+# -- bundled tables -------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def bundled(framework: str) -> dict:
+    """The bundled table of ``framework`` (megatron-lm | megatron-deepspeed)."""
+    from importlib import resources
+
+    try:
+        text = resources.files("parallint.data").joinpath(f"{framework}.args.json").read_text()
+    except (OSError, ModuleNotFoundError, FileNotFoundError):
+        return {"flags": [], "scripts": {}, "renamed": {}}
+    return json.loads(text)
+
+
+@lru_cache(maxsize=32)
+def vendored(root: str) -> dict | None:
+    """The table of a Megatron checkout at ``root`` (the repository being checked), or None."""
+    try:
+        return extract(Path(root))
+    except (OSError, RecursionError, ValueError):
+        return None

@@ -1,0 +1,215 @@
+"""The fact vocabulary: every fact a reader may state about a job, declared once.
+
+A fact is a normalized key (``parallel.tp``) with a type, a unit, a meaning, the values it may take
+(for enumerations) and the readers that produce it. ``spec`` says whether the key is also a field of
+the normalized job spec (``schemas/job.schema.json``, what ``parallint show`` prints and
+``parallint estimate`` reads); ``fact=False`` marks a job-spec field that no reader states (it is
+only written by hand in a job-spec file).
+
+Derived from this table (never typed twice):
+
+* :data:`parallint.facts.FACT_KEYS` — the keys :meth:`parallint.facts.FactMap.add` accepts;
+* ``parallint.estimator.spec._FACT_FIELDS`` — the facts copied into an estimator spec;
+* ``schemas/job.schema.json`` — checked against :data:`SPEC_FIELDS` by ``tests/test_vocab.py``.
+
+To add a fact: add a :class:`Fact` here (and, when ``spec``, a property to the schema), then emit
+it from a reader. ``tests/test_vocab.py`` says what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the job-spec sections, in the order ``show`` prints them
+SECTIONS: tuple[str, ...] = ("model", "parallel", "training", "hardware")
+
+#: fact types: the Python type of ``Value.value`` when known
+TYPES: frozenset[str] = frozenset({"int", "bool", "str", "enum", "int|list", "str|bool"})
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    type: str
+    meaning: str
+    unit: str = ""
+    #: the allowed values of an ``enum`` fact (``None`` = unknown is always allowed)
+    values: tuple[str, ...] = ()
+    #: reader modules (``parallint.readers.X`` or ``parallint.X``) that state it; a job-spec file
+    #: (``readers/jobspec``) may state every ``spec`` fact and is not listed
+    producers: tuple[str, ...] = ()
+    #: a field of the normalized job spec (schemas/job.schema.json)
+    spec: bool = True
+    #: readers may state it (False: a job-spec field only written by hand)
+    fact: bool = True
+
+    @property
+    def section(self) -> str:
+        return self.key.split(".", 1)[0] if "." in self.key else ""
+
+    @property
+    def name(self) -> str:
+        return self.key.split(".", 1)[-1]
+
+
+_MEGATRON = ("megatron_args", "nemo")
+_ALL_DEGREE = ("megatron_args", "nemo", "torchtitan", "python")
+
+VOCABULARY: tuple[Fact, ...] = (
+    # ------------------------------------------------------------------ model
+    Fact("model.param_count", "int", "total parameters; overrides the count derived from the shape",
+         "parameters"),
+    Fact("model.layers", "int", "transformer layers", "layers",
+         producers=("foundry", "hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.hidden", "int", "hidden size", "features",
+         producers=("foundry", "hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.heads", "int", "attention heads", "heads",
+         producers=("foundry", "hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.kv_heads", "int", "key/value heads (GQA query groups)", "heads",
+         producers=("hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.ffn", "int", "MLP inner size", "features",
+         producers=("hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.vocab", "int", "vocabulary size (padded as the framework pads it)", "tokens",
+         producers=("hf_model", "megatron_args", "nemo")),
+    Fact("model.seq_len", "int", "training sequence length", "tokens",
+         producers=("foundry", "megatron_args", "nanotron", "nemo", "neox", "torchtitan")),
+    Fact("model.mlp", "enum", "MLP kind", values=("gelu", "swiglu"),
+         producers=("hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.tied_embeddings", "bool", "output layer shares the input embedding",
+         producers=("hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.norm", "enum", "normalization", values=("layernorm", "rmsnorm"),
+         producers=("megatron_args", "nemo", "neox")),
+    Fact("model.bias", "bool", "linear layers have biases", producers=("megatron_args", "nemo", "neox")),
+    Fact("model.position_embeddings", "enum", "position encoding", values=("learned", "rope"),
+         producers=("megatron_args", "nemo", "neox")),
+    Fact("model.num_experts", "int", "MoE experts per MoE layer (0 or absent = dense)", "experts",
+         producers=("hf_model", "megatron_args", "nemo", "neox")),
+    Fact("model.top_k", "int", "experts per token", "experts", producers=("hf_model", "megatron_args", "nemo")),
+    Fact("model.moe_ffn", "int", "expert MLP inner size", "features", producers=("hf_model", "megatron_args")),
+    Fact("model.head_dim", "int", "per-head width (kv_channels)", "features",
+         producers=("hf_model", "megatron_args", "nemo")),
+    Fact("model.preset", "str", "a named shape from parallint's presets (lint/data/presets.yaml)",
+         producers=("torchtitan",)),
+    Fact("model.moe_layer_freq", "int|list", "every n-th layer is MoE, or a 0/1 pattern per layer",
+         producers=("hf_model",)),
+    Fact("model.shared_expert_ffn", "int", "shared-expert MLP inner size", "features", producers=("hf_model",)),
+    Fact("model.largest_layer_params", "int", "parameters of the largest layer (ZeRO-3 gather buffer)",
+         "parameters", fact=False),
+    Fact("model.max_position_embeddings", "int", "learned position table size", "positions", fact=False),
+    Fact("model.arch", "enum", "architecture family", values=("decoder", "encoder", "encoder-decoder"),
+         fact=False),
+    Fact("model.num_labels", "int", "classifier outputs (encoder)", "labels", fact=False),
+    Fact("model.type_vocab_size", "int", "token types (encoder)", "types", fact=False),
+    # ------------------------------------------------------------------ parallel
+    Fact("parallel.world_size", "int", "total processes (one per GPU)", "processes",
+         producers=("accelerate", "cmdline", "nanotron", "nemo", "neox", "python")),
+    Fact("parallel.nodes", "int", "nodes", "nodes",
+         producers=("accelerate", "cmdline", "kube", "nemo", "python", "shell")),
+    Fact("parallel.gpus_per_node", "int", "GPUs (processes) per node", "GPUs"),
+    Fact("parallel.procs_per_node", "int", "processes a launcher starts per node", "processes",
+         producers=("accelerate", "cmdline", "kube", "nemo", "python", "shell"), spec=False),
+    Fact("parallel.dp", "int", "data-parallel degree", "ranks", producers=("nanotron", "python")),
+    Fact("parallel.dp_replicate", "int", "replicated data-parallel degree (HSDP outer dimension)", "ranks",
+         producers=("accelerate", "python", "torchtitan"), spec=False),
+    Fact("parallel.dp_shard", "int", "sharded data-parallel degree (FSDP dimension)", "ranks",
+         producers=("accelerate", "python", "torchtitan"), spec=False),
+    Fact("parallel.tp", "int", "tensor-parallel degree", "ranks",
+         producers=("accelerate", "deepspeed", "nanotron", "neox") + _ALL_DEGREE),
+    Fact("parallel.pp", "int", "pipeline-parallel degree", "stages",
+         producers=("deepspeed", "nanotron", "neox") + _ALL_DEGREE),
+    Fact("parallel.vpp", "int", "virtual pipeline stages per rank (interleaved 1F1B)", "stages",
+         producers=_MEGATRON + ("python",)),
+    Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate",) + _ALL_DEGREE),
+    Fact("parallel.ep", "int", "expert-parallel degree", "ranks", producers=("nanotron",) + _ALL_DEGREE),
+    Fact("parallel.etp", "int", "expert tensor-parallel degree", "ranks",
+         producers=_MEGATRON + ("torchtitan",)),
+    Fact("parallel.sp", "int", "Ulysses sequence-parallel degree (DeepSpeed, accelerate)", "ranks",
+         producers=("accelerate", "deepspeed"), spec=False),
+    Fact("parallel.zero_stage", "int", "ZeRO stage (0-3); FSDP full shard = 3",
+         producers=("accelerate", "deepspeed", "foundry", "megatron_args", "nanotron", "neox")),
+    Fact("parallel.sequence_parallel", "bool", "Megatron-style sequence parallelism (shards norms by sequence)",
+         producers=_MEGATRON + ("nanotron", "neox", "torchtitan")),
+    Fact("parallel.distributed_optimizer", "bool", "Megatron distributed optimizer (ZeRO-1)", producers=_MEGATRON),
+    Fact("parallel.fsdp", "bool", "FSDP full shard (same as zero_stage 3)",
+         producers=("accelerate", "foundry", "python")),
+    Fact("parallel.pp_schedule", "str", "pipeline schedule (torchtitan pipeline_parallel_schedule: 1F1B, "
+         "GPipe, Interleaved1F1B...)", producers=("torchtitan",), spec=False),
+    Fact("parallel.pp_layout", "str|bool", "an uneven or explicit pipeline layout is configured",
+         producers=("megatron_yaml", "nemo"), spec=False),
+    # ------------------------------------------------------------------ training
+    Fact("training.micro_batch", "int", "micro-batch size per GPU", "samples",
+         producers=("deepspeed", "foundry", "hftrainargs", "megatron_args", "nanotron", "nemo", "neox",
+                    "python", "torchtitan")),
+    Fact("training.global_batch", "int", "global batch size", "samples",
+         producers=("foundry", "megatron_args", "nemo", "torchtitan")),
+    Fact("training.train_batch_size", "int", "DeepSpeed train_batch_size (micro x accumulation x DP)",
+         "samples", producers=("deepspeed", "neox"), spec=False),
+    Fact("training.grad_accum", "int", "gradient-accumulation steps", "steps",
+         producers=("accelerate", "deepspeed", "hftrainargs", "nanotron", "neox", "python")),
+    Fact("training.pp_microbatch", "int", "samples per pipeline microbatch (torchtitan "
+         "pipeline_parallel_microbatch_size)", "samples", producers=("torchtitan",), spec=False),
+    Fact("training.num_microbatches", "int", "microbatches per step per data-parallel rank", "microbatches",
+         fact=False),
+    Fact("training.recompute", "enum", "activation recomputation", values=("none", "selective", "full"),
+         producers=("jobspec", "megatron_args", "nanotron", "nemo", "neox", "torchtitan")),
+    Fact("training.precision", "enum", "training precision (16-bit = mixed with fp32 master weights)",
+         values=("bf16", "fp16", "fp32"),
+         producers=("accelerate", "deepspeed", "foundry", "hftrainargs", "megatron_args", "nemo", "neox",
+                    "python")),
+    Fact("training.optimizer", "enum", "optimizer", values=("adam", "adamw", "sgd")),
+    Fact("training.grad_dtype", "enum", "gradient dtype (fp32 = Megatron main grads)", values=("same", "fp32")),
+    Fact("training.grad_accum_dtype", "enum", "a separate fp32 gradient-accumulation buffer",
+         values=("same", "fp32"), fact=False),
+    Fact("training.flash_attention", "bool", "attention without stored score matrices", fact=False),
+    Fact("training.offload", "bool", "optimizer state or parameters offloaded to CPU/NVMe",
+         producers=("accelerate", "deepspeed", "foundry", "megatron_args", "nemo", "neox", "torchtitan"),
+         spec=False),
+    # ------------------------------------------------------------------ hardware
+    Fact("hardware.gpu", "str", "GPU type (H100-80GB, a100...)", producers=("cmdline", "kube", "shell")),
+    Fact("hardware.gpu_memory_bytes", "int", "device memory; overrides the GPU catalogue", "bytes"),
+    Fact("hardware.reserved_bytes", "int", "CUDA context and workspaces", "bytes", fact=False),
+    Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
+         producers=("cmdline", "kube", "shell"), spec=False),
+    # ------------------------------------------------------------------ other
+    Fact("ddp.find_unused_parameters", "bool", "DDP's find_unused_parameters switch",
+         producers=("hftrainargs", "nemo", "python"), spec=False),
+    Fact("framework", "str", "the training framework a file is written for (megatron, nemo, deepspeed, "
+         "torchtitan, hf_trainer...)", producers=("cfgutil", "megatron_args", "megatron_yaml", "torchtitan_py")),
+    Fact("estimator.accounting", "enum", "memory accounting: the ZeRO paper's or Megatron-LM's",
+         values=("zero", "megatron"), fact=False),
+)
+
+BY_KEY: dict[str, Fact] = {f.key: f for f in VOCABULARY}
+
+#: every key a reader may state (parallint.facts.FACT_KEYS)
+FACT_KEYS: frozenset[str] = frozenset(f.key for f in VOCABULARY if f.fact)
+
+#: job-spec fields (schemas/job.schema.json), section -> names; ``framework`` is top level
+SPEC_FIELDS: dict[str, tuple[str, ...]] = {
+    s: tuple(f.name for f in VOCABULARY if f.spec and f.section == s)
+    for s in SECTIONS + ("estimator",)
+}
+
+#: the facts copied into an estimator spec, section -> names (parallint.estimator.spec._FACT_FIELDS)
+SPEC_FACT_FIELDS: dict[str, list[str]] = {
+    s: [f.name for f in VOCABULARY if f.spec and f.fact and f.section == s] for s in SECTIONS
+}
+
+
+def fact(key: str) -> Fact:
+    """The declaration of ``key``; KeyError names an undeclared key."""
+    try:
+        return BY_KEY[key]
+    except KeyError:
+        raise KeyError(f"not a declared fact: {key!r} (see parallint.model.vocab)") from None
+
+
+def markdown_table() -> str:
+    """The vocabulary as a Markdown table (docs/architecture.md)."""
+    rows = ["| fact | type | unit | meaning | in job spec | produced by |", "|---|---|---|---|---|---|"]
+    for f in VOCABULARY:
+        ty = f.type if not f.values else " / ".join(f.values)
+        spec = "yes" if f.spec else "no"
+        by = ", ".join(f.producers) if f.fact else "(hand-written job spec only)"
+        rows.append(f"| `{f.key}` | {ty} | {f.unit} | {f.meaning} | {spec} | {by} |")
+    return "\n".join(rows) + "\n"

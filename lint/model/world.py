@@ -1,0 +1,71 @@
+"""World size, once: the number of processes a job or a launch command starts.
+
+* :func:`world_size` — stated (``parallel.world_size``) or nodes × processes per node, from a
+  :class:`~parallint.facts.FactMap` (a file's, a job's or a launch's facts);
+* :func:`launch_world_size` — what a launch command starts, including the launchers' one-node
+  default (torchrun / ``deepspeed --num_gpus`` without a node count);
+* :func:`job_launch_world_size` — the same for a job's launch, as ``(int or None, Value or None)``.
+
+``Job.world_size``, ``rules._cfgfacts.world_of``, ``parallint.launch.launch_world_size`` and
+``parallint.readers.python.launch_world_size`` are thin aliases of these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parallint.facts import FactMap, Value, known_int
+from parallint.model.origin import How, Origin
+
+#: launchers that run on one node unless told otherwise -> the options that could tell otherwise.
+#: torchrun (and ``torch.distributed.run``/``.launch``) default ``--nnodes`` to ``1:1``: a rendezvous
+#: backend, endpoint, master address or node rank without ``--nnodes`` is still one node.
+SINGLE_NODE_DEFAULT: dict[str, tuple[str, ...]] = {
+    "deepspeed": ("hostfile", "num_nodes", "include", "exclude", "master_addr", "H", "launcher"),
+    "torchrun": ("nnodes",),
+    "torch.distributed.run": ("nnodes",),
+    "torch.distributed.launch": ("nnodes",),
+}
+
+
+def world_size(facts: FactMap) -> Value | None:
+    """The world size ``facts`` state: explicit, or nodes × processes per node; else None."""
+    ws = facts.get("parallel.world_size")
+    if ws is not None and known_int(ws) is not None:
+        return ws
+    nodes, ppn = facts.get("parallel.nodes"), facts.get("parallel.procs_per_node")
+    n, p = known_int(nodes), known_int(ppn)
+    if nodes is not None and ppn is not None and n is not None and p is not None:
+        return Value(n * p, ppn.span, True, "", f"{nodes.source} × {ppn.source}", Origin(How.DERIVED))
+    return None
+
+
+def launch_world_size(launch: Any) -> Value | None:
+    """The number of processes a launch command starts, when the command itself says so.
+
+    Stated (``parallel.world_size``), or nodes × processes per node, or — for torchrun and
+    ``deepspeed --num_gpus`` with no node count, hostfile, rendezvous or unexpanded option, not
+    started by srun or a batch script — the processes of the one local node (the launchers' default).
+    """
+    facts = getattr(launch, "facts", None)
+    if not isinstance(facts, FactMap):
+        return None
+    ws = world_size(facts)
+    if ws is not None:
+        return ws
+    ppn = facts.get("parallel.procs_per_node")
+    p = known_int(ppn)
+    if ppn is None or p is None or facts.all("parallel.nodes"):
+        return None
+    options = launch.options or {}
+    defaults = SINGLE_NODE_DEFAULT.get(launch.launcher)
+    if (defaults is None or launch.wrapper is not None or launch.scheduler or "opaque" in options
+            or any(k in options for k in defaults)):
+        return None
+    return Value(p, ppn.span, True, "", f"{ppn.source} (one node: the launcher's default)", Origin(How.INFERRED))
+
+
+def job_launch_world_size(job: Any) -> tuple[int | None, Value | None]:
+    """The world size a job's launcher starts, as ``(int, Value)``; ``(None, None)`` when unknown."""
+    v = launch_world_size(getattr(job, "launch", None))
+    return (known_int(v), v) if v is not None else (None, None)

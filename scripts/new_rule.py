@@ -1,0 +1,113 @@
+"""Scaffold a new rule: one file under rules/, ready to fill in.
+
+    .venv/bin/python scripts/new_rule.py ABC001 my-rule-name [--kind python] [--module abc]
+
+writes ``rules/<module>.py`` (default: the code's letters, lower case, e.g. ``rules/abc.py``; it
+refuses to overwrite an existing module: add the class to that family's file by hand instead) with
+a Rule class: code, name, severity, summary, the four doc sections, the declarations (kinds, calls,
+facts), one VALID and one INVALID example and a check. Then:
+
+1. write the check and the examples (the ``## Example`` of the docs is rendered from the first
+   INVALID example, do not type it);
+2. ``.venv/bin/python -m pytest -q tests/test_rule_examples.py -k ABC001``;
+3. ``PARALLINT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_messages_snapshot.py``;
+4. paste ``.venv/bin/parallint rules --format markdown`` between the README's rules markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TEMPLATE = '''"""{family}: {summary}"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from parallint.diagnostics import Diagnostic, Severity
+from parallint.rule import Example, Rule
+
+
+class {cls}(Rule):
+    code = "{code}"
+    name = "{name}"
+    severity = Severity.WARNING
+    summary = "{summary}"
+    kinds = frozenset({{"{kind}"}})
+    #: call groups (see parallint.readers.python.GROUPS) or qualified names this rule matches
+    calls = frozenset({{"init_process_group"}})
+    #: fact keys this rule reads (parallint.model.vocab)
+    facts: frozenset[str] = frozenset()
+    doc = """
+    ## What it does
+    TODO: what the rule looks for, in two or three sentences.
+
+    ## Why it matters
+    TODO: what goes wrong at run time (a hang, an OOM, a slower run), and when.
+
+    ## Example
+
+    ## How to fix
+    TODO: the change that makes the finding go away.
+    """
+    valid = (
+        Example("""
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl")
+        """),
+    )
+    invalid = (
+        Example("""
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        """, line=3),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        """TODO: the check. ``f`` is the file's FileFacts (``f.facts``, ``f.data``); report with
+        ``self.report(span, message)``. Stay silent on anything unknown."""
+        from parallint.readers.python import script_of  # TODO(model layer): the script API moves there
+
+        script = script_of(f)
+        if script is None:
+            return
+        for call in script.by("init_process_group"):
+            backend = script.arg(call, "backend", 0)
+            if backend is not None and backend.known and backend.value == "gloo":
+                yield self.report(call.span, "TODO: the message (what is wrong, with the values)")
+'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Scaffold a new parallint rule file.")
+    ap.add_argument("code", help="e.g. ABC001")
+    ap.add_argument("name", help="kebab-case, e.g. gloo-backend-on-gpu")
+    ap.add_argument("--kind", default="python", help="file kind the rule checks (parallint.classify.KINDS)")
+    ap.add_argument("--module", help="module name under rules/ (default: the code's letters)")
+    ap.add_argument("--summary", default="TODO: one line, shown by `parallint rules`")
+    ap.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if not re.fullmatch(r"[A-Z]{2,5}[0-9]{3}", args.code):
+        ap.error("code must look like ABC001")
+    if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", args.name):
+        ap.error("name must be kebab-case")
+    module = args.module or re.match(r"[A-Z]+", args.code).group(0).lower()
+    path = Path(args.root) / "rules" / f"{module}.py"
+    if path.exists():
+        ap.error(f"{path} exists: add the class to that family's file by hand (copy one of its rules)")
+    cls = "".join(part.capitalize() for part in args.name.split("-"))
+    path.write_text(TEMPLATE.format(family=re.match(r"[A-Z]+", args.code).group(0), summary=args.summary,
+                                    cls=cls, code=args.code, name=args.name, kind=args.kind), "utf-8")
+    print(f"wrote {path}; next: fill in the TODOs, then see the steps in {Path(__file__).name}'s docstring")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""`parallint server` end to end with pytest-lsp: diagnostics on open and change from unsaved
+buffers, cross-file re-publishing (an edit to a DeepSpeed config re-publishes the launch file's
+job; a launch edit re-publishes the config), and the noqa code action."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the 'lsp' extra (pygls) is not installed")
+pytest_lsp = pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+WORK = Path()  # the workspace of the running test (a fresh temporary folder)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "parallint", "server"]))
+async def client(lsp_client: LanguageClient):
+    import tempfile
+
+    global WORK
+    WORK = Path(tempfile.mkdtemp(prefix="parallint-lsp-")).resolve()
+    shutil.copytree(ROOT / "examples" / "deepspeed_batch", WORK / "job")
+    (WORK / ".git").mkdir()
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=WORK.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=WORK.as_uri(), name="work")]))
+    yield
+    await lsp_client.shutdown_session()
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+async def _published(client, uri: str, tries: int = 20):
+    for _ in range(tries):
+        if uri in client.diagnostics:
+            return client.diagnostics[uri]
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return client.diagnostics.get(uri)
+
+
+def _open(client, path: Path, text: str | None = None, lang: str = "plaintext"):
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=path.as_uri(), language_id=lang, version=1, text=path.read_text() if text is None else text)))
+
+
+def _change(client, path: Path, text: str, version: int):
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+@pytest.mark.asyncio
+async def test_cross_file_diagnostics_follow_unsaved_edits(client: LanguageClient):
+    ds, launch = WORK / "job" / "ds_config.json", WORK / "job" / "launch.sh"
+    fixed = ds.read_text().replace('"train_batch_size": 32', '"train_batch_size": 64')
+
+    # open the config: its cross-file finding is there (the world size is in launch.sh)
+    _open(client, ds, lang="json")
+    diags = await _published(client, ds.as_uri())
+    assert [d.code for d in diags] == ["BAT001"]
+    assert diags[0].severity == types.DiagnosticSeverity.Error and diags[0].range.start.line == 1
+
+    # fix it in the buffer (not saved): the diagnostic goes away
+    client.diagnostics.clear()
+    _change(client, ds, fixed, 2)
+    assert list(await _published(client, ds.as_uri())) == []
+
+    # edit the launch file (unsaved): 16 GPUs break the (unsaved) config again; the config's
+    # diagnostics are re-published although only the launch file changed
+    client.diagnostics.clear()
+    _open(client, launch, lang="shellscript")
+    await _published(client, launch.as_uri())
+    client.diagnostics.clear()
+    _change(client, launch, launch.read_text().replace("--num_gpus 8", "--num_gpus 16"), 2)
+    diags = await _published(client, ds.as_uri())
+    assert [d.code for d in diags] == ["BAT001"] and "16" in diags[0].message
+
+    # the quick fix is not offered in JSON (no comments); in the script it writes a noqa
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=ds.as_uri()),
+        range=diags[0].range, context=types.CodeActionContext(diagnostics=list(diags))))
+    assert not actions
+
+
+@pytest.mark.asyncio
+async def test_code_action_adds_noqa(client: LanguageClient):
+    script = WORK / "train.py"
+    text = ("import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "dist.init_process_group('nccl')\nmodel = DDP(torch.nn.Linear(2, 2), find_unused_parameters=True)\n")
+    script.write_text(text)
+    _open(client, script, lang="python")
+    diags = await _published(client, script.as_uri())
+    (d,) = [d for d in diags if d.code == "DDP001"]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=script.as_uri()),
+        range=d.range, context=types.CodeActionContext(diagnostics=[d])))
+    (action,) = actions
+    (edit,) = action.edit.changes[script.as_uri()]
+    assert edit.new_text.endswith("find_unused_parameters=True)  # noqa: DDP001")

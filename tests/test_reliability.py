@@ -1,0 +1,321 @@
+"""Bounded work per file and the failure contract, piece by piece: the pre-parse guards, the
+gitignore globs, the killable workers, the test-file policy and the number checks of
+estimate/plan. (tests/hostile/ runs the hostile inputs end to end.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, write_tree
+from parallint import guards
+from parallint.config import Config
+from parallint.discover import compile_patterns, is_test_path, _matches
+from parallint.runner import Runner, check_paths
+
+DDP = """\
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = DDP(model, find_unused_parameters=True)
+"""
+
+
+# ------------------------------------------------------------------------------- guards
+@pytest.mark.parametrize("op", ["and", "or", "+", "|", "<"])
+def test_python_guard_stops_long_operator_chains(op):
+    short = "x = " + f" {op} ".join(["a"] * 250) + "\n"
+    long = "x = " + f" {op} ".join(["a"] * 301) + "\n"
+    assert guards.python_guard(short) is None
+    assert "too complex" in guards.python_guard(long)
+    # split over lines inside brackets, or glued without spaces: still one chain
+    assert guards.python_guard("x = (" + f"\n {op} ".join(["a"] * 301) + ")\n")
+    if op in ("and", "or"):
+        assert guards.python_guard("x = a" + f"{op}(a)" * 301 + "\n")
+
+
+def test_python_guard_separators_end_a_chain():
+    # a long list, call or dict of short expressions is not a chain
+    assert guards.python_guard("x = [" + ", ".join(["a + 1"] * 2000) + "]\n") is None
+    assert guards.python_guard("f(" + ", ".join(f"k{i}=a or b" for i in range(2000)) + ")\n") is None
+    assert guards.python_guard("".join(f"x{i} = a and b and c\n" for i in range(5000))) is None
+    # operators inside strings and comments do not count
+    assert guards.python_guard("s = '" + " and " * 1000 + "'  # " + "+" * 1000 + "\n") is None
+    assert guards.python_guard('s = """\n' + " or\n" * 1000 + '"""\n') is None
+
+
+def test_python_guard_nesting_and_lines():
+    assert guards.python_guard("x = " + "(" * 90 + "1" + ")" * 90 + "\n") is None
+    assert "brackets" in guards.python_guard("x = " + "(" * 101 + "1" + ")" * 101 + "\n")
+    assert "line" in guards.python_guard("x = 1  # " + "y" * 300_000 + "\n")
+    blocks = "".join(" " * i + "if a:\n" for i in range(110)) + " " * 110 + "pass\n"
+    assert "blocks" in guards.python_guard(blocks)
+
+
+def test_python_guard_passes_real_code():
+    """No file of parallint itself, nor of the checked-out training repositories, is too complex."""
+    files = sorted((ROOT / "lint").rglob("*.py")) + sorted((ROOT / "rules").rglob("*.py"))
+    repos = Path("/work/repos")
+    if repos.is_dir():
+        files += sorted(repos.glob("*/**/train*.py"))[:400]
+    for f in files:
+        try:
+            text = f.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        assert guards.python_guard(text) is None, f
+
+
+@pytest.mark.parametrize("fmt,text,word", [
+    ("json", '{"a": ' + "[" * 150 + "]" * 150 + "}", "nested"),
+    ("yaml", "a: " + "[" * 150 + "]" * 150 + "\n", "nested"),
+    ("yaml", "a:\n  " + "- " * 150 + "x\n", "nested"),
+    ("yaml", "a: &a x\n" + "b: [" + ", ".join(["*a"] * 10_001) + "]\n", "aliases"),
+    ("toml", "x = " + "[" * 150 + "]" * 150 + "\n", "nested"),
+    ("toml", ".".join(["a"] * 101) + " = 1\n", "dotted"),
+    ("toml", "[" + ".".join(["a"] * 101) + "]\n", "dotted"),
+])
+def test_config_guard(fmt, text, word):
+    assert word in guards.config_guard(fmt, text)
+
+
+def test_config_guard_passes_real_configs():
+    corpus = ROOT.parent / "shared" / "corpus"
+    if not corpus.is_dir():
+        pytest.skip("../shared/corpus not present")
+    for f in sorted(corpus.rglob("*")):
+        fmt = guards.format_of(f.name)
+        if fmt and f.is_file():
+            assert guards.config_guard(fmt, f.read_text("utf-8", errors="replace")) is None, f
+
+
+def test_guards_are_linear():
+    """Ten times the input costs about ten times the time (a quadratic guard would cost 100x)."""
+    def cost(n):
+        text = ("x = (a and\n" + "b,\n" * n + ")\n") + "\n" * n + " " * n
+        t = time.perf_counter()
+        guards.python_guard(text)
+        guards.config_guard("yaml", text)
+        guards.config_guard("toml", text)
+        return time.perf_counter() - t
+    cost(1000)
+    assert cost(200_000) < 40 * max(cost(20_000), 1e-3)
+
+
+# ------------------------------------------------------------------------------- sniffers
+def test_sniffers_are_linear_on_blank_lines():
+    from parallint.readers.sniff import sniff_structured
+
+    for name, text in [("a.yaml", "trainer:\n" + "\n" * 200_000 + " " * 10 + "x"),
+                       ("a.yaml", " " * 200_000 + "\n"), ("a.yaml", "- " + " " * 200_000 + "x:"),
+                       ("a.toml", "\n" * 200_000 + "[training]\n"),
+                       ("a.json", '"a"' + " " * 200_000 + ":")]:
+        t = time.perf_counter()
+        sniff_structured(name, text)
+        assert time.perf_counter() - t < 1.0, name
+
+
+# ------------------------------------------------------------------------------- gitignore globs
+@pytest.mark.parametrize("pattern,path,is_dir,expected", [
+    ("*.pyc", "a/b/x.pyc", False, True), ("/build", "build/x", False, True),
+    ("/build", "a/build/x", False, False), ("build/", "build", True, True),
+    ("build/", "build", False, False), ("docs/*.md", "docs/a.md", False, True),
+    ("docs/*.md", "x/docs/a.md", False, False), ("**/foo", "a/b/foo", False, True),
+    ("**/foo", "foo", False, True), ("a/**/b", "a/b", False, True), ("a/**/b", "a/x/y/b", False, True),
+    ("foo/**", "foo/x", False, True), ("[!a]*", "b.txt", False, True), ("[!a]*", "a.txt", False, False),
+    ("x[0-9].py", "x5.py", False, True), ("x[0-9].py", "xa.py", False, False),
+    ("[z-a]", "z", False, False), ("\\#x", "#x", False, True), ("a?c", "abc", False, True),
+    ("a?c", "a/c", False, False), ("*.egg-info", "p.egg-info/x.py", False, True),
+])
+def test_glob_semantics(pattern, path, is_dir, expected):
+    assert bool(_matches(compile_patterns([pattern]), path, is_dir)) is expected
+
+
+def test_glob_cannot_explode():
+    pats = compile_patterns(["a*" * 200 + "b", "**/" * 500 + "x", "[z-a]", "[", "\\", "*" * 5000,
+                             "[" * 3000, "?" * 3000])
+    t = time.perf_counter()
+    for _ in range(20):
+        _matches(pats, "a" * 250 + "/" + "a" * 250, False)
+    assert time.perf_counter() - t < 1.0
+
+
+# ------------------------------------------------------------------------------- test-file policy
+@pytest.mark.parametrize("rel,expected", [
+    ("tests/x.py", True), ("a/test/conf.yaml", True), ("testing/run.sh", True), ("test_train.py", True),
+    ("a/train_test.py", True), ("conftest.py", True), ("train.py", False), ("latest/x.py", False),
+    ("contest.py", False), ("test_data.json", False), ("attest/x.py", False),
+])
+def test_is_test_path(rel, expected):
+    assert is_test_path(rel) is expected
+
+
+def _codes(tmp_path, paths, settings=None):
+    res = check_paths(paths, Config(None, tmp_path, dict(settings or {})), cwd=tmp_path)
+    assert not res.errors, res.errors
+    return sorted((d.path, d.code) for d in res.diagnostics if d.code == "DDP001")
+
+
+def test_test_files_skipped_when_walking(tmp_path):
+    write_tree(tmp_path, {"train.py": DDP, "tests/test_ddp.py": DDP, "pkg/test_x.py": DDP,
+                          "pkg/conftest.py": DDP, "pkg/x_test.py": DDP, "testing/run.py": DDP})
+    assert _codes(tmp_path, ["."]) == [("train.py", "DDP001")]
+    # named explicitly: checked
+    assert _codes(tmp_path, ["tests/test_ddp.py"]) == [("tests/test_ddp.py", "DDP001")]
+    # a test folder named on the command line: its tests are what was asked for
+    assert _codes(tmp_path, ["tests"]) == [("tests/test_ddp.py", "DDP001")]
+    # the switch, in the configuration
+    assert len(_codes(tmp_path, ["."], {"include-tests": True})) == 6
+
+
+def test_include_tests_on_the_command_line(tmp_path, cli):
+    write_tree(tmp_path, {"train.py": DDP, "tests/test_ddp.py": DDP})
+    p = cli("check", "--select", "DDP001", ".", cwd=tmp_path)
+    assert p.returncode == 1 and "tests/test_ddp.py" not in p.stdout
+    p = cli("check", "--select", "DDP001", "--include-tests", ".", cwd=tmp_path)
+    assert p.returncode == 1 and "tests/test_ddp.py" in p.stdout
+
+
+# ------------------------------------------------------------------------------- killable workers
+def _python_items(runner, tmp_path, n):
+    items = []
+    for i in range(n):
+        p = tmp_path / f"t{i}.py"
+        p.write_text(DDP)
+        items.append(runner._load(p, True))
+    return items
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+@pytest.mark.parametrize("failure", ["segfault", "hang", "exception"])
+def test_a_worker_that_crashes_or_hangs_is_one_finding(tmp_path, monkeypatch, failure):
+    from parallint.registry import get_registry
+
+    runner = Runner(Config(None, tmp_path, {"file-timeout": 4}), tmp_path)
+    items = _python_items(runner, tmp_path, 6)
+    real = Runner._parse
+
+    def bad_parse(self, abspath, display, text, kind):
+        if display == "t2.py":
+            if failure == "segfault":
+                import faulthandler
+
+                faulthandler.disable()  # pytest's dump of the dying worker is noise here
+                os.kill(os.getpid(), signal.SIGSEGV)
+            elif failure == "hang":
+                signal.setitimer(signal.ITIMER_REAL, 0)  # as if stuck in native code
+                signal.signal(signal.SIGALRM, signal.SIG_IGN)
+                time.sleep(60)
+            else:
+                raise SystemExit("out of the reader")
+        return real(self, abspath, display, text, kind)
+
+    monkeypatch.setattr(Runner, "_parse", bad_parse)
+    rules = [get_registry().lookup("DDP001")]
+    t = time.monotonic()
+    runner._parse_in_workers(items, rules)
+    assert time.monotonic() - t < 30
+    bad = runner.cache[tmp_path / "t2.py"]
+    (d,) = bad.diagnostics
+    assert d.code == "SYN002"
+    word = {"segfault": "SIGSEGV", "hang": "timed out", "exception": "crashed"}[failure]
+    assert word in d.message, d.message
+    for i in (0, 1, 3, 4, 5):  # every other file still parsed, with its finding
+        ap = tmp_path / f"t{i}.py"
+        assert runner.cache[ap].kind == "python" and not runner.cache[ap].diagnostics
+        assert "DDP001" in [x.code for x in runner.early[ap] + runner.early_job[ap]]
+
+
+def test_many_python_files_go_through_workers(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARALLINT_JOBS", "2")
+    for i in range(30):
+        (tmp_path / f"t{i}.py").write_text(DDP)
+    res = check_paths(["."], Config(None, tmp_path, {}), cwd=tmp_path)
+    assert len([d for d in res.diagnostics if d.code == "DDP001"]) == 30 and not res.errors
+
+
+def test_in_process_time_limit_cannot_be_swallowed(tmp_path, monkeypatch):
+    """A reader's `except Exception` must not swallow the alarm (the timeout is a BaseException)."""
+    import parallint.readers.deepspeed as ds
+
+    def slow(path, abspath, text):
+        while True:
+            try:
+                time.sleep(0.05)
+            except Exception:
+                pass
+
+    monkeypatch.setattr(ds, "read", slow)
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8, "zero_optimization": {"stage": 1}}')
+    t = time.monotonic()
+    res = check_paths(["."], Config(None, tmp_path, {"file-timeout": 0.5}), cwd=tmp_path)
+    assert time.monotonic() - t < 10
+    assert [(d.code, "timed out" in d.message) for d in res.diagnostics] == [("SYN002", True)]
+
+
+# ------------------------------------------------------------------------------- estimate / plan
+JOB = """\
+model: {layers: 32, hidden: 4096, heads: 32, vocab: 32000, seq_len: 4096}
+parallel: {tp: 2, pp: 1, world_size: 8}
+training: {micro_batch: 1, precision: 16}
+hardware: {gpu: A100-80GB}
+"""
+
+
+@pytest.mark.parametrize("args,option", [
+    (["estimate", "--tp", "0"], "--tp"), (["estimate", "--micro-batch", "0"], "--micro-batch"),
+    (["estimate", "--pp", "-3"], "--pp"), (["estimate", "--dp", str(1 << 40)], "--dp"),
+    (["estimate", "--zero-stage", "7"], "--zero-stage"), (["plan", "--gpus", "0"], "--gpus"),
+    (["estimate", "--recompute", "most"], "--recompute"),
+])
+def test_estimate_and_plan_numbers_are_validated(tmp_path, cli, args, option):
+    write_tree(tmp_path, {"job.yaml": JOB})
+    p = cli(*args, "job.yaml", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0], p.stderr
+
+
+def test_precision_as_a_number_is_read(tmp_path, cli):
+    write_tree(tmp_path, {"job.yaml": JOB})
+    p = cli("estimate", "job.yaml", cwd=tmp_path)
+    assert p.returncode in (0, 1) and "Traceback" not in p.stderr and "job:" in p.stdout
+
+
+@pytest.mark.parametrize("bad", ["layers: 0", "layers: 1000000000", "hidden: -4"])
+def test_absurd_job_numbers_are_one_line_errors(tmp_path, cli, bad):
+    write_tree(tmp_path, {"job.yaml": JOB.replace("layers: 32", bad)})
+    p = cli("estimate", "job.yaml", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_plan_with_two_to_the_31_gpus_answers_within_a_second():
+    import io
+
+    from parallint.estimate_cmd import plan_main
+
+    from parallint.estimator.plan import plan
+    import yaml
+
+    spec = yaml.safe_load(JOB)
+    t = time.perf_counter()
+    layouts = plan(spec, 2**31, "A100-80GB")
+    assert time.perf_counter() - t < 1.0 and layouts
+    assert all(lay.tp * lay.pp * lay.dp * lay.cp == 2**31 for lay in layouts)
+    del plan_main, io
+
+
+def test_divisors_by_factorisation():
+    from parallint.estimator.plan import _divisors
+
+    for n in range(1, 600):
+        assert _divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
+    t = time.perf_counter()
+    assert len(_divisors(2**31)) == 32 and _divisors(2**31 - 1) == [1, 2**31 - 1]
+    assert time.perf_counter() - t < 0.5
