@@ -698,6 +698,7 @@ class TpCommOverlapWithoutSequenceParallel(FactRule):
     name = "tp-comm-overlap-without-sequence-parallel"
     severity = Severity.ERROR
     summary = "Tensor-parallel communication overlap without sequence parallelism (or with TP 1)"
+    facts = frozenset({"parallel.sequence_parallel", "parallel.tp"})
     doc = """
     ## What it does
     Flags Megatron's `--tp-comm-overlap` (Transformer Engine userbuffers) when sequence
