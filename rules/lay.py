@@ -458,8 +458,6 @@ class ZeroWithPipeline(FactRule):
         """gpt-neox runs DeepSpeed's pipeline engine for every ``pipe_parallel_size`` ≥ 1, one
         stage included (``is_pipe_parallel``); only 0 gives the plain engine ZeRO-2/3 need. PP > 1
         is the fact check's; this is the ``pipe_parallel_size: 1`` case, stated in this file."""
-        from parallint.readers.cfgutil import as_int
-
         tree = getattr(getattr(f, "data", None), "tree", None)
         if tree is None or not tree.is_map:
             return
@@ -467,10 +465,11 @@ class ZeroWithPipeline(FactRule):
         z = f.facts.get("parallel.zero_stage")
         if key is None or z is None or z.span is None:
             return
-        try:
-            pipe, stage = as_int(tree.get(key).value), as_int(z.value)
-        except (TypeError, ValueError):
+        pipe = Value(tree.get(key).value).as_int()
+        stage = z.as_int()
+        if not (pipe.known and stage.known):
             return
+        pipe, stage = pipe.value, stage.value
         if pipe == 1 and stage >= 2:
             yield self.report(z.span, f"ZeRO stage {stage} with pipe_parallel_size 1: gpt-neox still runs "
                                       f"DeepSpeed's pipeline engine for one stage, which refuses ZeRO-2/3; "

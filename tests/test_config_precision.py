@@ -240,11 +240,11 @@ def test_duplicate_key_same_value_warns_different_value_errs(tmp_path):
     meg = ("MODEL_ARGS:\n  --num-layers: 12\n  --init-method-std: 0.0198\n  --log-timers-to-tensorboard: true\n"
            "  --init-method-std: 0.014\n  --log-timers-to-tensorboard: true  # again\n")
     ds = '{\n  "train_batch_size": 16,\n  "train_batch_size": 16\n}\n'
-    found = check(tmp_path, {"tests/case/model_config.yaml": meg, "ds_config.json": ds}, "--select", "CFG005")
+    found = check(tmp_path, {"functional/case/model_config.yaml": meg, "ds_config.json": ds}, "--select", "CFG005")
     got = sorted((d["path"], d["line"], d["severity"]) for d in found)
     assert got == [("ds_config.json", 3, "error"),
-                   ("tests/case/model_config.yaml", 5, "error"),
-                   ("tests/case/model_config.yaml", 6, "warning")]
+                   ("functional/case/model_config.yaml", 5, "error"),
+                   ("functional/case/model_config.yaml", 6, "warning")]
     msg = next(d["message"] for d in found if d["line"] == 5 and d["path"].endswith(".yaml"))
     assert "0.0198" in msg and "0.014" in msg
 

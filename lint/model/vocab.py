@@ -128,7 +128,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.zero_stage", "int", "ZeRO stage (0-3); FSDP full shard = 3",
          producers=("accelerate", "deepspeed", "foundry", "megatron_args", "nanotron", "neox")),
     Fact("parallel.sequence_parallel", "bool", "Megatron-style sequence parallelism (shards norms by sequence)",
-         producers=_MEGATRON + ("nanotron", "neox", "torchtitan")),
+         producers=_MEGATRON + ("megatron_yaml", "nanotron", "neox", "torchtitan")),
     Fact("parallel.distributed_optimizer", "bool", "Megatron distributed optimizer (ZeRO-1)", producers=_MEGATRON),
     Fact("parallel.fsdp", "bool", "FSDP full shard (same as zero_stage 3)",
          producers=("accelerate", "foundry", "python")),
