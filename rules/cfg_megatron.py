@@ -114,9 +114,6 @@ class UnknownMegatronArgument(Rule):
     --tensor-model-paralel-size"), after the job has waited in the queue for its nodes.
 
     ## Example
-    ```bash
-    torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-paralel-size 2 --DDP-impl local
-    ```
 
     ## How to fix
     Use the spelling the message suggests, or drop a flag that was removed; check the flags against

@@ -77,11 +77,6 @@ class UnguardedCheckpointSave(Rule):
     systems interleaved or truncated checkpoints that fail to load.
 
     ## Example
-    ```python
-    for epoch in range(epochs):
-        train(...)
-        torch.save(model.state_dict(), "ckpt.pt")
-    ```
 
     ## How to fix
     Save on one rank: `if dist.get_rank() == 0: torch.save(...)`, followed by `dist.barrier()` on
@@ -232,9 +227,6 @@ class LoadWithoutMapLocation(Rule):
     end up on the wrong device.
 
     ## Example
-    ```python
-    state = torch.load("ckpt.pt")
-    ```
 
     ## How to fix
     `torch.load(path, map_location="cpu")` then `model.load_state_dict(state)`, or

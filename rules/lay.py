@@ -71,8 +71,6 @@ class ParallelProductMismatch(FactRule):
     GPU: `world_size (12) is not divisible by tensor_model_parallel_size (8)`.
 
     ## Example
-    `trainer.devices: 8` with `tensor_model_parallel_size: 4` and `pipeline_model_parallel_size: 4`
-    needs 16 GPUs per model replica, but the job has 8.
 
     ## How to fix
     Change the degrees (or the number of nodes/GPUs) so that their product divides the world size
@@ -252,7 +250,6 @@ class TensorParallelAcrossNodes(FactRule):
     down several times.
 
     ## Example
-    Two nodes of 8 GPUs with `tensor_model_parallel_size: 16`.
 
     ## How to fix
     Keep TP within a node (TP ≤ GPUs per node) and use pipeline or data parallelism across nodes.
@@ -289,7 +286,6 @@ class HeadsNotDivisibleByTp(FactRule):
     tensor parallel size (8)").
 
     ## Example
-    A model with 52 heads trained with `--tensor-model-parallel-size 8`.
 
     ## How to fix
     Pick a TP degree that divides the head count (52 heads: TP 2 or 4).
@@ -335,7 +331,6 @@ class LayersNotDivisibleByPp(FactRule):
     pipeline_model_parallel_size" once every GPU of the job has started.
 
     ## Example
-    30 layers with `--pipeline-model-parallel-size 4`.
 
     ## How to fix
     Choose a PP (and VPP) that divides the layer count, or give an explicit uneven layout.
@@ -399,7 +394,6 @@ class SequenceParallelWithoutTp(FactRule):
     sequence parallelism without tensor parallelism"). The config does not do what it says.
 
     ## Example
-    `sequence_parallel: true` with `tensor_model_parallel_size: 1`.
 
     ## How to fix
     Remove the flag, or raise TP. For splitting long sequences across GPUs use context
@@ -440,8 +434,6 @@ class ZeroWithPipeline(FactRule):
     "set pipe-parallel-size to 0 if you want to use ZeRO stage 2 or more").
 
     ## Example
-    A Megatron-DeepSpeed command with `--pipeline-model-parallel-size 4` and a `ds_config.json`
-    with `"zero_optimization": {"stage": 2}`.
 
     ## How to fix
     Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline (gpt-neox:
@@ -522,7 +514,6 @@ class ExpertsNotDivisible(FactRule):
     world_size (4) is not divisible by expert_tensor_model_pipeline_parallel size (8)".
 
     ## Example
-    `--num-experts 6` with `--expert-model-parallel-size 4`.
 
     ## How to fix
     Choose EP dividing the expert count, and ETP×EP×PP dividing the world size.
@@ -584,7 +575,6 @@ class ContextParallelSeqLen(FactRule):
     Megatron-Bridge and torchtitan stop at start-up when the length does not split.
 
     ## Example
-    `--seq-length 4098` with `--context-parallel-size 2`.
 
     ## How to fix
     Use a sequence length divisible by 2·CP.
@@ -619,7 +609,6 @@ class KvGroupsVsTp(FactRule):
     Megatron's TransformerConfig rejects any other combination at start-up.
 
     ## Example
-    `--num-query-groups 6` with `--tensor-model-parallel-size 4`.
 
     ## How to fix
     Use a TP that divides the number of KV heads (or that the KV heads divide).
@@ -653,7 +642,6 @@ class VirtualPipelineWithoutPp(FactRule):
     "pipeline-model-parallel size should be greater than 1 with interleaved schedule".
 
     ## Example
-    `virtual_pipeline_model_parallel_size: 2` with `pipeline_model_parallel_size: 1`.
 
     ## How to fix
     Remove the virtual pipeline setting or use PP > 1.
@@ -685,7 +673,6 @@ class HiddenNotDivisibleByHeads(FactRule):
     argument validation stops when that is not an integer.
 
     ## Example
-    `hidden_size: 1000` with `num_attention_heads: 16`.
 
     ## How to fix
     Use a hidden size divisible by the head count, or set the head dimension explicitly.
