@@ -95,7 +95,10 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             seen = {f.abspath}
             if launch.script is not None:
                 module = launch.is_module
-                _attach(job, resolve_link(launch.script, f.abspath.parent, root, module=module), read, root, seen, 1)
+                script = resolve_link(launch.script, f.abspath.parent, root, module=module)
+                launch.script_path = script
+                launch.repo_root = repo_root(script.parent) if script is not None else root
+                _attach(job, script, read, root, seen, 1)
             for link in launch.links:
                 if link is not launch.script:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)

@@ -340,6 +340,8 @@ class RampupBatchNotDivisible(Rule):
     severity = Severity.ERROR
     summary = "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP"
     kinds = frozenset()
+    facts = frozenset({"parallel.cp", "parallel.pp", "parallel.sp", "parallel.tp", "training.global_batch",
+                       "training.micro_batch", "framework"})
     doc = """
     ## What it does
     For a Megatron command line with `--rampup-batch-size START INCR SAMPLES`, replays Megatron's

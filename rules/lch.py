@@ -1020,11 +1020,15 @@ class GpuLimitsRequestsMismatch(Rule):
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
-        from parallint.readers.kube import gpu_resource_pairs
-
         found = []
-        for _kind, doc in f.data or ():
-            for res, lim, req in gpu_resource_pairs(doc):
+        jobs = {}
+        for la in launches(f):
+            while la.wrapper is not None:
+                la = la.wrapper
+            jobs[id(la)] = la
+        for job in jobs.values():
+            for g in job.gpu_requests:
+                res, lim, req = g.resource, g.limit, g.request
                 if req is None:
                     continue
                 if lim is None:
