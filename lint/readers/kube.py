@@ -466,9 +466,11 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             elif kind_s == "Job" and api_s.startswith("batch/"):
                 launches = _batch_job(doc, path, abspath)
             elif kind_s in ("RayJob", "RayCluster") and api_s.startswith("ray.io"):
+                import sys
+
                 from parallint.readers import ray
 
-                launches = ray.manifest_launches(doc, path, abspath)
+                launches = ray.manifest_launches(doc, path, abspath, sys.modules[__name__])
             else:
                 continue
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:

@@ -33,9 +33,8 @@ def _groups(spec):
     return out
 
 
-def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
-    from parallint.readers import kube
-
+def manifest_launches(doc, path: str, abspath: Path, kube) -> list[Launch]:
+    """``kube`` is the Kubernetes reader module (its container and GPU helpers), passed in by it."""
     spec = doc.get("spec")
     if spec is None or not spec.is_map:
         return []
