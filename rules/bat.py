@@ -338,6 +338,9 @@ def _rampup(la):
 
 class RampupBatchNotDivisible(Rule):
     code = "BAT004"
+    facts = frozenset({
+        "parallel.cp", "parallel.pp", "parallel.sp", "parallel.tp", "training.global_batch", "training.micro_batch",
+    })
     name = "rampup-batch-not-divisible"
     severity = Severity.ERROR
     summary = "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP"

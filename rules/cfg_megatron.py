@@ -89,6 +89,7 @@ def table_for(job, la, flags) -> _Table | None:
 
 class UnknownMegatronArgument(Rule):
     code = "CFG006"
+    facts = frozenset({"framework"})
     name = "unknown-megatron-argument"
     severity = Severity.ERROR
     summary = "A flag on a Megatron command line that Megatron's argument parser does not accept."

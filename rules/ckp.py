@@ -214,7 +214,7 @@ class UnguardedCheckpointSave(Rule):
 
 class LoadWithoutMapLocation(Rule):
     code = "CKP002"
-    calls = frozenset({"load"})
+    calls = frozenset({"ds_init_distributed", "hf_trainer", "load", "pl_trainer", "training_args"})
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Severity, Span
+from parallint.diagnostics import Diagnostic, Severity
 from parallint.readers.python import Script, job_scripts, script_of
 from parallint.rule import Example, Rule
 
@@ -185,6 +185,7 @@ def _comment_says_needed(text: str, line: int) -> bool:
 
 class FindUnusedParameters(Rule):
     code = "DDP001"
+    calls = frozenset({"ddp"})
     facts = frozenset({"ddp.find_unused_parameters"})
     name = "find-unused-parameters"
     severity = Severity.WARNING
@@ -337,7 +338,7 @@ def _device_uses(s: Script):
 
 class GlobalRankAsDevice(Rule):
     code = "DDP002"
-    calls = frozenset({"ddp", "set_device"})
+    calls = frozenset({"ddp", "set_device", "spawn"})
     facts = frozenset({"parallel.nodes"})
     name = "global-rank-as-device"
     severity = Severity.ERROR

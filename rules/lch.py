@@ -6,14 +6,14 @@ from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
+from parallint.model.origin import KUBE_SOURCES as _KUBE_SOURCES
 from parallint.model.origin import from_call, launch_layer
 from parallint.rule import Example, Rule
 
 LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
-KUBE_SOURCES = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
-                "nodeSelector", "SkyPilot", "Ray")  # orchestrators that start the command on every node
+KUBE_SOURCES = _KUBE_SOURCES  # one list: parallint.model.origin (orchestrators that start every node)
 
 
 # -- helpers shared with rules/env.py ---------------------------------------------------------

@@ -22,7 +22,7 @@ def _config_problems(f, code: str):
         return
     from parallint.readers.cfgutil import partition_problems
 
-    sched = f.facts.get("parallel.pp_schedule")
+    sched = f.facts.get("training.pp_schedule")
     schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
     kind = {"PIP001": "layers", "PIP002": "stages"}[code]  # the reader reports kinds; the rule owns codes
     for part in parts:
@@ -96,7 +96,7 @@ def _problems(p: Partition) -> list[tuple[int, str]]:
 
 class PartitionGapOrOverlap(Rule):
     code = "PIP001"
-    facts = frozenset({"parallel.pp_schedule"})
+    facts = frozenset({"training.pp_schedule"})
     name = "partition-gap-or-overlap"
     severity = Severity.ERROR
     summary = "layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer"
@@ -201,7 +201,7 @@ def _sizes(p: Partition) -> list[int] | None:
 
 class PartitionCountMismatch(Rule):
     code = "PIP002"
-    facts = frozenset({"parallel.pp", "parallel.pp_schedule", "parallel.world_size"})
+    facts = frozenset({"parallel.pp", "training.pp_schedule", "parallel.world_size"})
     name = "partition-count-mismatch"
     severity = Severity.ERROR
     summary = "the number of partitions differs from the PP degree or from the ranks that select them"

@@ -114,12 +114,12 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.dp_shard", "int", "sharded data-parallel degree (FSDP dimension)", "ranks",
          producers=("accelerate", "cmdline", "python", "torchtitan", "torchtune"), spec=False),
     Fact("parallel.tp", "int", "tensor-parallel degree", "ranks",
-         producers=("accelerate", "cmdline", "deepspeed", "lightning_cli", "nanotron", "neox", "torchtune") + _ALL_DEGREE),
+         producers=("accelerate", "deepspeed", "nanotron", "neox") + _ALL_DEGREE + ("cmdline", "lightning_cli", "torchtune")),
     Fact("parallel.pp", "int", "pipeline-parallel degree", "stages",
          producers=("deepspeed", "nanotron", "neox") + _ALL_DEGREE),
     Fact("parallel.vpp", "int", "virtual pipeline stages per rank (interleaved 1F1B)", "stages",
          producers=_MEGATRON + ("python",)),
-    Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate", "cmdline", "torchtune") + _ALL_DEGREE),
+    Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate",) + _ALL_DEGREE + ("cmdline", "torchtune")),
     Fact("parallel.ep", "int", "expert-parallel degree", "ranks", producers=("nanotron",) + _ALL_DEGREE),
     Fact("parallel.etp", "int", "expert tensor-parallel degree", "ranks",
          producers=_MEGATRON + ("torchtitan",)),
@@ -128,12 +128,10 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.zero_stage", "int", "ZeRO stage (0-3); FSDP full shard = 3",
          producers=("accelerate", "deepspeed", "foundry", "megatron_args", "nanotron", "neox")),
     Fact("parallel.sequence_parallel", "bool", "Megatron-style sequence parallelism (shards norms by sequence)",
-         producers=_MEGATRON + ("nanotron", "neox", "torchtitan")),
+         producers=_MEGATRON + ("nanotron", "neox", "torchtitan") + ("megatron_yaml",)),
     Fact("parallel.distributed_optimizer", "bool", "Megatron distributed optimizer (ZeRO-1)", producers=_MEGATRON),
     Fact("parallel.fsdp", "bool", "FSDP full shard (same as zero_stage 3)",
          producers=("accelerate", "foundry", "python")),
-    Fact("parallel.pp_schedule", "str", "pipeline schedule (torchtitan pipeline_parallel_schedule: 1F1B, "
-         "GPipe, Interleaved1F1B...)", producers=("torchtitan",), spec=False),
     Fact("parallel.pp_layout", "str|bool", "an uneven or explicit pipeline layout is configured",
          producers=("megatron_yaml", "nemo"), spec=False),
     # ------------------------------------------------------------------ training
@@ -147,6 +145,8 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("accelerate", "cmdline", "deepspeed", "hftrainargs", "lightning_cli", "nanotron", "neox", "python", "torchtune")),
     Fact("training.pp_microbatch", "int", "samples per pipeline microbatch (torchtitan "
          "pipeline_parallel_microbatch_size)", "samples", producers=("torchtitan",), spec=False),
+    Fact("training.pp_schedule", "str", "pipeline schedule (torchtitan pipeline_parallel_schedule: 1F1B, "
+         "GPipe, Interleaved1F1B...)", producers=("torchtitan",), spec=False),
     Fact("training.num_microbatches", "int", "microbatches per step per data-parallel rank", "microbatches",
          fact=False),
     Fact("training.recompute", "enum", "activation recomputation", values=("none", "selective", "full"),
