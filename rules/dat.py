@@ -212,7 +212,7 @@ def _loader_uses(s: Script, sampler: Call) -> list[Call]:
 
 class SamplerSetEpochMissing(Rule):
     code = "DAT002"
-    calls = frozenset({"dataloader", "distributed_sampler"})
+    calls = frozenset({"accelerator", "dataloader", "distributed_sampler"})
     name = "sampler-set-epoch-missing"
     severity = Severity.WARNING
     summary = "a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)"
@@ -440,6 +440,7 @@ def _distributed_sampler_of(s: Script, loader: Call) -> Call | None:
 
 class DoubleSharding(Rule):
     code = "DAT004"
+    calls = frozenset({"accelerator", "dataloader", "distributed_sampler"})
     name = "double-sharding"
     severity = Severity.WARNING
     summary = "a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)"

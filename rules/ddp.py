@@ -185,7 +185,7 @@ def _comment_says_needed(text: str, line: int) -> bool:
 
 class FindUnusedParameters(Rule):
     code = "DDP001"
-    facts = frozenset({"ddp.find_unused_parameters"})
+    calls = frozenset({"ddp"})
     name = "find-unused-parameters"
     severity = Severity.WARNING
     summary = "find_unused_parameters=True on a model whose forward provably uses every parameter"
@@ -337,7 +337,7 @@ def _device_uses(s: Script):
 
 class GlobalRankAsDevice(Rule):
     code = "DDP002"
-    calls = frozenset({"ddp", "set_device"})
+    calls = frozenset({"ddp", "set_device", "spawn"})
     facts = frozenset({"parallel.nodes"})
     name = "global-rank-as-device"
     severity = Severity.ERROR

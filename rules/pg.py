@@ -73,7 +73,7 @@ def _default_gpu_use(s: Script) -> tuple[Call, str] | None:
 
 class NcclWithoutSetDevice(Rule):
     code = "PG001"
-    calls = frozenset({"init_process_group", "set_device"})
+    calls = frozenset({"collective", "dataloader", "init_process_group", "set_device"})
     name = "nccl-without-set-device"
     severity = Severity.WARNING
     summary = "NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device"
