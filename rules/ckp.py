@@ -54,7 +54,8 @@ def _in_memory(s: Script, dest, frame) -> bool:
 
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
-    calls = frozenset({"save"})
+    calls = frozenset({"accelerator", "ddp", "ds_init_distributed", "fabric", "fsdp", "fully_shard", "hf_trainer",
+                       "init_device_mesh", "init_process_group", "pl_trainer", "save", "training_args"})
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
     summary = "torch.save in a distributed script not guarded by a rank-0 condition"
@@ -209,7 +210,8 @@ class UnguardedCheckpointSave(Rule):
 
 class LoadWithoutMapLocation(Rule):
     code = "CKP002"
-    calls = frozenset({"ds_init_distributed", "hf_trainer", "load", "pl_trainer", "training_args"})
+    calls = frozenset({"ddp", "ds_init_distributed", "fsdp", "fully_shard", "hf_trainer", "init_process_group",
+                       "load", "pl_trainer", "training_args"})
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"
