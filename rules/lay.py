@@ -717,7 +717,6 @@ class TpCommOverlapWithoutSequenceParallel(FactRule):
     silently, so the speed-up the config asks for never happens.
 
     ## Example
-    `--tensor-model-parallel-size 4 --tp-comm-overlap` without `--sequence-parallel`.
 
     ## How to fix
     Add `--sequence-parallel` (`sequence_parallel: true`) with TP > 1, or drop the overlap flag.

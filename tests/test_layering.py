@@ -99,25 +99,17 @@ KNOWN_RULE_TO_READ = {
     ("parallint.rules.pip", "parallint.readers.cfgutil"),
     ("parallint.rules.pip", "parallint.readers.python"),
     # arrived with the breadth/precision merges
-    ("parallint.rules.cfg_megatron", "parallint.cmdline"),
-    ("parallint.rules.cfg_megatron", "parallint.megatron_args"),
     ("parallint.rules.cfg_megatron", "parallint.megatron_table"),
-    ("parallint.rules.lay", "parallint.readers.cfgutil"),
-    ("parallint.rules.lch", "parallint.readers.kube"),
 }
 
 #: rules -> link arrows (rules receive jobs; they do not build them)
 KNOWN_RULE_TO_LINK = {
-    ("parallint.rules.cfg_megatron", "parallint.link"),
     ("parallint.rules.lch", "parallint.pylaunch"),
 }
 
 #: import circles that exist today, each through lazy imports (shrinking: move the shared helper
 #: into the lower module)
-KNOWN_CIRCLES = [
-    ["parallint.hfargs", "parallint.link", "parallint.pylaunch"],
-    ["parallint.readers.kube", "parallint.readers.ray"],
-]
+KNOWN_CIRCLES: list[list[str]] = []
 
 #: one rule family importing another's module (shrinking: shared logic belongs in the model layer;
 #: ``rules._cfgfacts``, the config rules' shared base, is not a family and may be imported)
