@@ -22,6 +22,7 @@ from parallint import megatron_args
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, Value
 from parallint.launch import Launch
+from parallint.model.origin import How, Origin
 
 UNKNOWN = "\x00"
 
@@ -366,6 +367,9 @@ def _script_part(launch: Launch, rest: list[Word], i: int, module: bool) -> None
     args = rest[i:]
     launch.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
     _links_from_args(launch, args)
+    flags = megatron_args.split_flags(launch.args)
+    if megatron_args.is_megatron(flags):
+        launch.megatron_flags = flags
     mf = megatron_args.args_facts(launch.args)
     script = launch.script.value if launch.script is not None and launch.script.known else ""
     inference = INFERENCE_RE.search(str(script)) is not None
@@ -631,7 +635,8 @@ def _tune(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
             if v is not None:
                 la.facts.add(fact, v)
     elif wrapper is None and not ctx.scheduler:
-        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)"))
+        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)",
+                                                  Origin(How.INFERRED)))
     else:
         _procs_from_wrapper(la)
     recipe = rest[i]

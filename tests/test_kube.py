@@ -311,3 +311,17 @@ def test_lch002_checks_every_replica_type():
     assert la.wrapper.options["gpus.Worker"].value == 4 and la.wrapper.options["gpus.Master"].value == 8
     ok, _ = _lch("MoreProcessesThanGpus", GPU_JOB.format(ml=8, mr=8, wl=8))
     assert ok == []
+
+
+def test_many_documents_are_read_in_linear_time():
+    import time
+
+    one = GPU_JOB.format(ml=8, mr=8, wl=8)
+    small, big = "---\n".join([one] * 50), "---\n".join([one] * 800)
+    t0 = time.perf_counter()
+    assert len(read(small).launches) == 50
+    t_small = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert len(read(big).launches) == 800
+    t_big = time.perf_counter() - t0
+    assert t_big < 40 * t_small + 5  # 16x the input: linear, with room for a loaded machine

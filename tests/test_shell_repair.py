@@ -147,3 +147,24 @@ def test_src_columns_count_characters():
     assert src.pos(0) == (1, 1)
     assert src.pos(len("é=1 ".encode())) == (1, 5)
     assert src.pos(len("é=1 ab\nx".encode())) == (2, 2)
+
+
+def test_repairs_are_bounded_by_a_plain_parse():
+    """Many unclosed constructs: re-parsing stops within a small multiple of one parse."""
+    text = "".join(f"V{i}=<PATH {i}> (e.g. x)\nif [ x ]; then\n" for i in range(200)) + \
+        "torchrun --nproc_per_node 8 t.py\n"
+    t0 = time.perf_counter()
+    shell._parser().parse(text.encode())
+    one = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ff = read(text)
+    assert time.perf_counter() - t0 < 8 * one + 2
+    assert [la.launcher for la in ff.launches] == ["torchrun"]
+
+
+def test_every_placeholder_assignment_is_filled_in_one_pass():
+    text = "".join(f"P{i}=<Specify path {i}>\n" for i in range(300)) + "torchrun --nproc_per_node 8 t.py $P7\n"
+    data, tree, placeholders = shell.parse_repaired(text.encode())
+    assert not tree.root_node.has_error and len(placeholders) == 300
+    ff = read(text)
+    assert "Specify path 7" in ff.launches[0].args[0].why

@@ -39,6 +39,8 @@ MAX_REPAIRS = 64  # re-parses while replacing placeholders that tree-sitter cann
 PLACEHOLDER_SPAN = re.compile(rb"<[A-Za-z_][^<>\n]*>")
 #: ``NAME=<placeholder> (e.g., /357m)``: the rest of the line is the placeholder's
 ASSIGN_PLACEHOLDER = re.compile(rb"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(<[A-Za-z_][^<>\n]*>[^\n]*)$")
+ASSIGN_PLACEHOLDER_ANY = re.compile(rb"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(<[A-Za-z_][^<>\n]*>[^\n]*)$", re.M)
+REPAIR_SECONDS = 0.5  # time re-parsing may take while repairing one file (more for a slow first parse)
 #: text that starts a launch: an unparsed statement holding one is reported, not skipped silently
 LAUNCH_TEXT = re.compile(rb"(?:^|[\s;&|(`\"'=/])(?:torchrun|deepspeed|torch\.distributed\.(?:run|launch)|"
                          rb"accelerate(?:-launch|\s+launch)|srun|mpirun|mpiexec|python[\d.]*)(?=[\s\"';]|$)", re.M)
@@ -1289,18 +1291,32 @@ def parse_repaired(data: bytes):
 
     Returns (text as parsed, tree, placeholders as ``(start, end, original text)``).
     """
+    import time
+
+    t0 = time.perf_counter()
     tree = _parser().parse(data)
     if not tree.root_node.has_error:
         return data, tree, []
+    # tree-sitter's error recovery can be superlinear (thousands of unclosed `if`s): re-parse only
+    # while the time spent stays within a small multiple of a plain parse
+    deadline = t0 + max(REPAIR_SECONDS, 4 * (time.perf_counter() - t0))
     buf = bytearray(data)
     placeholders: list[tuple[int, int, str]] = []
     tail = data.rstrip()
     if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
         buf[len(tail) - 1] = 32
         tree = _parser().parse(bytes(buf))
+    # every `NAME=<placeholder>` line at once (Megatron's templates have a dozen), then the lines
+    # where errors remain, one re-parse each, within a budget of parsed bytes
+    for m in ASSIGN_PLACEHOLDER_ANY.finditer(data):
+        a, b = m.start(1), m.start(1) + len(m.group(1).rstrip())
+        placeholders.append((a, b, data[a:b].decode("utf-8", "replace").strip()))
+        buf[a:b] = b"X" * (b - a)
+    if placeholders:
+        tree = _parser().parse(bytes(buf))
     line_starts = None
     for _ in range(MAX_REPAIRS):
-        if not tree.root_node.has_error:
+        if not tree.root_node.has_error or time.perf_counter() > deadline:
             break
         err = _first_error(tree.root_node)
         if err is None:
