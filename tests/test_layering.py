@@ -33,6 +33,7 @@ LAYER_OF = {
     "parallint.schemas": "model",
     "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
     "parallint.limits": "model",
+    "parallint.safeio": "model",  # reading regular files without blocking
     # domain knowledge the readers and rules share: presets, parameter counts, memory
     "parallint.estimator": "knowledge",
     # finding and classifying files
