@@ -38,8 +38,11 @@ def main() -> int:
     ap.add_argument("--deadline-ms", type=int, default=1000)
     ap.add_argument("--only", nargs="*", help="stats keys or test ids to run")
     ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--logs", help="folder for each reader's pytest output (the failing input is there)")
     args = ap.parse_args()
     stats_file = Path(tempfile.mkdtemp()) / "stats.json"
+    logs = Path(args.logs) if args.logs else stats_file.parent
+    logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PARALLINT_FUZZ_EXAMPLES=str(args.examples), PARALLINT_FUZZ_RANDOM="1",
                PARALLINT_FUZZ_DEADLINE_MS=str(args.deadline_ms), PARALLINT_FUZZ_STATS=str(stats_file))
     outcome: dict[str, str] = {}
@@ -52,6 +55,7 @@ def main() -> int:
                                 f"{TEST}::{test_id}"], cwd=ROOT, env=env, capture_output=True,
                                text=True, timeout=args.budget)
             out = p.stdout + p.stderr
+            (logs / (re.sub(r"\W+", "_", key) + ".log")).write_text(out)
             if p.returncode == 0:
                 outcome[key] = "ok"
             elif "DeadlineExceeded" in out or "Deadline" in out:
@@ -62,6 +66,7 @@ def main() -> int:
             outcome[key] = "budget reached"
         print(f"{key:18} {outcome[key][:100]} ({time.monotonic() - t:.0f} s)", flush=True)
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    print(f"\nlogs: {logs}")
     print(f"\n{'reader':18} {'inputs':>8} {'crashes':>7} {'slow>1s':>7} {'slowest s':>9}  outcome")
     summary = {}
     for key, result in outcome.items():

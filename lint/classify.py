@@ -69,12 +69,18 @@ SHELL_NEEDLES: tuple[str, ...] = (
 _SHEBANG = re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
 
 
+#: needles that plugin rules declare (``needles = ("my_launcher",)`` on a Rule), added by the
+#: registry when it loads them (see parallint.plugins): files with them reach the readers too
+PLUGIN_NEEDLES: dict[str, tuple[str, ...]] = {"python": (), "shell": ()}
+
+
 def classify(path: str, text: str) -> str | None:
     """The kind of the file at ``path`` (display path) with content ``text``, or None if not ours."""
     p = PurePath(path)
     name, suffix = p.name, p.suffix.lower()
     if suffix == ".py":
-        if not any(n in text for n in PYTHON_NEEDLES) and "torchtitan" not in text:
+        extra = any(n in text for n in PLUGIN_NEEDLES["python"])
+        if not extra and not any(n in text for n in PYTHON_NEEDLES) and "torchtitan" not in text:
             return None
         try:
             from parallint.readers.sniff import sniff_python
@@ -84,9 +90,9 @@ def classify(path: str, text: str) -> str | None:
             kind = sniff_python(path, text)
             if kind:
                 return kind
-        return "python" if any(n in text for n in PYTHON_NEEDLES) else None
+        return "python" if extra or any(n in text for n in PYTHON_NEEDLES) else None
     if suffix in SHELL_SUFFIXES or (suffix == "" and _SHEBANG.match(text[:80].encode("utf-8", "replace"))):
-        return "shell" if any(n in text for n in SHELL_NEEDLES) else None
+        return "shell" if any(n in text for n in SHELL_NEEDLES + PLUGIN_NEEDLES["shell"]) else None
     if name in ("Makefile", "makefile", "GNUmakefile") or suffix == ".mk":
         return "makefile" if any(n in text for n in ("torchrun", "deepspeed", "accelerate", "torch.distributed", "srun", "mpirun")) else None
     if suffix in STRUCTURED_SUFFIXES:

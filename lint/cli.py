@@ -188,6 +188,13 @@ def check(
             if os.environ.get("PARALLINT_DEBUG"):
                 raise
             raise _fail(f"internal error: {type(exc).__name__}: {exc}")
+        if not config_path:  # nested configurations inside walked folders
+            from parallint.index import nested_settings_filter
+
+            try:
+                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection)
+            except ConfigError as exc:
+                raise _fail(str(exc))
         failing = failing or any(d.severity >= level for d in part.diagnostics)
         levels.update((id(d), level) for d in part.diagnostics)
         result.diagnostics.extend(part.diagnostics)

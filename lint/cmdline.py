@@ -22,6 +22,7 @@ from parallint import megatron_args
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, Value
 from parallint.launch import Launch
+from parallint.model.origin import How, Origin
 
 UNKNOWN = "\x00"
 
@@ -634,7 +635,8 @@ def _tune(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
             if v is not None:
                 la.facts.add(fact, v)
     elif wrapper is None and not ctx.scheduler:
-        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)"))
+        la.facts.add("parallel.world_size", Value(1, span, True, "", "tune run without torchrun options (one process)",
+                                                  Origin(How.INFERRED)))
     else:
         _procs_from_wrapper(la)
     recipe = rest[i]

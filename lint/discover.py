@@ -249,10 +249,19 @@ def _parent_matches(p: _Pattern, rel: str) -> bool:
 @lru_cache(maxsize=4096)
 def _gitignore(dirpath: str) -> tuple[_Pattern, ...]:
     try:
-        with open(os.path.join(dirpath, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-            return tuple(compile_patterns(fh.readlines()))
+        fd = os.open(os.path.join(dirpath, ".gitignore"),
+                     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
+        return ()
+    try:  # a regular file only (a FIFO named .gitignore would block), and at most 1 MB of it
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ()
+        data = os.read(fd, 1 << 20)
     except OSError:
         return ()
+    finally:
+        os.close(fd)
+    return tuple(compile_patterns(data.decode("utf-8", errors="replace").splitlines()))
 
 
 @lru_cache(maxsize=4096)

@@ -351,3 +351,40 @@ def display(p: Path, cwd: Path) -> str:
     from parallint.discover import display_path
 
     return display_path(p, cwd)
+
+
+def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None) -> list:
+    """Settings per file inside a walked folder, as Ruff does: a finding in a file whose nearest
+    configuration is not the run's is kept only if that configuration selects its rule and its
+    ``per-file-ignores`` do not cover it. ``selection(config)`` -> (rules, fail level)."""
+    from parallint.config import find_config, load_config
+    from parallint.registry import get_registry
+
+    cwd = cwd or Path.cwd()
+    run = config.path.resolve() if config.path else None
+    nearest: dict[Path, Path | None] = {}
+    chosen: dict[Path, tuple] = {}
+    reg = get_registry()
+    out = []
+    for d in diags:
+        ap = Path(os.path.abspath(cwd / d.span.path))
+        folder = ap.parent
+        if folder not in nearest:
+            found = find_config(folder) if folder.is_dir() else None
+            nearest[folder] = found.resolve() if found else None
+        found = nearest[folder]
+        if found is None or found == run:
+            out.append(d)
+            continue
+        if found not in chosen:
+            c = load_config(str(found))
+            rules, _ = selection(c)
+            chosen[found] = (c, {r.code for r in rules})
+        c, codes = chosen[found]
+        if d.code not in codes:
+            continue
+        pfi = c.per_file_ignores(d.span.path, ap)
+        if pfi and reg.covers(pfi, d.code):
+            continue
+        out.append(d)
+    return out

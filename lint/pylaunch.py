@@ -29,6 +29,7 @@ from typing import Any
 
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, FileFacts, Value
+from parallint.model.origin import How, Origin
 
 MAX_BYTES = 2_000_000
 #: cheap text needles: a script without any of them is not parsed
@@ -69,8 +70,6 @@ class PyLaunch:
     """What a script states about how it is launched."""
 
     facts: FactMap = field(default_factory=FactMap)
-    #: command lines the script hands to a launcher (submitit CommandFunction): lists of (text, span)
-    commands: list[list[tuple[str, Span]]] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)  # ray, submitit, nemo_run, fabric, spawn, environ
     #: an unconditional ``os.environ["MASTER_ADDR"] = "localhost"`` (module level, the main guard, or
     #: the function that calls init_process_group)
@@ -83,10 +82,11 @@ def _is_main_guard(test: ast.AST) -> bool:
             and test.comparators[0].value == "__main__")
 
 
-def is_loopback(text: str) -> bool:
-    from parallint.cmdline import is_loopback as _lb
+LOOPBACK = re.compile(r"^(localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0)$", re.I)
 
-    return _lb(text.strip())
+
+def is_loopback(text: str) -> bool:
+    return LOOPBACK.match(text.strip()) is not None
 
 
 class _Scan:
@@ -188,7 +188,7 @@ class _Scan:
                 elif q in SUBMITIT_EXECUTORS:
                     self.out.kinds.add("submitit")
                 elif q in SUBMITIT_COMMAND:
-                    self._command(node)
+                    self.out.kinds.add("submitit")  # its command line: parallint.readers.submitit
                 elif q in NEMO_RUN_EXECUTORS:
                     self._nemo_executor(node, NEMO_RUN_EXECUTORS[q])
                 elif q in FABRIC:
@@ -251,19 +251,6 @@ class _Scan:
                     self._int(fact, node, f"update_parameters({kw}=...)")
                     break
 
-    def _command(self, call: ast.Call) -> None:
-        if not call.args or not self._once(call, "CommandFunction"):
-            return
-        lst = call.args[0]
-        if not isinstance(lst, (ast.List, ast.Tuple)):
-            return
-        words: list[tuple[str, Span]] = []
-        for el in lst.elts:
-            v = self.literal(el)
-            words.append((str(v) if v is not ... and not isinstance(v, (dict, list)) else "\x00", self.span(el)))
-        self.out.commands.append(words)
-        self.out.kinds.add("submitit")
-
     def _nemo_executor(self, call: ast.Call, kind: str) -> None:
         if not self._once(call, "executor"):
             return
@@ -271,7 +258,8 @@ class _Scan:
         if kind == "slurm":
             self._int("parallel.nodes", self.kw(call, "nodes"), "SlurmExecutor(nodes=...)")
         else:
-            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "LocalExecutor (one node)"))
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "LocalExecutor (one node)",
+                                                       Origin(How.INFERRED)))
         self._int("parallel.procs_per_node", self.kw(call, "ntasks_per_node"), "Executor(ntasks_per_node=...)")
         g = self.kw(call, "gpus_per_node")
         if g is not None:
@@ -305,7 +293,8 @@ class _Scan:
         if nn is not None:
             self._int("parallel.nodes", nn, "Fabric(num_nodes=...)")
         else:
-            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)"))
+            self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)",
+                                                       Origin(How.DEFAULT)))
 
     def _spawn(self, call: ast.Call) -> None:
         if not self._once(call, "spawn"):
@@ -349,10 +338,23 @@ class _Scan:
                     break
 
 
+_CACHE: dict[tuple[str, int], "PyLaunch | None"] = {}
+
+
 def scan(path: str, text: str) -> PyLaunch | None:
-    """The launch facts a script states (None when it states none, or cannot be parsed)."""
+    """The launch facts a script states (None when it states none, or cannot be parsed). A script
+    linked by several launches is parsed once."""
     if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES):
         return None
+    key = (path, hash(text))
+    if key not in _CACHE:
+        if len(_CACHE) > 512:
+            _CACHE.clear()
+        _CACHE[key] = _scan(path, text)
+    return _CACHE[key]
+
+
+def _scan(path: str, text: str) -> PyLaunch | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -375,14 +377,16 @@ def loopback_master(f: FileFacts) -> Value | None:
 
 
 def _consistent(facts: FactMap) -> FactMap:
-    """Keys stated twice with different known values are dropped (two configurations in one
-    script: which one runs is not static)."""
+    """Keys stated twice with different known values are dropped, and a known value stated next to
+    an unknown one stays unknown (two configurations in one script, e.g. a Slurm and a local
+    executor chosen by an argument: which one runs is not static)."""
     out = FactMap()
     for key, vs in facts.items():
         known = {repr(v.value) for v in vs if v.known}
         if len(known) > 1:
             continue
-        for v in vs:
+        unknown = [v for v in vs if not v.known]
+        for v in unknown or vs:
             out.add(key, v)
     return out
 
@@ -397,7 +401,7 @@ STARTS_PROCESSES = re.compile(
 DIST_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_WORLD_SIZE")
 
 
-def plain_python_world(job) -> None:
+def plain_python_world(job, script: FileFacts | None) -> None:
     """``python train.py`` with no launcher, scheduler or wrapper, and a script that starts no
     processes itself: one process, a world of 1."""
     la = getattr(job, "launch", None)
@@ -408,27 +412,35 @@ def plain_python_world(job) -> None:
     if job.facts.all("parallel.world_size") or job.facts.all("parallel.nodes") or \
             job.facts.all("parallel.procs_per_node"):
         return
-    from parallint.hfargs import script_file
-
-    script = script_file(job, la)
     if script is None or script.kind != "python" or STARTS_PROCESSES.search(script.text or "") is not None:
         return
-    job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)"))
+    job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)",
+                                               Origin(How.INFERRED)))
 
 
-def torchx_config(job) -> None:
+def torchx_j(la, jv: Value, source: str) -> None:
+    """``j = NxM`` -> N nodes × M processes; ``j = M`` -> one node of M; a range says nothing of nodes."""
+    text = str(jv.value).strip()
+    m = re.fullmatch(r"(?:(\d+)x)?(\d+)", text)
+    if m is None:
+        m2 = re.fullmatch(r"\d+:\d+x(\d+)", text)
+        if m2:
+            la.facts.add("parallel.procs_per_node", Value(int(m2.group(1)), jv.span, True, "", source))
+        return
+    la.facts.add("parallel.nodes", Value(int(m.group(1) or 1), jv.span, True, "", source))
+    la.facts.add("parallel.procs_per_node", Value(int(m.group(2)), jv.span, True, "", source))
+
+
+def torchx_config(job, root: Path | None = None) -> None:
     """``torchx run dist.ddp`` without ``-j``: the ``j`` of ``[component:dist.ddp]`` in the
     ``.torchxconfig`` next to the launch file (or at the repository root), which TorchX reads."""
     import configparser
-
-    from parallint.cmdline import _torchx_j
-    from parallint.link import repo_root
 
     la = getattr(job, "launch", None)
     if la is None or "torchx" not in la.options or "torchx_j" in la.options or "opaque" in la.options:
         return
     folder = job.root.abspath.parent
-    for d in dict.fromkeys((folder, repo_root(folder))):
+    for d in dict.fromkeys((folder, root or folder)):
         p = d / ".torchxconfig"
         try:
             if not p.is_file() or p.stat().st_size > 100_000:
@@ -450,7 +462,7 @@ def torchx_config(job) -> None:
 
         rel = os.path.relpath(p, folder).replace(os.sep, "/")
         disp = (job.root.path.rsplit("/", 1)[0] + "/" + rel) if "/" in job.root.path else rel
-        _torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
+        torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
         return
 
 
@@ -484,8 +496,8 @@ def lightning_overrides(job) -> None:
                 auto_stale = True  # "auto" strategy sizes were resolved from the config's counts
     if unsure or auto_stale or front:
         kept = FactMap()
-        for key, v in front:
-            kept.add(key, v)
+        for fkey, fv in front:
+            kept.add(fkey, fv)
         for key, vs in job.facts.items():
             for v in vs:
                 src = v.source or ""
@@ -496,10 +508,11 @@ def lightning_overrides(job) -> None:
         job.facts = kept
 
 
-def attach(job) -> None:
-    """Add the launch facts of the job's Python files to ``job`` (see the module docstring)."""
+def attach(job, script: FileFacts | None = None, root: Path | None = None) -> None:
+    """Add the launch facts of the job's Python files to ``job`` (see the module docstring);
+    ``script`` is the launch's script file, ``root`` the repository root (from the linker)."""
     la = getattr(job, "launch", None)
-    torchx_config(job)
+    torchx_config(job, root)
     lightning_overrides(job)
     if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
         return  # the launcher decides the world
@@ -517,9 +530,7 @@ def attach(job) -> None:
                 job.facts.add("framework", Value("nemo", first.span, True, "", "NeMo 2 recipe"))
         elif pl.kinds == {"spawn"}:
             _spawn_world(job, f, facts)
-        for words in pl.commands:
-            _command_job(job, f, words)
-    plain_python_world(job)
+    plain_python_world(job, script)
 
 
 def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
@@ -532,22 +543,5 @@ def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
     if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|^\s*[\w.]*world_size\s*=(?!=)|slurm|master_addr", text, re.M):
         return  # the script may span nodes or compute its own world
     job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
-                                               f"{ppn.source} (one node: no node count in the script)"))
-
-
-def _command_job(job, f: FileFacts, words: list[tuple[str, Span]]) -> None:
-    """A submitit CommandFunction: its command line's facts (Megatron flags, links) join the job."""
-    from parallint import cmdline
-
-    ws = [cmdline.Word.unknown("not a literal", sp) if t == "\x00" else cmdline.Word.lit(t, sp) for t, sp in words]
-    try:
-        la = cmdline.parse_command(ws, cmdline.Context(), ws[0].span if ws else None)
-    except (ValueError, TypeError, IndexError, KeyError):
-        return
-    if la is None:
-        return
-    for key, vs in la.facts.items():
-        if key in ("parallel.nodes", "parallel.procs_per_node", "parallel.world_size"):
-            continue  # the executor's, not the command's
-        for v in vs:
-            job.facts.add(key, v)
+                                               f"{ppn.source} (one node: no node count in the script)",
+                                               Origin(How.INFERRED)))

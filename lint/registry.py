@@ -203,6 +203,11 @@ def get_registry() -> Registry:
         rules: list[type[Rule]] = []
         for m in _builtin_modules():
             rules.extend(_rules_in(m))
-        rules.extend(_entry_point_rules())
+        plugins = _entry_point_rules()
+        rules.extend(plugins)
         _REGISTRY = Registry(rules)
+        if plugins:
+            from parallint.plugins import register_needles
+
+            register_needles(plugins)
     return _REGISTRY

@@ -41,6 +41,11 @@ READ_TIMEOUT_S = DEFAULT_FILE_TIMEOUT
 HEAD_BYTES = 64 * 1024
 #: a Python file this large is parsed in a killable worker even in a small run
 RISKY_BYTES = 256 * 1024
+#: a shell file or Makefile this large is first read in a killable worker (tree-sitter's error
+#: recovery is quadratic: 4,000 lines of `[[x]]` take 3.6 s inside the native parser, where no
+#: alarm can stop it); only when that finishes in time is it read here
+RISKY_SHELL_BYTES = 16 * 1024
+PROBE_KINDS = frozenset({"shell", "makefile"})
 
 
 @dataclass
@@ -81,6 +86,13 @@ def _workers() -> int:
         n = os.cpu_count() or 1
     env = os.environ.get("PARALLINT_JOBS", "")
     return max(1, min(int(env) if env.isdigit() else n, 8))
+
+
+def _probe(item: tuple[Path, str, str, str]) -> bool:
+    """In a worker: read one file and throw the result away (only whether it finishes matters)."""
+    runner, _ = _WORKER
+    runner._parse(*item)
+    return True
 
 
 def _work(item: tuple[Path, str, str, str]):
@@ -371,9 +383,44 @@ class Runner:
                     self._parse_in_workers(python, rules)
                     done = {p[0] for p in python}
                     pending = [p for p in pending if p[0] not in done]
+        risky = [p for p in pending if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
+        if risky:
+            self._probe_in_workers(risky)
         for item in pending:
-            self.cache[item[0]] = self._parse(*item)
+            if item[0] not in self.cache:
+                self.cache[item[0]] = self._parse(*item)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
+
+    def _reason(self, payload: str) -> str:
+        if payload.startswith("timed out"):  # the worker is killed a second after the limit
+            return f"timed out after {self.timeout:g} s (setting file-timeout)"
+        return payload
+
+    def _probe_in_workers(self, items: list[tuple[Path, str, str, str]]) -> None:
+        """Read each item once in a killable worker; one that times out or crashes there becomes
+        its SYN002 finding here (the others are then read in this process)."""
+        from parallint import workers
+
+        if not workers.available():
+            return
+        global _WORKER
+        _WORKER = (self, [])
+        for mod in {READERS.get(item[3]) for item in items}:
+            try:
+                importlib.import_module(f"parallint.readers.{mod}")
+            except ImportError:
+                pass
+        try:
+            for idx, ok, payload in workers.run(items, _probe, max(1, min(_workers(), len(items))),
+                                                self.timeout + 1):
+                if not ok:
+                    item = items[idx]
+                    self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
+        except Exception:  # workers that cannot start: read here, under the alarm
+            if self.debug:
+                raise
+        finally:
+            _WORKER = None
 
     def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
         from parallint import workers
@@ -392,7 +439,7 @@ class Runner:
             for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1):
                 item = items[idx]
                 if not ok:
-                    self.cache[item[0]] = self._skipped(item[0], item[1], payload, item[3])
+                    self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
                     continue
                 f, diags, errors = payload
                 self.cache[item[0]] = f

@@ -87,6 +87,7 @@ def table_for(la, flags) -> _Table | None:
 
 class UnknownMegatronArgument(Rule):
     code = "CFG006"
+    facts = frozenset({"framework"})
     name = "unknown-megatron-argument"
     severity = Severity.ERROR
     summary = "A flag on a Megatron command line that Megatron's argument parser does not accept."
@@ -112,9 +113,6 @@ class UnknownMegatronArgument(Rule):
     --tensor-model-paralel-size"), after the job has waited in the queue for its nodes.
 
     ## Example
-    ```bash
-    torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-paralel-size 2 --DDP-impl local
-    ```
 
     ## How to fix
     Use the spelling the message suggests, or drop a flag that was removed; check the flags against

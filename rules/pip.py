@@ -22,7 +22,7 @@ def _config_problems(f, code: str):
         return
     from parallint.readers.cfgutil import partition_problems
 
-    sched = f.facts.get("parallel.pp_schedule")
+    sched = f.facts.get("training.pp_schedule")
     schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
     kind = {"PIP001": "layers", "PIP002": "stages"}[code]  # the reader reports kinds; the rule owns codes
     for part in parts:
@@ -96,7 +96,7 @@ def _problems(p: Partition) -> list[tuple[int, str]]:
 
 class PartitionGapOrOverlap(Rule):
     code = "PIP001"
-    facts = frozenset({"parallel.pp_schedule"})
+    facts = frozenset({"training.pp_schedule"})
     name = "partition-gap-or-overlap"
     severity = Severity.ERROR
     summary = "layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer"
@@ -113,10 +113,6 @@ class PartitionGapOrOverlap(Rule):
     twice and is updated by two stages with diverging weights. Neither raises an error.
 
     ## Example
-    ```python
-    stages = [model.layers[:4], model.layers[5:8]]   # layer 4 is in no stage
-    stage = stages[rank]
-    ```
 
     ## How to fix
     Make each stage start where the previous one ends (`[:4]`, `[4:8]`) and let the last one run
@@ -201,7 +197,7 @@ def _sizes(p: Partition) -> list[int] | None:
 
 class PartitionCountMismatch(Rule):
     code = "PIP002"
-    facts = frozenset({"parallel.pp", "parallel.pp_schedule", "parallel.world_size"})
+    facts = frozenset({"parallel.pp", "training.pp_schedule", "parallel.world_size"})
     name = "partition-count-mismatch"
     severity = Severity.ERROR
     summary = "the number of partitions differs from the PP degree or from the ranks that select them"
@@ -223,11 +219,6 @@ class PartitionCountMismatch(Rule):
     layers; with more, some stages are never run and the model is cut short.
 
     ## Example
-    ```python
-    dist.init_process_group("nccl", world_size=4)
-    stages = [model.layers[:4], model.layers[4:8]]
-    stage = stages[dist.get_rank()]
-    ```
 
     ## How to fix
     Split the layers into exactly as many stages as there are pipeline ranks.
@@ -374,9 +365,6 @@ class PartitionImbalance(Rule):
     stage idles most of every step, and the large one may also run out of memory first.
 
     ## Example
-    ```python
-    stages = [model.layers[:2], model.layers[2:8]]
-    ```
 
     ## How to fix
     Balance the layers (`[:4]`, `[4:8]`); if the imbalance is deliberate (embeddings on the first

@@ -37,7 +37,7 @@ def test_hostile_files_never_crash(tmp_path):
     write_tree(tmp_path, HOSTILE)
     res = check_paths(["."], Config(None, tmp_path, {}), cwd=tmp_path)
     assert not res.errors, res.errors
-    assert {d.code for d in res.diagnostics} <= {"SYN001", "LCH002", "LCH010", "LCH011", "CFG001", "CFG002"}
+    assert {d.code for d in res.diagnostics} <= {"SYN001", "SYN002", "LCH002", "LCH010", "LCH011", "CFG001", "CFG002"}
 
 
 @pytest.mark.parametrize("text", [

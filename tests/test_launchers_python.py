@@ -140,3 +140,14 @@ def test_plain_python_world_needs_certainty(tmp_path):
     assert _diags(tmp_path, {"run.sh": "#SBATCH --nodes=2\n" + MEGATRON_LINE, "pretrain_gpt.py": PLAIN}, "run.sh") == []
     assert _diags(tmp_path, {"run.sh": MEGATRON_LINE.replace("pretrain_gpt.py", "missing.py"),
                              "pretrain_gpt.py": PLAIN}, "run.sh") == []
+
+
+def test_alternative_executors_chosen_at_run_time_state_nothing(tmp_path):
+    text = NEMO_RUN.format(pp=4).replace(
+        "def local_executor_torchrun() -> run.LocalExecutor:\n",
+        "def slurm_executor(nodes):\n    return run.SlurmExecutor(account='a', nodes=nodes, ntasks_per_node=8)\n\n\n"
+        "def local_executor_torchrun() -> run.LocalExecutor:\n")
+    text = text.replace("num_nodes=1,\n", "num_nodes=args.nodes,\n")
+    job = _job(tmp_path, {"pretrain.py": text}, "pretrain.py")
+    assert job.int("parallel.nodes") is None
+    assert _diags(tmp_path, {"pretrain.py": text}, "pretrain.py") == []

@@ -31,6 +31,8 @@ LAYER_OF = {
     "parallint.rule": "model",
     "parallint.data": "model",
     "parallint.schemas": "model",
+    "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
+    "parallint.limits": "model",
     # domain knowledge the readers and rules share: presets, parameter counts, memory
     "parallint.estimator": "knowledge",
     # finding and classifying files
@@ -42,18 +44,28 @@ LAYER_OF = {
     "parallint.readers": "read",
     "parallint.cmdline": "read",
     "parallint.megatron_args": "read",
+    "parallint.megatron_table": "read",
     # joining files into jobs
     "parallint.link": "link",
+    "parallint.hfargs": "link",
+    "parallint.pylaunch": "link",
     # rules
     "parallint.rules": "rules",
     # the engine that runs it all, and what reports the result
     "parallint.registry": "engine",
     "parallint.runner": "engine",
     "parallint.suppress": "engine",
+    "parallint.baseline": "engine",
+    "parallint.index": "engine",
+    "parallint.workers": "engine",
+    "parallint.plugins": "engine",
     "parallint.examples": "engine",
     "parallint.report": "report",
     "parallint.show": "report",
     "parallint.estimate_cmd": "report",
+    "parallint.estimate_ux": "report",
+    "parallint.ruledocs": "report",
+    "parallint.server": "report",
     "parallint.cli": "report",
     "parallint.__main__": "report",
 }
@@ -64,7 +76,7 @@ MAY_IMPORT = {
     "knowledge": {"model"},
     "discover": {"model"},
     "read": {"model", "knowledge", "discover"},
-    "link": {"model"},
+    "link": {"model", "knowledge", "discover", "read"},
     "rules": {"model", "knowledge"},
     "engine": {"model", "knowledge", "discover", "read", "link", "rules"},
     "report": {"model", "knowledge", "discover", "read", "link", "rules", "engine"},
@@ -86,7 +98,18 @@ KNOWN_RULE_TO_READ = {
     ("parallint.rules.pg", "parallint.readers.python"),
     ("parallint.rules.pip", "parallint.readers.cfgutil"),
     ("parallint.rules.pip", "parallint.readers.python"),
+    # arrived with the breadth/precision merges
+    ("parallint.rules.cfg_megatron", "parallint.megatron_table"),
 }
+
+#: rules -> link arrows (rules receive jobs; they do not build them)
+KNOWN_RULE_TO_LINK = {
+    ("parallint.rules.lch", "parallint.pylaunch"),
+}
+
+#: import circles that exist today, each through lazy imports (shrinking: move the shared helper
+#: into the lower module)
+KNOWN_CIRCLES: list[list[str]] = []
 
 #: one rule family importing another's module (shrinking: shared logic belongs in the model layer;
 #: ``rules._cfgfacts``, the config rules' shared base, is not a family and may be imported)
@@ -143,7 +166,8 @@ GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
 def layer(module: str) -> str:
-    best = max((p for p in LAYER_OF if module == p or module.startswith(p + ".")), key=len, default=None)
+    best = max((p for p in LAYER_OF if module == p or (p != "parallint" and module.startswith(p + "."))),
+               key=len, default=None)
     assert best is not None, f"{module}: no layer; add it to LAYER_OF in tests/test_layering.py"
     return LAYER_OF[best]
 
@@ -184,7 +208,10 @@ def test_no_import_circles():
     for v in sorted(GRAPH):
         if v not in index:
             visit(v)
-    assert not circles, f"import circles: {circles}"
+    new = [c for c in circles if c not in KNOWN_CIRCLES]
+    gone = [c for c in KNOWN_CIRCLES if c not in circles]
+    assert not new, f"import circles: {new}"
+    assert not gone, f"gone, remove them from KNOWN_CIRCLES: {gone}"
 
 
 def _arrows():
@@ -199,7 +226,7 @@ def test_no_arrow_against_the_flow():
         a, b = layer(src), layer(dst)
         if a == b or b in MAY_IMPORT[a]:
             continue
-        if (src, dst) in KNOWN_RULE_TO_READ:
+        if (src, dst) in KNOWN_RULE_TO_READ or (src, dst) in KNOWN_RULE_TO_LINK:
             continue
         bad.append(f"{src} ({a}) -> {dst} ({b})")
     assert not bad, "imports against the flow:\n" + "\n".join(bad)
@@ -219,6 +246,12 @@ def test_known_rule_to_read_arrows_only_shrink():
     assert not gone, f"gone, remove them from KNOWN_RULE_TO_READ: {gone}"
 
 
+def test_known_rule_to_link_arrows_only_shrink():
+    now = {(s, d) for s, d in _arrows() if layer(s) == "rules" and layer(d) == "link"}
+    assert now == KNOWN_RULE_TO_LINK, (f"new: {sorted(now - KNOWN_RULE_TO_LINK)}; "
+                                       f"gone (remove from the list): {sorted(KNOWN_RULE_TO_LINK - now)}")
+
+
 def test_rule_families_do_not_import_each_other_beyond_the_known_ones():
     now = {(s, d) for s, d in _arrows() if layer(s) == layer(d) == "rules"
            and d != "parallint.rules._cfgfacts" and d != "parallint.rules"}
@@ -228,7 +261,14 @@ def test_rule_families_do_not_import_each_other_beyond_the_known_ones():
     assert not gone, f"gone, remove them from KNOWN_RULE_TO_RULE: {gone}"
 
 
-@pytest.mark.parametrize("reader", sorted(m for m in MODULES if layer(m) == "read"))
+def _layer_or_none(module: str) -> str | None:
+    try:
+        return layer(module)
+    except AssertionError:  # reported by test_every_module_has_a_layer
+        return None
+
+
+@pytest.mark.parametrize("reader", sorted(m for m in MODULES if _layer_or_none(m) == "read"))
 def test_readers_emit_no_rule_codes(reader):
     """Readers report facts and problems; rule codes belong to rules (SYN001, the reader's own
     parse-error diagnostic, is the one exception)."""

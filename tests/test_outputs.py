@@ -16,7 +16,7 @@ from parallint.registry import get_registry
 from parallint.report import Options, render
 from parallint.ruledocs import pages
 
-from conftest import ROOT, write_tree
+from conftest import ROOT
 
 
 def _example_repo(tmp_path):

@@ -19,11 +19,19 @@ from parallint.discover import compile_patterns, is_test_path, _matches
 from parallint.runner import Runner, check_paths
 
 DDP = """\
+import os
+
+import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-dist.init_process_group("nccl")
-model = DDP(model, find_unused_parameters=True)
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = torch.nn.Linear(8, 8).cuda()
+    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
 """
 
 
@@ -319,3 +327,50 @@ def test_divisors_by_factorisation():
     t = time.perf_counter()
     assert len(_divisors(2**31)) == 32 and _divisors(2**31 - 1) == [1, 2**31 - 1]
     assert time.perf_counter() - t < 0.5
+
+
+ZEROS = {
+    "run.sh": """\
+#!/bin/bash
+#SBATCH --nodes=0
+#SBATCH --gpus-per-node=0
+srun torchrun --nnodes=0 --nproc_per_node=0 train.py --tensor-model-parallel-size 0 \\
+    --pipeline-model-parallel-size 0 --num-layers 0 --micro-batch-size 0 --global-batch-size 0 \\
+    --hidden-size 0 --num-attention-heads 0 --use-mcore-models --deepspeed_config ds.json
+deepspeed --num_gpus 0 --num_nodes 0 train.py --deepspeed ds.json
+accelerate launch --num_processes 0 --num_machines 0 train.py
+mpirun -np 0 python train.py
+""",
+    "train.py": 'import torch.distributed as dist\ndist.init_process_group("nccl")\n',
+    "ds.json": '{"train_batch_size": 0, "train_micro_batch_size_per_gpu": 0, "zero_optimization": {"stage": 0}}',
+    "job.yaml": "model: {layers: 0, hidden: 0, heads: 0}\nparallel: {tp: 0, pp: 0, world_size: 0}\n"
+                "training: {micro_batch: 0, precision: 16}\n",
+    "nemo.yaml": "trainer:\n  devices: 0\n  num_nodes: 0\nmodel:\n  micro_batch_size: 0\n"
+                 "  tensor_model_parallel_size: 0\n  pipeline_model_parallel_size: 0\n",
+}
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["show", "."], ["estimate", "."], ["plan", "--gpus", "8", "."]])
+def test_zero_degrees_never_divide_by_zero(tmp_path, cli, command):
+    write_tree(tmp_path, ZEROS)
+    p = cli(*command, cwd=tmp_path)
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr
+    assert p.returncode in ((1,) if command[0] == "check" else (0, 1, 2))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork")
+def test_slow_native_shell_parse_is_killed(tmp_path, cli):
+    """tree-sitter's error recovery is quadratic and cannot be interrupted in-process: a large
+    shell file is first read in a worker that is killed at the time limit."""
+    write_tree(tmp_path, {"slow.sh": "#!/bin/bash\ntorchrun train.py\n" + "[[x]]\n" * 12000,
+                          "train.py": DDP, "parallint.toml": "file-timeout = 2\n"})
+    t = time.monotonic()
+    p = cli("check", "--format", "json", ".", cwd=tmp_path)
+    assert time.monotonic() - t < 20
+    import json
+
+    items = json.loads(p.stdout)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    slow = [d for d in items if d["path"] == "slow.sh"]
+    assert [d["code"] for d in slow] == ["SYN002"] and "timed out after 2 s" in slow[0]["message"]
+    assert any(d["code"] == "DDP001" for d in items)

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from parallint.config import Config
-from parallint.diagnostics import Severity, Span
-from parallint.facts import FileFacts, Value
+from parallint.diagnostics import Severity
 from parallint.runner import check_paths
 
 from conftest import ROOT, write_tree

@@ -44,3 +44,22 @@ def test_explicit_config_overrides_every_file(tmp_path, cli):
     _tree(tmp_path)
     p = cli("check", "--config", "strict.toml", "b/sub/train.py", "c/train.py", cwd=tmp_path)
     assert p.returncode == 0 and "DDP001" not in p.stdout, p.stdout + p.stderr
+
+
+def test_nested_configuration_inside_a_walked_folder(tmp_path, cli):
+    write_tree(tmp_path, {
+        "pyproject.toml": "[tool.parallint]\nextend-exclude = ['build']\n",
+        "train.py": DDP_SCRIPT,
+        "legacy/pyproject.toml": "[tool.parallint]\nignore = ['DDP001']\n",
+        "legacy/train.py": DDP_SCRIPT,
+        "other/parallint.toml": "[per-file-ignores]\n'old_*.py' = ['DDP']\n",
+        "other/old_train.py": DDP_SCRIPT,
+        "other/new_train.py": DDP_SCRIPT,
+    })
+    (tmp_path / ".git").mkdir()
+    p = cli("check", ".", cwd=tmp_path)
+    reported = sorted(ln.split(":")[0] for ln in p.stdout.splitlines() if " DDP001 " in ln)
+    assert reported == ["other/new_train.py", "train.py"], p.stdout + p.stderr
+    # --config: one configuration for everything
+    p = cli("check", "--config", "pyproject.toml", ".", cwd=tmp_path)
+    assert len([ln for ln in p.stdout.splitlines() if " DDP001 " in ln]) == 4

@@ -98,3 +98,16 @@ def test_show_output_is_one_yaml_document_per_job():
         assert validate(doc) == []
         assert "procs_per_node" not in doc["parallel"]  # not a job-spec field: a comment
         assert doc["parallel"]["gpus_per_node"] == 8
+
+
+def test_show_then_estimate_on_the_command_line(tmp_path, cli):
+    """End to end: `parallint show` of the 130B seed job, saved, gives `parallint estimate` the
+    numbers it gives on the job's files (gradients included: 2 bytes x 2 for fp32 main grads)."""
+    seed = str(ROOT / "examples" / "gpt130b_tp8_pp4")
+    shown = cli("show", seed)
+    assert shown.returncode == 0, shown.stderr
+    (tmp_path / "shown.yaml").write_text(shown.stdout)
+    a = json.loads(cli("estimate", "--format", "json", seed).stdout)
+    b = json.loads(cli("estimate", "--format", "json", str(tmp_path / "shown.yaml")).stdout)
+    assert len(a) == len(b) == 1
+    assert a == b and a[0]["per_gpu"]["gradients"] == 2 * a[0]["per_gpu"]["weights"]

@@ -138,7 +138,7 @@ def test_no_side_channel_for_the_pipeline_microbatch(tmp_path):
     ff = torchtitan.read("t.toml", tmp_path / "t.toml", text)
     v = ff.facts.get("training.pp_microbatch")
     assert v is not None and v.value == 2 and v.span.line == 6
-    assert ff.facts.get("parallel.pp_schedule").value == "1F1B"
+    assert ff.facts.get("training.pp_schedule").value == "1F1B"
     assert not (getattr(ff.data, "extra", {}) or {})
     for path in list((ROOT / "rules").glob("*.py")) + READER_FILES:
         assert "__pp_microbatch__" not in path.read_text("utf-8"), path

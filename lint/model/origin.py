@@ -49,13 +49,16 @@ class _HasProvenance(Protocol):
     def source(self) -> str: ...
 
 
+#: ``source`` prefixes of orchestrators that start the command on every node (the ``kube`` layer)
+KUBE_SOURCES: tuple[str, ...] = ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker",
+                                 "trainer", "nodeSelector", "SkyPilot", "Ray")
+
 #: ``source`` prefixes of the launch layers, for values whose producer did not record ``via``
 _LAYER_PREFIXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scheduler", ("#SBATCH",)),
     ("srun", ("srun",)),
     ("mpirun", ("mpirun",)),
-    ("kube", ("PyTorchJob", "TrainJob", "MPIJob", "pytorchReplicaSpecs", "Master", "Worker", "trainer",
-              "nodeSelector")),
+    ("kube", KUBE_SOURCES),
 )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from parallint.facts import FileFacts, Value
+from parallint.model.origin import How, Origin
 from parallint.readers.cfgutil import Emitter, as_int, open_config
 
 KIND = "lightning_cli"
@@ -44,7 +45,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if em.node("trainer.num_nodes") is not None:
         nodes = em.add("parallel.nodes", "trainer.num_nodes", as_int)
     else:
-        nodes = em.put("parallel.nodes", 1, trainer.span, f"{em.name} trainer (num_nodes defaults to 1)")
+        nodes = Value(1, trainer.span, True, "", f"{em.name} trainer (num_nodes defaults to 1)", Origin(How.DEFAULT))
+        ff.facts.add("parallel.nodes", nodes)
     em.add("training.grad_accum", "trainer.accumulate_grad_batches", as_int)
     prec = em.value("trainer.precision")
     if prec is not None and prec.known and str(prec.value) in PRECISION:

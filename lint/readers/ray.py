@@ -14,6 +14,7 @@ from pathlib import Path
 
 from parallint.facts import Value
 from parallint.launch import Launch
+from parallint.model.origin import How, Origin
 
 
 def _groups(spec):
@@ -56,6 +57,7 @@ def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
         job.facts.add("hardware.gpus_per_node_requested", v)
     if product is not None:
         job.facts.add("hardware.gpu", product)
+    _as_outer_layer(job)
     ep = spec.get("entrypoint") if kind == "RayJob" else None
     if ep is None or not isinstance(ep.value, str) or not ep.value.strip():
         return [job]
@@ -116,3 +118,18 @@ def _entrypoint(node, env, job: Launch, path: str, abspath: Path) -> list[Launch
         out.append(la)
     return out
 
+
+
+def _as_outer_layer(job: Launch) -> None:
+    """The task's facts come from an orchestrator that starts the command on every node: the
+    outer ("kube") launch layer, so LCH rules compare them with the launcher's own."""
+    from dataclasses import replace
+
+    from parallint.facts import FactMap
+
+    fm = FactMap()
+    for key, vs in job.facts.items():
+        for v in vs:
+            how = v.origin.how if v.origin.how is not How.LITERAL or "default" not in v.source else How.DEFAULT
+            fm.add(key, replace(v, origin=Origin(how, "kube")))
+    job.facts = fm

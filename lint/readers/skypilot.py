@@ -19,6 +19,7 @@ from parallint.cmdline import gpu_name
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.launch import Launch
+from parallint.model.origin import How, Origin
 from parallint.readers.shell import syn001
 
 KIND = "skypilot"
@@ -126,6 +127,7 @@ def task_launches(task, path: str, abspath: Path) -> list[Launch]:
     job.facts.add("parallel.nodes", nodes)
     job.options["num_nodes"] = nodes
     gpn = _resources(task, job)
+    _as_outer_layer(job)
     env = _env(task)
     env["SKYPILOT_NUM_NODES"] = Value(str(nodes.value), nodes.span, True, "", "SKYPILOT_NUM_NODES") \
         if nodes.known else Value.unknown(nodes.why, nodes.span, "SKYPILOT_NUM_NODES")
@@ -191,3 +193,18 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if len(ff.launches) == 1:
         ff.standalone_job = True
     return ff
+
+
+def _as_outer_layer(job: Launch) -> None:
+    """The task's facts come from an orchestrator that starts the command on every node: the
+    outer ("kube") launch layer, so LCH rules compare them with the launcher's own."""
+    from dataclasses import replace
+
+    from parallint.facts import FactMap
+
+    fm = FactMap()
+    for key, vs in job.facts.items():
+        for v in vs:
+            how = v.origin.how if v.origin.how is not How.LITERAL or "default" not in v.source else How.DEFAULT
+            fm.add(key, replace(v, origin=Origin(how, "kube")))
+    job.facts = fm

@@ -95,7 +95,7 @@ def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Par
     if sched:
         sched_v = em.value(sched)
         if sched_v is not None:
-            ff.facts.add("parallel.pp_schedule", sched_v)
+            ff.facts.add("training.pp_schedule", sched_v)
     parts: list[Partition] = []
     fq = first("module_fqns_per_model_part")
     if fq:

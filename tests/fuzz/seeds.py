@@ -266,6 +266,51 @@ launch = "run.sh"
 files = ["train.py"]
 '''
 
+SKYPILOT = """\
+resources:
+  accelerators: {A100:8, H100:8}
+num_nodes: 2
+envs:
+  TP: 4
+run: |
+  torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE \\
+    --node_rank=$SKYPILOT_NODE_RANK pretrain_gpt.py --tensor-model-parallel-size $TP
+"""
+TORCHTUNE = """\
+model:
+  _component_: torchtune.models.llama3_1.llama3_1_8b
+tensor_parallel_dim: 2
+data_parallel_shard_dim: -1
+batch_size: 2
+dtype: bf16
+"""
+LIGHTNING_CLI = """\
+trainer:
+  devices: 4
+  num_nodes: 2
+  strategy:
+    class_path: lightning.pytorch.strategies.ModelParallelStrategy
+    init_args: {data_parallel_size: auto, tensor_parallel_size: 4}
+model:
+  class_path: model.Llama
+"""
+RAYJOB = """\
+apiVersion: ray.io/v1
+kind: RayJob
+spec:
+  entrypoint: python train.py --tensor-model-parallel-size 2
+  runtimeEnvYAML: |
+    env_vars: {A: "1"}
+  rayClusterSpec:
+    workerGroupSpecs:
+      - replicas: 2
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                resources: {limits: {nvidia.com/gpu: 4}}
+"""
+
 #: reader target -> (kinds the text is read as, file name, seed texts)
 FILES = {
     "python": (("python",), "train.py", (PYTHON,)),
@@ -282,4 +327,7 @@ FILES = {
     "toml_configs": (("torchtitan",), "config.toml", (TORCHTITAN,)),
     "kube": (("kube",), "job.yaml", (KUBE,)),
     "jobspec": (("jobspec",), "job.yaml", (JOBSPEC,)),
+    # launchers (helper breadth): SkyPilot task, torchtune and LightningCLI configs, KubeRay RayJob
+    "launchers": (("skypilot", "torchtune", "lightning_cli", "kube"), "task.yaml", (SKYPILOT, TORCHTUNE,
+                                                                                   LIGHTNING_CLI, RAYJOB)),
 }

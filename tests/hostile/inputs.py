@@ -71,7 +71,9 @@ def texts() -> dict[str, tuple[bytes, str | None]]:
         "dotted.toml": (toml_dotted.encode(), "complex"),
         "alias_bomb.yaml": (alias_bomb.encode(), "complex"),
         "blank_lines.yaml": (blank_yaml.encode(), None),
-        "deep_subst.sh": (sh_deep.encode(), None),
+        "deep_subst.sh": (sh_deep.encode(), "complex"),
+        "deep_lines.sh": (("#!/bin/bash\ntorchrun " + "$(\n" * DEEP + "echo" + "\n)" * DEEP + " train.py\n"
+                           + "(\n" * DEEP + "torchrun train.py\n" + ")\n" * DEEP).encode(), None),
         "long_line.sh": (sh_long.encode(), "complex"),
         "recursive.sh": (sh_rec.encode(), None),
         "surrogate.json": (surrogate.encode(), None),
@@ -116,6 +118,8 @@ def build(folder: Path, big: bool = True, specials: bool = True) -> dict[str, st
         expect["fifo.py"] = "not a regular file"
         os.mkfifo(folder / "fifo.yaml")
         expect["fifo.yaml"] = "not a regular file"
+        (folder / "sub").mkdir()
+        os.mkfifo(folder / "sub" / ".gitignore")  # read by the walk, never opened for reading
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(folder / "socket.sh"))
