@@ -44,7 +44,9 @@ class Lines:
             if text is None:
                 p = Path(path)
                 try:
-                    text = (p if p.is_absolute() else self.cwd / p).read_text("utf-8", errors="replace")
+                    from parallint.safeio import read_text_regular  # a FIFO is never read
+
+                    text = read_text_regular(p if p.is_absolute() else self.cwd / p, 64 << 20)
                 except OSError:
                     text = ""
             self.texts[path] = text.splitlines()

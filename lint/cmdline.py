@@ -367,6 +367,9 @@ def _script_part(launch: Launch, rest: list[Word], i: int, module: bool) -> None
     args = rest[i:]
     launch.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in args]
     _links_from_args(launch, args)
+    flags = megatron_args.split_flags(launch.args)
+    if megatron_args.is_megatron(flags):
+        launch.megatron_flags = flags
     mf = megatron_args.args_facts(launch.args)
     script = launch.script.value if launch.script is not None and launch.script.known else ""
     inference = INFERENCE_RE.search(str(script)) is not None

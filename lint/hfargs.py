@@ -146,23 +146,12 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
     return ff
 
 
-def script_file(job, launch) -> FileFacts | None:
-    """The file of the job that is the launch's script (None when it was not found or read)."""
-    from parallint.link import repo_root, resolve_link
-
-    if launch is None or launch.script is None:
-        return None
-    base = job.root.abspath.parent
-    target = resolve_link(launch.script, base, repo_root(base), module=launch.is_module)
-    return next((f for f in job.files if target is not None and f.abspath == target), None)
-
-
-def attach(job, launch) -> None:
-    """Add the TrainingArguments a launch passes to its HF script to ``job`` (a no-op otherwise)."""
+def attach(job, launch, script: FileFacts | None) -> None:
+    """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
+    linker resolved) to ``job`` (a no-op otherwise)."""
     if launch is None or launch.script is None or not launch.args:
         return
     root_file = job.root
-    script = script_file(job, launch)
     if script is None or script.kind != "python" or not is_hf_cli_script(script.text or ""):
         return
     line = launch.span.line if launch.span is not None else 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -170,15 +169,12 @@ class ReverseIndex:
                 if ap in buffers:  # an unsaved buffer stands for the file
                     files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
                     continue
-                try:
-                    st = os.stat(ap)
-                    # regular files only: opening a FIFO or a device would block or never end
-                    if not stat.S_ISREG(st.st_mode) or st.st_size > 4 * 1024 * 1024:
-                        continue
-                    with open(ap, "rb") as fh:
-                        files.append((ap, fh.read(4 * 1024 * 1024 + 1)))
-                except OSError:
+                from parallint.safeio import read_regular
+
+                data = read_regular(ap, 4 * 1024 * 1024)  # regular files only: a FIFO never blocks
+                if data is None:
                     continue
+                files.append((ap, data))
                 if len(files) >= MAX_INDEX_FILES:
                     break
             self._files = files

@@ -6,6 +6,7 @@ LCH/ENV/PG rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, Value
@@ -33,6 +34,22 @@ class Launch:
     #: scheduler directives in force (#SBATCH nodes, ntasks_per_node, gpus_per_node, gres, constraint)
     scheduler: dict[str, Value] = field(default_factory=dict)
     wrapper: "Launch | None" = None  # e.g. the srun that starts this torchrun
+    #: Kubernetes: every ``resources`` block of the manifest naming a GPU resource (on the job)
+    gpu_requests: list["GpuRequest"] = field(default_factory=list)
+    #: the script's ``--flags`` when they are Megatron's: (normalized name, flag word, value word)
+    megatron_flags: list | None = None
+    #: set by the linker: the script file the launch runs (when it exists) and its repository root
+    script_path: Any = None
+    repo_root: Any = None
+
+
+@dataclass
+class GpuRequest:
+    """``resources.limits``/``requests`` of one container for one GPU resource (``nvidia.com/gpu``)."""
+
+    resource: str
+    limit: Value | None
+    request: Value | None
 
 
 # world-size logic lives once, in the model layer; these names stay for existing imports

@@ -93,16 +93,21 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             job.facts.extend(launch.facts)
             job.facts.extend(f.facts)
             seen = {f.abspath}
+            script_path = None
             if launch.script is not None:
                 module = launch.is_module
-                _attach(job, resolve_link(launch.script, f.abspath.parent, root, module=module), read, root, seen, 1)
+                script_path = resolve_link(launch.script, f.abspath.parent, root, module=module)
+                launch.script_path = script_path
+                launch.repo_root = repo_root(script_path.parent) if script_path is not None else root
+                _attach(job, script_path, read, root, seen, 1)
             for link in launch.links:
                 if link is not launch.script:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
-            hfargs.attach(job, launch)  # HF TrainingArguments given as flags on the launch line
-            pylaunch.attach(job)  # launchers inside the script (Ray Train, submitit, NeMo-Run, mp.spawn)
+            script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)
+            hfargs.attach(job, launch, script)  # HF TrainingArguments given as flags on the launch line
+            pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             taken.update(seen)
             jobs.append(job)
 
@@ -127,6 +132,7 @@ def standalone_job(f: FileFacts, read: Reader) -> Job:
     """The job of a file that no launch takes in: the file and the files it names."""
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
-    _follow(job, f, read, repo_root(f.abspath.parent), {f.abspath}, 1)
-    pylaunch.attach(job)
+    root = repo_root(f.abspath.parent)
+    _follow(job, f, read, root, {f.abspath}, 1)
+    pylaunch.attach(job, None, root)
     return job

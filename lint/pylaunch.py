@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from parallint.diagnostics import Span
@@ -69,8 +70,6 @@ class PyLaunch:
     """What a script states about how it is launched."""
 
     facts: FactMap = field(default_factory=FactMap)
-    #: command lines the script hands to a launcher (submitit CommandFunction): lists of (text, span)
-    commands: list[list[tuple[str, Span]]] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)  # ray, submitit, nemo_run, fabric, spawn, environ
     #: an unconditional ``os.environ["MASTER_ADDR"] = "localhost"`` (module level, the main guard, or
     #: the function that calls init_process_group)
@@ -83,10 +82,11 @@ def _is_main_guard(test: ast.AST) -> bool:
             and test.comparators[0].value == "__main__")
 
 
-def is_loopback(text: str) -> bool:
-    from parallint.cmdline import is_loopback as _lb
+LOOPBACK = re.compile(r"^(localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0)$", re.I)
 
-    return _lb(text.strip())
+
+def is_loopback(text: str) -> bool:
+    return LOOPBACK.match(text.strip()) is not None
 
 
 class _Scan:
@@ -188,7 +188,7 @@ class _Scan:
                 elif q in SUBMITIT_EXECUTORS:
                     self.out.kinds.add("submitit")
                 elif q in SUBMITIT_COMMAND:
-                    self._command(node)
+                    self.out.kinds.add("submitit")  # its command line: parallint.readers.submitit
                 elif q in NEMO_RUN_EXECUTORS:
                     self._nemo_executor(node, NEMO_RUN_EXECUTORS[q])
                 elif q in FABRIC:
@@ -250,19 +250,6 @@ class _Scan:
                 if node is not None:
                     self._int(fact, node, f"update_parameters({kw}=...)")
                     break
-
-    def _command(self, call: ast.Call) -> None:
-        if not call.args or not self._once(call, "CommandFunction"):
-            return
-        lst = call.args[0]
-        if not isinstance(lst, (ast.List, ast.Tuple)):
-            return
-        words: list[tuple[str, Span]] = []
-        for el in lst.elts:
-            v = self.literal(el)
-            words.append((str(v) if v is not ... and not isinstance(v, (dict, list)) else "\x00", self.span(el)))
-        self.out.commands.append(words)
-        self.out.kinds.add("submitit")
 
     def _nemo_executor(self, call: ast.Call, kind: str) -> None:
         if not self._once(call, "executor"):
@@ -414,7 +401,7 @@ STARTS_PROCESSES = re.compile(
 DIST_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_WORLD_SIZE")
 
 
-def plain_python_world(job) -> None:
+def plain_python_world(job, script: FileFacts | None) -> None:
     """``python train.py`` with no launcher, scheduler or wrapper, and a script that starts no
     processes itself: one process, a world of 1."""
     la = getattr(job, "launch", None)
@@ -425,28 +412,35 @@ def plain_python_world(job) -> None:
     if job.facts.all("parallel.world_size") or job.facts.all("parallel.nodes") or \
             job.facts.all("parallel.procs_per_node"):
         return
-    from parallint.hfargs import script_file
-
-    script = script_file(job, la)
     if script is None or script.kind != "python" or STARTS_PROCESSES.search(script.text or "") is not None:
         return
     job.facts.add("parallel.world_size", Value(1, la.span, True, "", "plain python (one process)",
                                                Origin(How.INFERRED)))
 
 
-def torchx_config(job) -> None:
+def torchx_j(la, jv: Value, source: str) -> None:
+    """``j = NxM`` -> N nodes × M processes; ``j = M`` -> one node of M; a range says nothing of nodes."""
+    text = str(jv.value).strip()
+    m = re.fullmatch(r"(?:(\d+)x)?(\d+)", text)
+    if m is None:
+        m2 = re.fullmatch(r"\d+:\d+x(\d+)", text)
+        if m2:
+            la.facts.add("parallel.procs_per_node", Value(int(m2.group(1)), jv.span, True, "", source))
+        return
+    la.facts.add("parallel.nodes", Value(int(m.group(1) or 1), jv.span, True, "", source))
+    la.facts.add("parallel.procs_per_node", Value(int(m.group(2)), jv.span, True, "", source))
+
+
+def torchx_config(job, root: Path | None = None) -> None:
     """``torchx run dist.ddp`` without ``-j``: the ``j`` of ``[component:dist.ddp]`` in the
     ``.torchxconfig`` next to the launch file (or at the repository root), which TorchX reads."""
     import configparser
-
-    from parallint.cmdline import _torchx_j
-    from parallint.link import repo_root
 
     la = getattr(job, "launch", None)
     if la is None or "torchx" not in la.options or "torchx_j" in la.options or "opaque" in la.options:
         return
     folder = job.root.abspath.parent
-    for d in dict.fromkeys((folder, repo_root(folder))):
+    for d in dict.fromkeys((folder, root or folder)):
         p = d / ".torchxconfig"
         try:
             if not p.is_file() or p.stat().st_size > 100_000:
@@ -468,7 +462,7 @@ def torchx_config(job) -> None:
 
         rel = os.path.relpath(p, folder).replace(os.sep, "/")
         disp = (job.root.path.rsplit("/", 1)[0] + "/" + rel) if "/" in job.root.path else rel
-        _torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
+        torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
         return
 
 
@@ -514,10 +508,11 @@ def lightning_overrides(job) -> None:
         job.facts = kept
 
 
-def attach(job) -> None:
-    """Add the launch facts of the job's Python files to ``job`` (see the module docstring)."""
+def attach(job, script: FileFacts | None = None, root: Path | None = None) -> None:
+    """Add the launch facts of the job's Python files to ``job`` (see the module docstring);
+    ``script`` is the launch's script file, ``root`` the repository root (from the linker)."""
     la = getattr(job, "launch", None)
-    torchx_config(job)
+    torchx_config(job, root)
     lightning_overrides(job)
     if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
         return  # the launcher decides the world
@@ -535,9 +530,7 @@ def attach(job) -> None:
                 job.facts.add("framework", Value("nemo", first.span, True, "", "NeMo 2 recipe"))
         elif pl.kinds == {"spawn"}:
             _spawn_world(job, f, facts)
-        for words in pl.commands:
-            _command_job(job, f, words)
-    plain_python_world(job)
+    plain_python_world(job, script)
 
 
 def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
@@ -552,21 +545,3 @@ def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
     job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
                                                f"{ppn.source} (one node: no node count in the script)",
                                                Origin(How.INFERRED)))
-
-
-def _command_job(job, f: FileFacts, words: list[tuple[str, Span]]) -> None:
-    """A submitit CommandFunction: its command line's facts (Megatron flags, links) join the job."""
-    from parallint import cmdline
-
-    ws = [cmdline.Word.unknown("not a literal", sp) if t == "\x00" else cmdline.Word.lit(t, sp) for t, sp in words]
-    try:
-        la = cmdline.parse_command(ws, cmdline.Context(), ws[0].span if ws else None)
-    except (ValueError, TypeError, IndexError, KeyError):
-        return
-    if la is None:
-        return
-    for key, vs in la.facts.items():
-        if key in ("parallel.nodes", "parallel.procs_per_node", "parallel.world_size"):
-            continue  # the executor's, not the command's
-        for v in vs:
-            job.facts.add(key, v)

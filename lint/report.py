@@ -105,7 +105,9 @@ class _Sources:
         if path not in self.cache:
             p = Path(path)
             try:
-                self.cache[path] = (p if p.is_absolute() else self.cwd / p).read_text("utf-8", errors="replace").splitlines()
+                from parallint.safeio import read_text_regular  # a FIFO is never read
+
+                self.cache[path] = read_text_regular(p if p.is_absolute() else self.cwd / p, 64 << 20).splitlines()
             except OSError:
                 self.cache[path] = []
         return self.cache[path]

@@ -13,7 +13,8 @@ Documentation: ``doc`` is Markdown with exactly these sections, in order::
 
 The ``## Example`` section is not typed: :meth:`Rule.documentation` renders it from the INVALID
 example marked ``doc=True`` (else the first), which the test suite runs, so the documented
-example always triggers the rule. Text typed under ``## Example`` is replaced by the rendering.
+example always triggers the rule. Leave the section empty (a test checks it for the built-in rules);
+text typed there would be replaced by the rendering anyway.
 
 Examples: ``valid`` and ``invalid`` are lists of :class:`Example`. The test suite runs every one:
 an INVALID example must produce exactly ``count`` findings of this rule (on ``line`` when given), a

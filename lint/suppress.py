@@ -308,8 +308,12 @@ def add_noqa(diags: Iterable, cwd) -> tuple[int, list[str]]:
         p = p if p.is_absolute() else Path(cwd) / p
         syntax = syntax_of(path)
         try:
-            with open(p, encoding="utf-8", newline="") as fh:
-                text = fh.read()
+            from parallint.safeio import read_regular  # a FIFO is never read
+
+            raw = read_regular(p)
+            if raw is None:
+                raise OSError("not a readable regular file")
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             skipped.extend(f"{path}:{ln}" for ln in by_line)
             continue

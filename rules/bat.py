@@ -71,8 +71,6 @@ class DeepspeedBatchIdentity(FactRule):
     is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1".
 
     ## Example
-    `deepspeed --num_gpus 8` with `train_batch_size: 32`, micro batch 2, accumulation 4
-    (2 × 4 × 8 = 64).
 
     ## How to fix
     Make the three agree with the launcher's GPU count, or give only two of them (or `"auto"`)
@@ -144,7 +142,6 @@ class GlobalBatchNotDivisible(FactRule):
     parallel size (2)").
 
     ## Example
-    `global_batch_size: 30` with `micro_batch_size: 4`.
 
     ## How to fix
     Choose a global batch that is a multiple of micro batch × DP.
@@ -219,8 +216,6 @@ class DeepspeedTrainerMismatch(FactRule):
     per_device_train_batch_size=8". It runs inside the workers, after allocation.
 
     ## Example
-    `per_device_train_batch_size: 8` in the training arguments, `"train_micro_batch_size_per_gpu":
-    16` in `ds_config.json`.
 
     ## How to fix
     Set the DeepSpeed values to `"auto"` so the Trainer fills them in, or make them equal.
@@ -345,6 +340,8 @@ class RampupBatchNotDivisible(Rule):
     severity = Severity.ERROR
     summary = "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP"
     kinds = frozenset()
+    facts = frozenset({"parallel.cp", "parallel.pp", "parallel.sp", "parallel.tp", "training.global_batch",
+                       "training.micro_batch", "framework"})
     doc = """
     ## What it does
     For a Megatron command line with `--rampup-batch-size START INCR SAMPLES`, replays Megatron's
@@ -362,8 +359,6 @@ class RampupBatchNotDivisible(Rule):
     warning and use `--step-batch-size-schedule`; Megatron-DeepSpeed and earlier Megatron-LM run it).
 
     ## Example
-    `--global-batch-size 1536 --micro-batch-size 2 --rampup-batch-size 24 24 1000000` on 16 GPUs
-    (DP 16): the ramp starts at 24, and 24 is not a multiple of 2 × 16 = 32.
 
     ## How to fix
     Choose START and INCR as multiples of micro batch × DP (here 32 32), or drop the ramp.

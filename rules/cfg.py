@@ -180,7 +180,6 @@ class UnknownConfigKey(_SchemaRule):
     every worker.
 
     ## Example
-    `"train_micro_batch_size_per_gpus": 4` in `ds_config.json`.
 
     ## How to fix
     Use the suggested key (or remove it).
@@ -217,7 +216,6 @@ class InvalidConfigValue(_SchemaRule):
     enum parsing in accelerate, dataclass parsing in torchtitan).
 
     ## Example
-    `"zero_optimization": {"stage": 4}`.
 
     ## How to fix
     Use one of the allowed values.
@@ -247,7 +245,6 @@ class Fp16AndBf16(Rule):
     simultaneously enabled", Megatron and the HF Trainer refuse it too.
 
     ## Example
-    `"fp16": {"enabled": true}, "bf16": {"enabled": true}`.
 
     ## How to fix
     Keep one of them (bf16 on Ampere and newer GPUs).
@@ -299,7 +296,6 @@ class OffloadParamIgnored(Rule):
     ignored and the memory the user counted on is not saved.
 
     ## Example
-    `"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}`.
 
     ## How to fix
     Use stage 3, or use `offload_optimizer` (which stages 1 and 2 support) instead.
@@ -360,7 +356,6 @@ class DuplicateKey(Rule):
     later edit to only one of the copies is lost.
 
     ## Example
-    `"train_micro_batch_size_per_gpu"` written twice with different values.
 
     ## How to fix
     Keep one occurrence.
@@ -461,7 +456,6 @@ class ConflictingDeepSpeedSettings(Rule):
     variables will be ignored".
 
     ## Example
-    `"optimizer": {"type": "OneBitAdam", ...}` with `"zero_optimization": {"stage": 2}`.
 
     ## How to fix
     Use ZeRO stage 0 with a 1-bit optimizer (or keep ZeRO and use `Adam`/`AdamW`); use ZeRO-3 for

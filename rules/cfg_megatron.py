@@ -45,18 +45,16 @@ def _bundled(framework: str) -> tuple[list[dict], str]:
         {"megatron-lm": "Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed"}[framework]
 
 
-def table_for(job, la, flags) -> _Table | None:
-    """The flags the launched script accepts, or None when that cannot be known."""
+def table_for(la, flags) -> _Table | None:
+    """The flags the launched script accepts, or None when that cannot be known. Uses the script
+    file and repository root the linker found for the launch."""
     from parallint import megatron_table
-    from parallint.link import repo_root, resolve_link
 
     if la.script is None or not la.script.known or la.is_module:
         return None
-    base = job.root.abspath.parent
-    root = repo_root(base)
-    path = resolve_link(la.script, base, root)
+    path = la.script_path
     if path is not None:
-        path_root = repo_root(path.parent)
+        path_root = la.repo_root if la.repo_root is not None else path.parent
         extra = megatron_table.script_flags(path, path_root)
         if extra is None:
             return None  # not a Megatron entry point, or flags parallint cannot see
@@ -94,6 +92,7 @@ class UnknownMegatronArgument(Rule):
     severity = Severity.ERROR
     summary = "A flag on a Megatron command line that Megatron's argument parser does not accept."
     kinds = frozenset()
+    facts = frozenset({"framework"})
     doc = """
     ## What it does
     Checks every known `--flag` after a Megatron entry script (`pretrain_gpt.py`, `tasks/main.py`...)
@@ -114,9 +113,6 @@ class UnknownMegatronArgument(Rule):
     --tensor-model-paralel-size"), after the job has waited in the queue for its nodes.
 
     ## Example
-    ```bash
-    torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-paralel-size 2 --DDP-impl local
-    ```
 
     ## How to fix
     Use the spelling the message suggests, or drop a flag that was removed; check the flags against
@@ -172,23 +168,22 @@ class UnknownMegatronArgument(Rule):
     )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        from parallint.cmdline import UNKNOWN
-        from parallint.megatron_args import is_megatron, split_flags
-
         la = job.launch
-        if la is None or not la.args or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+        if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
             return
-        flags = split_flags(la.args)
-        if not is_megatron(flags):
+        flags = getattr(la, "megatron_flags", None)
+        if not flags:
             return
-        table = table_for(job, la, flags)
+        table = table_for(la, flags)
         if table is None:
             return
         from parallint.megatron_table import LAUNCHER_FLAGS
 
         for _name, fw, _val in flags:
+            if not fw.known:
+                continue
             raw = str(fw.value).split("=", 1)[0]
-            if not raw.startswith("--") or len(raw) < 3 or UNKNOWN in raw or raw in LAUNCHER_FLAGS:
+            if not raw.startswith("--") or len(raw) < 3 or "\x00" in raw or raw in LAUNCHER_FLAGS:
                 continue
             if raw in table.known:
                 if raw in table.rejected:

@@ -54,7 +54,8 @@ def _in_memory(s: Script, dest, frame) -> bool:
 
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
-    calls = frozenset({"save"})
+    calls = frozenset({"accelerator", "ddp", "ds_init_distributed", "fabric", "fsdp", "fully_shard", "hf_trainer",
+                       "init_device_mesh", "init_process_group", "pl_trainer", "save", "training_args"})
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
     summary = "torch.save in a distributed script not guarded by a rank-0 condition"
@@ -77,11 +78,6 @@ class UnguardedCheckpointSave(Rule):
     systems interleaved or truncated checkpoints that fail to load.
 
     ## Example
-    ```python
-    for epoch in range(epochs):
-        train(...)
-        torch.save(model.state_dict(), "ckpt.pt")
-    ```
 
     ## How to fix
     Save on one rank: `if dist.get_rank() == 0: torch.save(...)`, followed by `dist.barrier()` on
@@ -214,7 +210,8 @@ class UnguardedCheckpointSave(Rule):
 
 class LoadWithoutMapLocation(Rule):
     code = "CKP002"
-    calls = frozenset({"ds_init_distributed", "hf_trainer", "load", "pl_trainer", "training_args"})
+    calls = frozenset({"ddp", "ds_init_distributed", "fsdp", "fully_shard", "hf_trainer", "init_process_group",
+                       "load", "pl_trainer", "training_args"})
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"
@@ -232,9 +229,6 @@ class LoadWithoutMapLocation(Rule):
     end up on the wrong device.
 
     ## Example
-    ```python
-    state = torch.load("ckpt.pt")
-    ```
 
     ## How to fix
     `torch.load(path, map_location="cpu")` then `model.load_state_dict(state)`, or

@@ -107,10 +107,6 @@ class MissingDistributedSampler(Rule):
     batch size is not what the hyper-parameters say.
 
     ## Example
-    ```python
-    model = DDP(model, device_ids=[local_rank])
-    loader = DataLoader(train_set, batch_size=32, shuffle=True)
-    ```
 
     ## How to fix
     `sampler = DistributedSampler(train_set)`, pass `sampler=sampler` (and drop `shuffle=True`),
@@ -231,12 +227,6 @@ class SamplerSetEpochMissing(Rule):
     0: every epoch visits the samples in exactly the same order, which hurts convergence.
 
     ## Example
-    ```python
-    sampler = DistributedSampler(train_set)
-    loader = DataLoader(train_set, sampler=sampler)
-    for epoch in range(epochs):
-        for batch in loader: ...
-    ```
 
     ## How to fix
     Call `sampler.set_epoch(epoch)` at the start of each epoch, before iterating the loader.
@@ -354,9 +344,6 @@ class SamplerWithShuffle(Rule):
     built: the job dies at start-up, after the GPUs are allocated.
 
     ## Example
-    ```python
-    DataLoader(train_set, sampler=DistributedSampler(train_set), shuffle=True)
-    ```
 
     ## How to fix
     Drop `shuffle=True`: the sampler shuffles (`DistributedSampler(shuffle=True)` is its default).
@@ -460,10 +447,6 @@ class DoubleSharding(Rule):
     all data): the job runs and converges, on the wrong amount of data.
 
     ## Example
-    ```python
-    loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-    ```
 
     ## How to fix
     Drop the DistributedSampler and pass `shuffle=True` (accelerate shards and reseeds every

@@ -214,10 +214,6 @@ class FindUnusedParameters(Rule):
     When every parameter is used this is pure overhead on every step.
 
     ## Example
-    ```python
-    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10)).cuda(local_rank)
-    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
-    ```
 
     ## How to fix
     Drop the flag. If DDP then reports unused parameters, remove the unused submodules from the
@@ -367,9 +363,6 @@ class GlobalRankAsDevice(Rule):
     ordinal".
 
     ## Example
-    ```sh
-    torchrun --nnodes 2 --nproc_per_node 8 train.py   # train.py: torch.cuda.set_device(dist.get_rank())
-    ```
 
     ## How to fix
     Use the local rank: `local_rank = int(os.environ["LOCAL_RANK"])` (set by torchrun, accelerate
@@ -496,9 +489,6 @@ class ReentrantCheckpointUnderDDP(Rule):
     between checkpointed blocks. PyTorch also warns that the reentrant default is going away.
 
     ## Example
-    ```python
-    out = torch.utils.checkpoint.checkpoint(block, x)
-    ```
 
     ## How to fix
     Pass `use_reentrant=False` (the non-reentrant implementation works with DDP), or build DDP
@@ -581,9 +571,6 @@ class MultipleDeviceIds(Rule):
     contain a single element" when the job starts, after the GPUs are allocated.
 
     ## Example
-    ```python
-    model = DDP(model, device_ids=[0, 1, 2, 3])
-    ```
 
     ## How to fix
     Start one process per GPU (torchrun `--nproc_per_node`) and pass each process its own device:

@@ -48,10 +48,6 @@ class NcclTransportDisabled(Rule):
     Collectives become several times slower and nothing reports it.
 
     ## Example
-    ```bash
-    export NCCL_P2P_DISABLE=1
-    torchrun --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Remove the variable, or keep it only on the machines that need it (e.g. consumer GPUs without
@@ -147,9 +143,6 @@ class VisibleDevicesFewerThanProcs(Rule):
     exist ("invalid device ordinal") or, without `set_device`, pile onto the same GPU.
 
     ## Example
-    ```bash
-    CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=4 train.py
-    ```
 
     ## How to fix
     List one device per process, or lower `--nproc_per_node`.
@@ -229,10 +222,6 @@ class NcclSocketLoopback(Rule):
     the first collective hangs or fails with "Connection refused" (pytorch#52916).
 
     ## Example
-    ```bash
-    export NCCL_SOCKET_IFNAME=lo
-    srun torchrun --nnodes=2 --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Name the cluster network interface (`eth0`, `ib0`, `bond0`), or exclude loopback with
@@ -309,10 +298,6 @@ class CudaDeviceMaxConnections(Rule):
     the nodes have been allocated and the containers started.
 
     ## Example
-    ```bash
-    export NCCL_DEBUG=WARN
-    torchrun --nproc_per_node=8 pretrain_gpt.py --tensor-model-parallel-size 8 ...
-    ```
 
     ## How to fix
     `export CUDA_DEVICE_MAX_CONNECTIONS=1` before the launch.
@@ -419,9 +404,6 @@ class UnknownNcclVariable(Rule):
     change — usually discovered while debugging a hang on the wrong interface.
 
     ## Example
-    ```bash
-    export NCCL_SOCKET_IFNAM=eth0
-    ```
 
     ## How to fix
     Use the name suggested in the message (`NCCL_SOCKET_IFNAME`).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from parallint.diagnostics import Related, Severity
 from parallint.rule import Example
 
+from parallint.facts import FactMap, Value
 from parallint.rules._cfgfacts import FactRule, Finding, View, src
 
 MEGATRON_LIKE = ("megatron", "nemo", "neox", "deepspeed")
@@ -70,8 +71,6 @@ class ParallelProductMismatch(FactRule):
     GPU: `world_size (12) is not divisible by tensor_model_parallel_size (8)`.
 
     ## Example
-    `trainer.devices: 8` with `tensor_model_parallel_size: 4` and `pipeline_model_parallel_size: 4`
-    needs 16 GPUs per model replica, but the job has 8.
 
     ## How to fix
     Change the degrees (or the number of nodes/GPUs) so that their product divides the world size
@@ -251,7 +250,6 @@ class TensorParallelAcrossNodes(FactRule):
     down several times.
 
     ## Example
-    Two nodes of 8 GPUs with `tensor_model_parallel_size: 16`.
 
     ## How to fix
     Keep TP within a node (TP ≤ GPUs per node) and use pipeline or data parallelism across nodes.
@@ -288,7 +286,6 @@ class HeadsNotDivisibleByTp(FactRule):
     tensor parallel size (8)").
 
     ## Example
-    A model with 52 heads trained with `--tensor-model-parallel-size 8`.
 
     ## How to fix
     Pick a TP degree that divides the head count (52 heads: TP 2 or 4).
@@ -334,7 +331,6 @@ class LayersNotDivisibleByPp(FactRule):
     pipeline_model_parallel_size" once every GPU of the job has started.
 
     ## Example
-    30 layers with `--pipeline-model-parallel-size 4`.
 
     ## How to fix
     Choose a PP (and VPP) that divides the layer count, or give an explicit uneven layout.
@@ -398,7 +394,6 @@ class SequenceParallelWithoutTp(FactRule):
     sequence parallelism without tensor parallelism"). The config does not do what it says.
 
     ## Example
-    `sequence_parallel: true` with `tensor_model_parallel_size: 1`.
 
     ## How to fix
     Remove the flag, or raise TP. For splitting long sequences across GPUs use context
@@ -439,8 +434,6 @@ class ZeroWithPipeline(FactRule):
     "set pipe-parallel-size to 0 if you want to use ZeRO stage 2 or more").
 
     ## Example
-    A Megatron-DeepSpeed command with `--pipeline-model-parallel-size 4` and a `ds_config.json`
-    with `"zero_optimization": {"stage": 2}`.
 
     ## How to fix
     Use ZeRO stage 0 or 1 with pipeline parallelism, or drop the pipeline (gpt-neox:
@@ -474,8 +467,6 @@ class ZeroWithPipeline(FactRule):
         """gpt-neox runs DeepSpeed's pipeline engine for every ``pipe_parallel_size`` ≥ 1, one
         stage included (``is_pipe_parallel``); only 0 gives the plain engine ZeRO-2/3 need. PP > 1
         is the fact check's; this is the ``pipe_parallel_size: 1`` case, stated in this file."""
-        from parallint.readers.cfgutil import as_int
-
         tree = getattr(getattr(f, "data", None), "tree", None)
         if tree is None or not tree.is_map:
             return
@@ -483,10 +474,11 @@ class ZeroWithPipeline(FactRule):
         z = f.facts.get("parallel.zero_stage")
         if key is None or z is None or z.span is None:
             return
-        try:
-            pipe, stage = as_int(tree.get(key).value), as_int(z.value)
-        except (TypeError, ValueError):
+        pipe = Value(tree.get(key).value).as_int()
+        stage = z.as_int()
+        if not (pipe.known and stage.known):
             return
+        pipe, stage = pipe.value, stage.value
         if pipe == 1 and stage >= 2:
             yield self.report(z.span, f"ZeRO stage {stage} with pipe_parallel_size 1: gpt-neox still runs "
                                       f"DeepSpeed's pipeline engine for one stage, which refuses ZeRO-2/3; "
@@ -522,7 +514,6 @@ class ExpertsNotDivisible(FactRule):
     world_size (4) is not divisible by expert_tensor_model_pipeline_parallel size (8)".
 
     ## Example
-    `--num-experts 6` with `--expert-model-parallel-size 4`.
 
     ## How to fix
     Choose EP dividing the expert count, and ETP×EP×PP dividing the world size.
@@ -584,7 +575,6 @@ class ContextParallelSeqLen(FactRule):
     Megatron-Bridge and torchtitan stop at start-up when the length does not split.
 
     ## Example
-    `--seq-length 4098` with `--context-parallel-size 2`.
 
     ## How to fix
     Use a sequence length divisible by 2·CP.
@@ -619,7 +609,6 @@ class KvGroupsVsTp(FactRule):
     Megatron's TransformerConfig rejects any other combination at start-up.
 
     ## Example
-    `--num-query-groups 6` with `--tensor-model-parallel-size 4`.
 
     ## How to fix
     Use a TP that divides the number of KV heads (or that the KV heads divide).
@@ -653,7 +642,6 @@ class VirtualPipelineWithoutPp(FactRule):
     "pipeline-model-parallel size should be greater than 1 with interleaved schedule".
 
     ## Example
-    `virtual_pipeline_model_parallel_size: 2` with `pipeline_model_parallel_size: 1`.
 
     ## How to fix
     Remove the virtual pipeline setting or use PP > 1.
@@ -685,7 +673,6 @@ class HiddenNotDivisibleByHeads(FactRule):
     argument validation stops when that is not an integer.
 
     ## Example
-    `hidden_size: 1000` with `num_attention_heads: 16`.
 
     ## How to fix
     Use a hidden size divisible by the head count, or set the head dimension explicitly.
@@ -702,3 +689,115 @@ class HiddenNotDivisibleByHeads(FactRule):
         if h % a:
             yield Finding(view.v("model.hidden"), f"hidden size {h} is not divisible by {a} attention heads",
                           [(view.v("model.heads"), f"{a} heads")])
+
+
+def _flag_on(node) -> bool:
+    """A MODEL_ARGS switch that is passed: ``--flag: true`` (or a value); ``false`` = not passed."""
+    return node is not None and node.value is not False and node.value is not None and not node.is_map
+
+
+class TpCommOverlapWithoutSequenceParallel(FactRule):
+    code = "LAY013"
+    name = "tp-comm-overlap-without-sequence-parallel"
+    severity = Severity.ERROR
+    summary = "Tensor-parallel communication overlap without sequence parallelism (or with TP 1)"
+    facts = frozenset({"parallel.sequence_parallel", "parallel.tp"})
+    doc = """
+    ## What it does
+    Flags Megatron's `--tp-comm-overlap` (Transformer Engine userbuffers) when sequence
+    parallelism is not on as launched: `--sequence-parallel` missing, or TP 1 (Megatron then
+    turns sequence parallelism off first). For NeMo, `ub_tp_comm_overlap: true` without
+    `sequence_parallel: true` is reported as a warning. Command lines with words parallint
+    cannot resolve (`$EXTRA_ARGS`) keep it silent.
+
+    ## Why it matters
+    Megatron-LM stops at start-up with "Tensor parallel communication/GEMM overlap can happen
+    only when sequence parallelism is enabled": the overlap kernels replace the all-gather and
+    reduce-scatter that only sequence parallelism uses. NeMo instead switches the overlap off
+    silently, so the speed-up the config asks for never happens.
+
+    ## Example
+
+    ## How to fix
+    Add `--sequence-parallel` (`sequence_parallel: true`) with TP > 1, or drop the overlap flag.
+    """
+    valid = (
+        Example(_meg("--tensor-model-parallel-size: 4\n--sequence-parallel: true\n--tp-comm-overlap: true\n"
+                     "--num-attention-heads: 32"), filename="model_config.yaml"),
+        Example(_nemo(tp=4, model_extra="  sequence_parallel: true\n  ub_tp_comm_overlap: true\n"),
+                filename="conf/gpt.yaml"),
+    )
+    invalid = (
+        Example(_meg("--tensor-model-parallel-size: 4\n--tp-comm-overlap: true\n--num-attention-heads: 32"),
+                filename="model_config.yaml", line=5),
+        Example(_meg("--tensor-model-parallel-size: 1\n--sequence-parallel: true\n--tp-comm-overlap: true\n"
+                     "--num-attention-heads: 32"), filename="model_config.yaml", line=6),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 8 \\\n"
+                      "    --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --tp-comm-overlap\n",
+            "pretrain_gpt.py": "import sys\nprint(sys.argv)\n",
+        }, line=2),
+    )
+
+    def _verdict(self, sp: Value | None, tp: int | None, tp_stated: bool) -> str | None:
+        """Why sequence parallelism is off as launched, or None when it is (or may be) on."""
+        if sp is not None and not sp.known:
+            return None
+        if sp is None or sp.value is not True:
+            return "without --sequence-parallel"
+        if tp == 1 or (tp is None and not tp_stated):
+            return "with TP 1, where Megatron turns sequence parallelism off first"
+        return None
+
+    def check_file(self, f, ctx):
+        tree = getattr(getattr(f, "data", None), "tree", None)
+        if tree is None or not tree.is_map:
+            return
+        if f.kind == "megatron_yaml":
+            args = tree.get("MODEL_ARGS")
+            node = args.get("--tp-comm-overlap") if args is not None and args.is_map else None
+            if not _flag_on(node):
+                return
+            sp = f.facts.all("parallel.sequence_parallel")
+            why = self._verdict(sp[0] if sp else None, f.facts.int("parallel.tp"), bool(f.facts.all("parallel.tp")))
+            if why:
+                yield self.report(args.key_spans.get("--tp-comm-overlap", node.span),
+                                  f"--tp-comm-overlap {why}: Megatron stops at start-up (\"Tensor parallel "
+                                  f"communication/GEMM overlap can happen only when sequence parallelism is enabled\")")
+        elif f.kind == "nemo":
+            model = tree.get("model")
+            node = model.get("ub_tp_comm_overlap") if model is not None and model.is_map else None
+            if node is None or node.value is not True:
+                return
+            sp = f.facts.all("parallel.sequence_parallel")
+            if sp and (not sp[0].known or sp[0].value is True):
+                return
+            yield self.report(model.key_spans.get("ub_tp_comm_overlap", node.span),
+                              "ub_tp_comm_overlap without sequence_parallel: NeMo switches the overlap off "
+                              "(it needs sequence parallelism's all-gather/reduce-scatter)",
+                              severity=Severity.WARNING)
+
+    def check_job(self, job, ctx):
+        launch = getattr(job, "launch", None)
+        args = list(getattr(launch, "args", None) or [])
+        if not args or any(not a.known for a in args):
+            return  # an unresolved word may carry --sequence-parallel
+        words = [a for a in args if isinstance(a.value, str)]
+        flag = next((a for a in words if a.value == "--tp-comm-overlap"), None)
+        if flag is None or flag.span is None:
+            return
+        if any(f.path == flag.span.path and f.kind in self.kinds for f in job.files):
+            return  # a config file's own finding
+        facts = getattr(launch, "facts", None)
+        if not isinstance(facts, FactMap):
+            return
+        sp_on = any(a.value == "--sequence-parallel" for a in words)
+        tp = facts.int("parallel.tp")
+        if sp_on and tp is None and facts.all("parallel.tp"):
+            return
+        why = "without --sequence-parallel" if not sp_on else (
+            "with TP 1, where Megatron turns sequence parallelism off first" if (tp or 1) == 1 else None)
+        if why:
+            yield self.report(flag.span, f"--tp-comm-overlap {why}: Megatron stops at start-up (\"Tensor parallel "
+                                         f"communication/GEMM overlap can happen only when sequence parallelism "
+                                         f"is enabled\")")

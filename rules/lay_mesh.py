@@ -36,10 +36,6 @@ class DeviceMeshSizeMismatch(Rule):
     shape does not multiply to the world size, after the job got its GPUs.
 
     ## Example
-    ```python
-    dist.init_process_group("nccl", world_size=16)
-    mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))
-    ```
 
     ## How to fix
     Derive one dimension from the world size: `(world_size // tp, tp)`.

@@ -127,10 +127,6 @@ class LauncherWorldSizeMismatch(Rule):
     billed) or form a second, separate job.
 
     ## Example
-    ```bash
-    #SBATCH --nodes=4
-    srun torchrun --nnodes=2 --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Derive the launcher's count from the allocation (`--nnodes=$SLURM_NNODES`, omit `--nnodes` under
@@ -395,10 +391,6 @@ class MoreProcessesThanGpus(Rule):
     has waited in the queue.
 
     ## Example
-    ```bash
-    #SBATCH --gres=gpu:4
-    srun torchrun --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Request as many GPUs per node as processes (`--gres=gpu:8`), or start fewer processes.
@@ -524,10 +516,6 @@ class DoubleLaunch(Rule):
     address-in-use or duplicate-GPU errors.
 
     ## Example
-    ```bash
-    #SBATCH --ntasks-per-node=8
-    srun torchrun --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Start one launcher per node (`srun --ntasks-per-node=1 torchrun ...`), or let srun start the
@@ -597,9 +585,6 @@ class DeprecatedLauncher(Rule):
     version changes.
 
     ## Example
-    ```bash
-    python -m torch.distributed.launch --nproc_per_node=8 train.py
-    ```
 
     ## How to fix
     Use `torchrun --nproc_per_node=8 train.py` and read `LOCAL_RANK` from the environment.
@@ -644,11 +629,6 @@ class PyTorchJobMasterReplicas(Rule):
     start several rank-0 pods that fight over the master address.
 
     ## Example
-    ```yaml
-    pytorchReplicaSpecs:
-      Master:
-        replicas: 2
-    ```
 
     ## How to fix
     Set `Master.replicas: 1` and put the other nodes under `Worker.replicas`.
@@ -724,9 +704,6 @@ class MultiNodeRendezvous(Rule):
     node, the agents collide on rank 0 (pytorch#76367).
 
     ## Example
-    ```bash
-    srun torchrun --nnodes=2 --node_rank=0 --master_addr=localhost train.py
-    ```
 
     ## How to fix
     Use the first node's hostname (`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`) and
@@ -864,10 +841,6 @@ class AccelerateProcessesPerMachine(Rule):
     divide leaves ranks missing and the rendezvous hangs.
 
     ## Example
-    ```yaml
-    num_machines: 2
-    num_processes: 3
-    ```
 
     ## How to fix
     Set `num_processes` to machines × GPUs per machine (16 for 2 × 8).
@@ -982,11 +955,6 @@ class GpuLimitsRequestsMismatch(Rule):
     is only in the operator's events.
 
     ## Example
-    ```yaml
-    resources:
-      limits: {nvidia.com/gpu: 8}
-      requests: {nvidia.com/gpu: 4}
-    ```
 
     ## How to fix
     Give the GPU count under `limits` only (Kubernetes sets the request to the limit), or make the
@@ -1052,11 +1020,15 @@ class GpuLimitsRequestsMismatch(Rule):
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
-        from parallint.readers.kube import gpu_resource_pairs
-
         found = []
-        for _kind, doc in f.data or ():
-            for res, lim, req in gpu_resource_pairs(doc):
+        jobs = {}
+        for la in launches(f):
+            while la.wrapper is not None:
+                la = la.wrapper
+            jobs[id(la)] = la
+        for job in jobs.values():
+            for g in job.gpu_requests:
+                res, lim, req = g.resource, g.limit, g.request
                 if req is None:
                     continue
                 if lim is None:
@@ -1100,11 +1072,6 @@ class SbatchTooFewTasks(Rule):
     rendezvous waits for the missing ones until it times out.
 
     ## Example
-    ```bash
-    #SBATCH --nodes=4
-    #SBATCH --ntasks-per-node=8
-    #SBATCH --ntasks=8
-    ```
 
     ## How to fix
     Drop `--ntasks` (Slurm derives it), or set it to nodes × tasks per node (32 here).
@@ -1172,9 +1139,6 @@ class NodeRankOutOfRange(Rule):
     rank) and every node waits until the timeout.
 
     ## Example
-    ```bash
-    torchrun --nnodes=2 --node_rank=2 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
-    ```
 
     ## How to fix
     Number the nodes from 0 to nnodes − 1 (the second node of two is `--node_rank=1`).
@@ -1239,9 +1203,6 @@ class MasterPortOutOfRange(Rule):
     allocation was granted.
 
     ## Example
-    ```bash
-    torchrun --nnodes=1 --nproc_per_node=8 --master_port=295000 train.py
-    ```
 
     ## How to fix
     Use a free port between 1024 and 65535 (29500 is the PyTorch default). Port 0 (any free port,
@@ -1307,13 +1268,6 @@ class MasterAddrDiffers(Rule):
     `--master_addr`.
 
     ## Example
-    ```bash
-    if [ "$NODE" = 0 ]; then
-      torchrun --nnodes=2 --node_rank=0 --nproc_per_node=8 --master_addr=10.0.0.1 train.py
-    else
-      torchrun --nnodes=2 --node_rank=1 --nproc_per_node=8 --master_addr=10.0.0.2 train.py
-    fi
-    ```
 
     ## How to fix
     Give every node the rank-0 node's address.

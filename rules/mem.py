@@ -199,11 +199,6 @@ class PureDataParallelOversized(Rule):
     whole allocation has been queued for and started.
 
     ## Example
-    ```yaml
-    model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}  # ~131B
-    parallel: {world_size: 32, tp: 1, pp: 1}
-    hardware: {gpu: A100-80GB}
-    ```
 
     ## How to fix
     Split the model: tensor parallelism inside a node and pipeline parallelism across nodes
@@ -320,12 +315,6 @@ class PredictedOom(Rule):
     usually in the first forward or backward pass, sometimes only at the first optimizer step.
 
     ## Example
-    ```yaml
-    model: {preset: llama-2-13b, seq_len: 4096}
-    parallel: {world_size: 8, tp: 2, pp: 1}
-    training: {micro_batch: 4, recompute: none}
-    hardware: {gpu: A100-40GB}
-    ```
 
     ## How to fix
     Follow the layout in the message, or lower the micro batch, turn on selective or full

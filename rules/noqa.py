@@ -25,9 +25,6 @@ class UnusedNoqa(Rule):
     mistyped code suppresses nothing while looking as if it did.
 
     ## Example
-    ```python
-    model = DDP(model, device_ids=[local_rank])  # noqa: DDP001  (nothing to suppress any more)
-    ```
 
     ## How to fix
     Remove the code (or the whole comment), or correct a mistyped code. `parallint check

@@ -96,11 +96,6 @@ class NcclWithoutSetDevice(Rule):
     NCCL then treats as the same device across ranks and hangs or errors.
 
     ## Example
-    ```python
-    dist.init_process_group(backend="nccl")
-    model = DDP(model.to(local_rank), device_ids=[local_rank])
-    loader = DataLoader(ds, sampler=DistributedSampler(ds), pin_memory=True)
-    ```
 
     ## How to fix
     Call `torch.cuda.set_device(local_rank)` before `init_process_group`, or pass
@@ -210,10 +205,6 @@ class BackendDeviceMismatch(Rule):
     works on CUDA tensors: a CPU model under NCCL fails at the first all-reduce.
 
     ## Example
-    ```python
-    dist.init_process_group("gloo")
-    torch.cuda.set_device(local_rank)
-    ```
 
     ## How to fix
     Use `nccl` for GPU training and `gloo` for CPU training, or pick by device:
@@ -311,9 +302,6 @@ class WorldSizeConflict(Rule):
     every process claim the same rank.
 
     ## Example
-    ```python
-    dist.init_process_group("nccl", world_size=8)   # launched with torchrun --nnodes 2 --nproc_per_node 8
-    ```
 
     ## How to fix
     Leave `world_size` and `rank` out under torchrun (they come from the environment), or read
@@ -399,9 +387,6 @@ class EnvRendezvousWithoutLauncher(Rule):
     several machines, waits forever for peers.
 
     ## Example
-    ```sh
-    python train.py        # train.py: dist.init_process_group("nccl")
-    ```
 
     ## How to fix
     Start the script with `torchrun --nproc_per_node N train.py` (or srun/deepspeed/accelerate),
@@ -567,11 +552,6 @@ class CollectiveInRankBranch(Rule):
     do: the rank inside it blocks until the NCCL watchdog kills the job after 30 minutes.
 
     ## Example
-    ```python
-    if dist.get_rank() == 0:
-        torch.save(model.state_dict(), "ckpt.pt")
-        dist.barrier()
-    ```
 
     ## How to fix
     Move the collective out of the branch so that every rank calls it (save on rank 0, then

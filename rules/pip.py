@@ -113,10 +113,6 @@ class PartitionGapOrOverlap(Rule):
     twice and is updated by two stages with diverging weights. Neither raises an error.
 
     ## Example
-    ```python
-    stages = [model.layers[:4], model.layers[5:8]]   # layer 4 is in no stage
-    stage = stages[rank]
-    ```
 
     ## How to fix
     Make each stage start where the previous one ends (`[:4]`, `[4:8]`) and let the last one run
@@ -223,11 +219,6 @@ class PartitionCountMismatch(Rule):
     layers; with more, some stages are never run and the model is cut short.
 
     ## Example
-    ```python
-    dist.init_process_group("nccl", world_size=4)
-    stages = [model.layers[:4], model.layers[4:8]]
-    stage = stages[dist.get_rank()]
-    ```
 
     ## How to fix
     Split the layers into exactly as many stages as there are pipeline ranks.
@@ -374,9 +365,6 @@ class PartitionImbalance(Rule):
     stage idles most of every step, and the large one may also run out of memory first.
 
     ## Example
-    ```python
-    stages = [model.layers[:2], model.layers[2:8]]
-    ```
 
     ## How to fix
     Balance the layers (`[:4]`, `[4:8]`); if the imbalance is deliberate (embeddings on the first

@@ -41,8 +41,6 @@ class FewerMicrobatchesThanStages(FactRule):
     fewer, most GPUs idle for most of every step (torchtitan only logs a warning).
 
     ## Example
-    `pipeline_parallel_degree = 4` with `local_batch_size = 8` and
-    `pipeline_parallel_microbatch_size = 4`: 2 microbatches for 4 stages.
 
     ## How to fix
     Raise the global (or local) batch or lower the micro batch so that microbatches ≥ stages

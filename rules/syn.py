@@ -27,9 +27,6 @@ class ParseError(Rule):
     every worker after the GPUs have been allocated.
 
     ## Example
-    ```json
-    {"train_batch_size": 32,}
-    ```
 
     ## How to fix
     Fix the syntax at the reported position. If the file is not meant to be read by parallint,
@@ -71,11 +68,6 @@ class NotAnalysed(Rule):
     without it, a training script that parallint skipped would look like one that passed.
 
     ## Example
-    ```python
-    import torch.distributed as dist
-
-    ready = a0 and a1 and a2 and ...  # thousands of operands: deeper than a parser's stack
-    ```
 
     ## How to fix
     Usually nothing is wrong with the file itself (a syntax error is SYN001, not this). Exclude

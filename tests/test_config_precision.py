@@ -240,11 +240,11 @@ def test_duplicate_key_same_value_warns_different_value_errs(tmp_path):
     meg = ("MODEL_ARGS:\n  --num-layers: 12\n  --init-method-std: 0.0198\n  --log-timers-to-tensorboard: true\n"
            "  --init-method-std: 0.014\n  --log-timers-to-tensorboard: true  # again\n")
     ds = '{\n  "train_batch_size": 16,\n  "train_batch_size": 16\n}\n'
-    found = check(tmp_path, {"tests/case/model_config.yaml": meg, "ds_config.json": ds}, "--select", "CFG005")
+    found = check(tmp_path, {"functional/case/model_config.yaml": meg, "ds_config.json": ds}, "--select", "CFG005")
     got = sorted((d["path"], d["line"], d["severity"]) for d in found)
     assert got == [("ds_config.json", 3, "error"),
-                   ("tests/case/model_config.yaml", 5, "error"),
-                   ("tests/case/model_config.yaml", 6, "warning")]
+                   ("functional/case/model_config.yaml", 5, "error"),
+                   ("functional/case/model_config.yaml", 6, "warning")]
     msg = next(d["message"] for d in found if d["line"] == 5 and d["path"].endswith(".yaml"))
     assert "0.0198" in msg and "0.014" in msg
 
@@ -324,3 +324,26 @@ def test_sequence_parallel_from_shared_base_args_is_silent(tmp_path):
         """
     found = check(tmp_path, {"matrix/model_config.yaml": matrix, "single/model_config.yaml": single}, "--select", "LAY005")
     assert [(d["path"], d["line"]) for d in found] == [("single/model_config.yaml", 5)]
+
+
+# --- LAY013: Megatron asserts on --tp-comm-overlap without sequence parallelism (TE issue #746) ---
+
+def test_tp_comm_overlap_needs_sequence_parallel(tmp_path):
+    meg = "MODEL_ARGS:\n  --tensor-model-parallel-size: {tp}\n{sp}  --tp-comm-overlap: true\n  --num-layers: 8\n"
+    nemo_ = ("trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  tensor_model_parallel_size: 4\n"
+             "  sequence_parallel: {sp}\n  ub_tp_comm_overlap: true\n")
+    run = ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 4 "
+           "--num-layers 8 --tp-comm-overlap {extra}\n")
+    found = check(tmp_path, {
+        "a/model_config.yaml": meg.format(tp=4, sp=""),                                  # no SP: error
+        "b/model_config.yaml": meg.format(tp=1, sp="  --sequence-parallel: true\n"),     # TP 1: error
+        "c/model_config.yaml": meg.format(tp=4, sp="  --sequence-parallel: true\n"),     # fine
+        "d/conf/gpt.yaml": nemo_.format(sp="false"),                                      # NeMo: warning
+        "e/conf/gpt.yaml": nemo_.format(sp="${oc.env:SP}"),                               # unknown: silent
+        "f/run.sh": run.format(extra=""),                                                 # error
+        "g/run.sh": run.format(extra="$EXTRA_ARGS"),                                      # may carry SP
+        "f/pretrain_gpt.py": "import sys\n", "g/pretrain_gpt.py": "import sys\n",
+    }, "--select", "LAY013")
+    got = sorted((d["path"], d["line"], d["severity"]) for d in found)
+    assert got == [("a/model_config.yaml", 3, "error"), ("b/model_config.yaml", 4, "error"),
+                   ("d/conf/gpt.yaml", 7, "warning"), ("f/run.sh", 2, "error")]

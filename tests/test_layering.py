@@ -33,6 +33,7 @@ LAYER_OF = {
     "parallint.schemas": "model",
     "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
     "parallint.limits": "model",
+    "parallint.safeio": "model",  # reading regular files without blocking
     # domain knowledge the readers and rules share: presets, parameter counts, memory
     "parallint.estimator": "knowledge",
     # finding and classifying files
@@ -59,6 +60,7 @@ LAYER_OF = {
     "parallint.index": "engine",
     "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
     "parallint.workers": "engine",
+    "parallint.plugins": "engine",
     "parallint.examples": "engine",
     "parallint.report": "report",
     "parallint.show": "report",
@@ -99,25 +101,17 @@ KNOWN_RULE_TO_READ = {
     ("parallint.rules.pip", "parallint.readers.cfgutil"),
     ("parallint.rules.pip", "parallint.readers.python"),
     # arrived with the breadth/precision merges
-    ("parallint.rules.cfg_megatron", "parallint.cmdline"),
-    ("parallint.rules.cfg_megatron", "parallint.megatron_args"),
     ("parallint.rules.cfg_megatron", "parallint.megatron_table"),
-    ("parallint.rules.lay", "parallint.readers.cfgutil"),
-    ("parallint.rules.lch", "parallint.readers.kube"),
 }
 
 #: rules -> link arrows (rules receive jobs; they do not build them)
 KNOWN_RULE_TO_LINK = {
-    ("parallint.rules.cfg_megatron", "parallint.link"),
     ("parallint.rules.lch", "parallint.pylaunch"),
 }
 
 #: import circles that exist today, each through lazy imports (shrinking: move the shared helper
 #: into the lower module)
-KNOWN_CIRCLES = [
-    ["parallint.hfargs", "parallint.link", "parallint.pylaunch"],
-    ["parallint.readers.kube", "parallint.readers.ray"],
-]
+KNOWN_CIRCLES: list[list[str]] = []
 
 #: one rule family importing another's module (shrinking: shared logic belongs in the model layer;
 #: ``rules._cfgfacts``, the config rules' shared base, is not a family and may be imported)
@@ -269,7 +263,14 @@ def test_rule_families_do_not_import_each_other_beyond_the_known_ones():
     assert not gone, f"gone, remove them from KNOWN_RULE_TO_RULE: {gone}"
 
 
-@pytest.mark.parametrize("reader", sorted(m for m in MODULES if layer(m) == "read"))
+def _layer_or_none(module: str) -> str | None:
+    try:
+        return layer(module)
+    except AssertionError:  # reported by test_every_module_has_a_layer
+        return None
+
+
+@pytest.mark.parametrize("reader", sorted(m for m in MODULES if _layer_or_none(m) == "read"))
 def test_readers_emit_no_rule_codes(reader):
     """Readers report facts and problems; rule codes belong to rules (SYN001, the reader's own
     parse-error diagnostic, is the one exception)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import pytest
@@ -56,3 +57,12 @@ def test_rule_command_shows_the_example_with_its_finding(cli):
     assert "pipeline_parallel_microbatch_size = 4" in body
     (line,) = finding_lines(get_registry().lookup("PIP004"))
     assert line.startswith("train.toml:14: PIP004 ") and line in body
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.__module__.startswith("parallint.rules.")],
+                         ids=lambda r: r.code)
+def test_the_example_is_not_typed_twice(rule):
+    """A built-in rule's doc leaves ``## Example`` empty: documentation() renders it from a tested
+    INVALID example (mark one with ``doc=True`` to choose it)."""
+    assert not _section(inspect.cleandoc(rule.doc), "Example").strip(), (
+        f"{rule.code}: remove the text typed under ## Example")

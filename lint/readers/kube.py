@@ -19,38 +19,19 @@ from parallint import cmdline
 from parallint.cmdline import Word
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
-from parallint.launch import Launch
+from parallint.launch import GpuRequest, Launch
+from parallint.readers.kubepod import (  # noqa: F401 - re-exported for the readers that used them here
+    _containers,
+    _gpu_from_label,
+    _gpu_product,
+    _gpu_request,
+    _int,
+    _main_container,
+    _pod_spec,
+)
 from parallint.readers.shell import syn001
 
 K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def _int(node, source: str) -> Value | None:
-    """A Kubernetes integer or quantity: 8, "8"; anything else is unknown."""
-    if node is None:
-        return None
-    v = node.value
-    if isinstance(v, bool):
-        return Value.unknown(f"{source} is not an integer", node.span, source)
-    if isinstance(v, int):
-        return Value(v, node.span, True, "", source)
-    if isinstance(v, str) and v.strip().isdigit():
-        return Value(int(v.strip()), node.span, True, "", source)
-    return Value.unknown(f"{source} {v!r} is not a fixed integer", node.span, source)
-
-
-def _gpu_request(container, source: str) -> Value | None:
-    res = container.get("resources") if container is not None else None
-    if res is None:
-        return None
-    for section in ("limits", "requests"):
-        sec = res.get(section)
-        if sec is not None and sec.is_map:
-            for key in ("nvidia.com/gpu", "amd.com/gpu"):
-                node = sec.get(key)
-                if node is not None:
-                    return _int(node, f"{source} resources.{section}.{key}")
-    return None
 
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
@@ -80,21 +61,6 @@ def gpu_resource_pairs(doc) -> list[tuple[str, Value | None, Value | None]]:
     return out
 
 
-def _gpu_product(pod_spec) -> Value | None:
-    if pod_spec is None:
-        return None
-    sel = pod_spec.get("nodeSelector")
-    if sel is not None and sel.is_map:
-        for key in ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "node.kubernetes.io/instance-type",
-                    "karpenter.k8s.aws/instance-gpu-name"):
-            node = sel.get(key)
-            if node is not None and isinstance(node.value, str):
-                name = _gpu_from_label(node.value)
-                if name:
-                    return Value(name, node.span, True, "", f"nodeSelector {key}")
-    return None
-
-
 def _gpu_facts(job: Launch, pod_spec, container, source: str) -> bool:
     """Add the GPUs a container requests and the GPU model its pod selects; True when it requests GPUs."""
     g = _gpu_request(container, source)
@@ -117,19 +83,6 @@ def _spec(doc):
     """A manifest's ``spec`` mapping, or None."""
     spec = doc.get("spec")
     return spec if spec is not None and spec.is_map else None
-
-
-def _gpu_from_label(text: str) -> str | None:
-    for tok in re.split(r"[\s_]+", text.strip()):
-        for cand in (tok, tok.lower().removeprefix("nvidia-").removeprefix("tesla-")):
-            n = cmdline.gpu_name(cand)
-            if n:
-                return n
-    low = text.lower()
-    m = re.search(r"(a100|h100|h200|b200|gb200|v100|l40s|l4|a10g|t4)(?:[-_ ]?(?:sxm\d?|pcie))?(?:[-_ ]?(\d+)gb)?", low)
-    if m:
-        return m.group(1) + (f"-{m.group(2)}gb" if m.group(2) else "")
-    return None
 
 
 def _env(container) -> dict[str, Value]:
@@ -233,6 +186,12 @@ def _launches_of_container(container, wrapper: Launch, path: str, abspath: Path)
     return [la]
 
 
+def _outermost(la: Launch) -> Launch:
+    while la.wrapper is not None:
+        la = la.wrapper
+    return la
+
+
 def _rewrap(la: Launch, wrapper: Launch) -> None:
     """Make the job the outermost wrapper of a parsed launch chain."""
     inner = la
@@ -259,30 +218,6 @@ def _shell_launches(node, env: dict[str, Value], wrapper: Launch, path: str, abs
         _rewrap(la, wrapper)
         out.append(la)
     return out
-
-
-def _pod_spec(template):
-    if template is None:
-        return None
-    return template.get("spec")
-
-
-def _containers(pod_spec):
-    if pod_spec is None:
-        return []
-    cs = pod_spec.get("containers")
-    if cs is None or not cs.is_seq:
-        return []
-    return [c for c in cs.value if c.is_map]
-
-
-def _main_container(pod_spec, preferred: str = "pytorch"):
-    cs = _containers(pod_spec)
-    for c in cs:
-        n = c.get("name")
-        if n is not None and n.value == preferred:
-            return c
-    return cs[0] if cs else None
 
 
 def _pytorchjob(doc, path: str, abspath: Path) -> list[Launch]:
@@ -476,6 +411,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                                        doc.span.column))
             continue
         docs_out.append((kind_s, doc))
+        pairs = [GpuRequest(res, lim, req) for res, lim, req in gpu_resource_pairs(doc)]
+        for job in {id(j): j for j in (_outermost(la) for la in launches)}.values():
+            job.gpu_requests = pairs
+            pairs = []  # one wrapper per document carries them
         ff.launches.extend(launches)
     ff.data = docs_out
     for la in ff.launches:

@@ -1005,6 +1005,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
         _facts(script, f)
     except RecursionError:  # pragma: no cover - pathological nesting
         pass
+    if "CommandFunction" in text:  # a submitit command line the script submits
+        from parallint.readers.submitit import command_facts
+
+        f.facts.extend(command_facts(path, text))
     return f
 
 

@@ -34,7 +34,7 @@ def _groups(spec):
 
 
 def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
-    from parallint.readers import kube
+    from parallint.readers import kubepod as kube
 
     spec = doc.get("spec")
     if spec is None or not spec.is_map:
