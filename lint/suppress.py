@@ -266,7 +266,7 @@ def apply(diags: list, files: Iterable, checked: set, config, enabled: set[str],
             if directive.codes == ALL:
                 if directive.file_level and not directive.used:
                     out.append(_syn003(f, directive, "unused file-level `parallint: noqa` (nothing to suppress); remove it"))
-                continue  # a bare `# noqa` may be flake8's
+                continue  # a bare noqa comment may be flake8's
             for code in directive.codes:
                 if code in directive.used:
                     continue

@@ -12,6 +12,25 @@ SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
 
 
+#: a training script with one planted mistake: DDP001 on line PLANTED_DDP_LINE
+PLANTED_DDP_SCRIPT = """\
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = torch.nn.Linear(8, 8).cuda()
+    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
+"""
+PLANTED_DDP_LINE = 13
+
+
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict | None = None):
     """Run the installed ``parallint`` command the way a user does; returns CompletedProcess."""
     full_env = dict(os.environ)

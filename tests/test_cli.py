@@ -7,23 +7,9 @@ import os
 
 import pytest
 
-from conftest import ROOT, write_tree
+from conftest import PLANTED_DDP_SCRIPT, ROOT, write_tree
 
-DDP_SCRIPT = """\
-import os
-
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-
-def main():
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = torch.nn.Linear(8, 8).cuda()
-    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
-"""
+DDP_SCRIPT = PLANTED_DDP_SCRIPT
 CLEAN_SCRIPT = DDP_SCRIPT.replace(", find_unused_parameters=True", "")
 
 

@@ -60,7 +60,6 @@ LAYER_OF = {
     "parallint.index": "engine",
     "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
     "parallint.workers": "engine",
-    "parallint.plugins": "engine",
     "parallint.examples": "engine",
     "parallint.report": "report",
     "parallint.show": "report",

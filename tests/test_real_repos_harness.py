@@ -8,25 +8,11 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT, run_cli, write_tree
+from conftest import PLANTED_DDP_SCRIPT, ROOT, run_cli, write_tree
 
 HARNESS = ROOT / "benchmarks" / "real_repos.py"
 
-TRAIN = """\
-import os
-
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-
-def main():
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = torch.nn.Linear(8, 8).cuda()
-    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
-"""
+TRAIN = PLANTED_DDP_SCRIPT
 TRAIN_LINE = 13  # the DDP(...) line above
 
 

@@ -12,27 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, write_tree
+from conftest import PLANTED_DDP_SCRIPT, ROOT, write_tree
 from parallint import guards
 from parallint.config import Config
 from parallint.discover import compile_patterns, is_test_path, _matches
 from parallint.runner import Runner, check_paths
 
-DDP = """\
-import os
-
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-
-def main():
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = torch.nn.Linear(8, 8).cuda()
-    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
-"""
+DDP = PLANTED_DDP_SCRIPT
 
 
 # ------------------------------------------------------------------------------- guards

@@ -14,21 +14,9 @@ import socket
 import stat
 from pathlib import Path
 
-PLANTED = """\
-import os
+from conftest import PLANTED_DDP_SCRIPT
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-
-def main():
-    dist.init_process_group("nccl")
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    model = torch.nn.Linear(8, 8).cuda()
-    model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
-"""
+PLANTED = PLANTED_DDP_SCRIPT
 PLANTED_LINE = 13
 
 DEEP = 10_000
