@@ -577,7 +577,7 @@ def _torchx(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None
     jv = opts.get("j")
     if jv is not None:
         la.options["torchx_j"] = jv
-        _torchx_j(la, jv, "torchx dist.ddp -j")
+        torchx_j(la, jv, "torchx dist.ddp -j")
     script = opts.get("script") if "script" in opts else opts.get("m")
     if script is not None and script.known:
         la.script = Value(str(script.value), script.span, True, "", "torchx --script")
@@ -591,7 +591,7 @@ def _torchx(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None
     return la
 
 
-def _torchx_j(la: Launch, jv: Value, source: str) -> None:
+def torchx_j(la: Launch, jv: Value, source: str) -> None:
     """``-j NxM`` -> N nodes × M processes; ``-j M`` -> one node of M; ranges (``1:2x4``) say nothing
     about the nodes."""
     if not jv.known:

@@ -418,17 +418,6 @@ def plain_python_world(job, script: FileFacts | None) -> None:
                                                Origin(How.INFERRED)))
 
 
-def torchx_j(la, jv: Value, source: str) -> None:
-    """``j = NxM`` -> N nodes × M processes; ``j = M`` -> one node of M; a range says nothing of nodes."""
-    text = str(jv.value).strip()
-    m = re.fullmatch(r"(?:(\d+)x)?(\d+)", text)
-    if m is None:
-        m2 = re.fullmatch(r"\d+:\d+x(\d+)", text)
-        if m2:
-            la.facts.add("parallel.procs_per_node", Value(int(m2.group(1)), jv.span, True, "", source))
-        return
-    la.facts.add("parallel.nodes", Value(int(m.group(1) or 1), jv.span, True, "", source))
-    la.facts.add("parallel.procs_per_node", Value(int(m.group(2)), jv.span, True, "", source))
 
 
 def torchx_config(job, root: Path | None = None) -> None:
@@ -462,6 +451,8 @@ def torchx_config(job, root: Path | None = None) -> None:
 
         rel = os.path.relpath(p, folder).replace(os.sep, "/")
         disp = (job.root.path.rsplit("/", 1)[0] + "/" + rel) if "/" in job.root.path else rel
+        from parallint.cmdline import torchx_j
+
         torchx_j(la, Value(raw.strip(), Span(disp, line, 1), True, "", ".torchxconfig j"), ".torchxconfig j")
         return
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from parallint.facts import Value
 from parallint.launch import Launch
-from parallint.model.origin import How, Origin
+from parallint.readers.orchestrator import as_outer_layer, shell_launches
 
 
 def _groups(spec):
@@ -57,7 +57,7 @@ def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
         job.facts.add("hardware.gpus_per_node_requested", v)
     if product is not None:
         job.facts.add("hardware.gpu", product)
-    _as_outer_layer(job)
+    as_outer_layer(job)
     ep = spec.get("entrypoint") if kind == "RayJob" else None
     if ep is None or not isinstance(ep.value, str) or not ep.value.strip():
         return [job]
@@ -68,7 +68,7 @@ def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
         if env_vars is None:
             return [job]  # an environment parallint cannot read: the entrypoint's values are not certain
         env.update(env_vars)
-    ev_launches = _entrypoint(ep, env, job, path, abspath)
+    ev_launches = shell_launches(ep, env, job, path, abspath)
     return ev_launches or [job]
 
 
@@ -96,40 +96,3 @@ def _runtime_env(node) -> dict[str, Value] | None:
         else:
             out[str(k)] = Value.unknown(f"runtimeEnvYAML env_vars.{k} is not a string", node.span, str(k))
     return out
-
-
-def _entrypoint(node, env, job: Launch, path: str, abspath: Path) -> list[Launch]:
-    from parallint.readers import shell
-
-    sp = node.span
-    text = node.value
-    line_off, col_off = sp.line - 1, sp.column
-    if "\n" in text:
-        line_off, col_off = sp.line, 0
-    ev = shell.evaluate(text, path, abspath, env=env, line_offset=line_off, col_offset=col_off,
-                        scheduler_facts=job.facts)
-    out = []
-    for la in ev.launches:
-        inner = la
-        while inner.wrapper is not None:
-            inner = inner.wrapper
-        if inner is not job:
-            inner.wrapper = job
-        out.append(la)
-    return out
-
-
-
-def _as_outer_layer(job: Launch) -> None:
-    """The task's facts come from an orchestrator that starts the command on every node: the
-    outer ("kube") launch layer, so LCH rules compare them with the launcher's own."""
-    from dataclasses import replace
-
-    from parallint.facts import FactMap
-
-    fm = FactMap()
-    for key, vs in job.facts.items():
-        for v in vs:
-            how = v.origin.how if v.origin.how is not How.LITERAL or "default" not in v.source else How.DEFAULT
-            fm.add(key, replace(v, origin=Origin(how, "kube")))
-    job.facts = fm

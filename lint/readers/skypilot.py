@@ -19,7 +19,7 @@ from parallint.cmdline import gpu_name
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.launch import Launch
-from parallint.model.origin import How, Origin
+from parallint.readers.orchestrator import as_outer_layer, shell_launches
 from parallint.readers.shell import syn001
 
 KIND = "skypilot"
@@ -127,7 +127,7 @@ def task_launches(task, path: str, abspath: Path) -> list[Launch]:
     job.facts.add("parallel.nodes", nodes)
     job.options["num_nodes"] = nodes
     gpn = _resources(task, job)
-    _as_outer_layer(job)
+    as_outer_layer(job)
     env = _env(task)
     env["SKYPILOT_NUM_NODES"] = Value(str(nodes.value), nodes.span, True, "", "SKYPILOT_NUM_NODES") \
         if nodes.known else Value.unknown(nodes.why, nodes.span, "SKYPILOT_NUM_NODES")
@@ -143,29 +143,9 @@ def task_launches(task, path: str, abspath: Path) -> list[Launch]:
     run = task.get("run")
     if run is None or not isinstance(run.value, str):
         return [job]
-    out = _shell_launches(run, env, job, path, abspath)
+    out = shell_launches(run, env, job, path, abspath)
     return out or [job]
 
-
-def _shell_launches(node, env: dict[str, Value], wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
-    from parallint.readers import shell
-
-    text = node.value
-    sp = node.span
-    line_off, col_off = sp.line - 1, sp.column
-    if "\n" in text:  # a block scalar starts on the next line
-        line_off, col_off = sp.line, 0
-    ev = shell.evaluate(text, path, abspath, env=env, line_offset=line_off, col_offset=col_off,
-                        scheduler_facts=wrapper.facts)
-    out = []
-    for la in ev.launches:
-        inner = la
-        while inner.wrapper is not None:
-            inner = inner.wrapper
-        if inner is not wrapper:
-            inner.wrapper = wrapper
-        out.append(la)
-    return out
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
@@ -193,18 +173,3 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if len(ff.launches) == 1:
         ff.standalone_job = True
     return ff
-
-
-def _as_outer_layer(job: Launch) -> None:
-    """The task's facts come from an orchestrator that starts the command on every node: the
-    outer ("kube") launch layer, so LCH rules compare them with the launcher's own."""
-    from dataclasses import replace
-
-    from parallint.facts import FactMap
-
-    fm = FactMap()
-    for key, vs in job.facts.items():
-        for v in vs:
-            how = v.origin.how if v.origin.how is not How.LITERAL or "default" not in v.source else How.DEFAULT
-            fm.add(key, replace(v, origin=Origin(how, "kube")))
-    job.facts = fm
