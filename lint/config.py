@@ -61,8 +61,6 @@ def _load_schema() -> dict:
 
 def validate(settings: dict, source: str) -> None:
     """Raise ConfigError naming the key and the file for anything the schema rejects."""
-    import jsonschema
-
     schema = _load_schema()
     known = list(schema["properties"])
     for key in settings:
@@ -70,6 +68,12 @@ def validate(settings: dict, source: str) -> None:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{source}: unknown key '{key}' in [tool.parallint]{hint}")
+    from parallint.model.schemacheck import settles
+
+    if settles(schema, settings):  # valid: jsonschema is not even imported
+        return
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(settings), key=lambda e: list(e.absolute_path))
     if errors:

@@ -68,19 +68,29 @@ def _dotted(path) -> str:
 
 def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
     """('unknown' | 'invalid', span, message) for one positioned tree."""
+    from parallint.model.schemacheck import settles
+
+    schema = load_schema(schema_name)
+    instance = tree.plain()
+    if settles(schema, instance, _unreported_extra_key):  # valid: jsonschema is not even imported
+        return
     from jsonschema import Draft202012Validator
 
     from parallint.readers.cfgutil import unknown_reason
 
-    schema = load_schema(schema_name)
     validator = Draft202012Validator(schema)
-    instance = tree.plain()
     seen: set = set()
     for err in validator.iter_errors(instance):
         for kind, span, msg in _explain(err, tree, unknown_reason):
             if (kind, span) not in seen:
                 seen.add((kind, span))
                 yield kind, span, msg
+
+
+def _unreported_extra_key(key: str, known: list, schema: dict) -> bool:
+    """An extra key of a closed object that _explain would not report: the framework tolerates
+    unknown keys there and the key is no misspelling of a known one."""
+    return not schema.get("x-parallint-strict") and not difflib.get_close_matches(key, known, n=1, cutoff=0.85)
 
 
 def _explain(err, tree, unknown_reason):
