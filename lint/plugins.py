@@ -27,3 +27,40 @@ def register_needles(rules: Iterable[type]) -> None:
     for k, extra in add.items():
         if extra:
             classify.PLUGIN_NEEDLES[k] = tuple(dict.fromkeys(classify.PLUGIN_NEEDLES[k] + tuple(extra)))
+
+
+def may_declare(group: str, path: list[str]) -> bool:
+    """False only when no distribution on ``path`` can declare entry points of ``group``: a text
+    scan of each ``*.dist-info``/``*.egg-info`` folder's ``entry_points.txt``, without importing
+    importlib.metadata (whose import and full scan of every distribution cost tens of
+    milliseconds at each start). Anything this scan cannot see (a zip or other non-folder on the
+    path, a metadata finder other than the standard one) answers True: look properly."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return True
+    needle = group.encode()
+    for entry in path:
+        if entry.lower().endswith(".egg"):
+            return True  # an egg's metadata lives inside it (EGG-INFO)
+        try:
+            it = os.scandir(entry or ".")
+        except NotADirectoryError:
+            return True  # a zip archive on sys.path may hold distributions
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                if not e.name.lower().endswith((".dist-info", ".egg-info")):
+                    continue
+                try:
+                    with open(os.path.join(e.path, "entry_points.txt"), "rb") as fh:
+                        if needle in fh.read():
+                            return True
+                except (NotADirectoryError, FileNotFoundError):
+                    continue
+                except OSError:
+                    return True
+    return False

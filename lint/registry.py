@@ -52,13 +52,18 @@ def _plugin_entry_points() -> list:
     ``*.dist-info`` folder in the working directory (a repository being checked) is not a plugin."""
     import os
     import sys
-    from importlib.metadata import distributions
 
     try:
         cwd = os.path.realpath(os.getcwd())
     except OSError:
         cwd = None
     path = [p for p in sys.path if p not in ("", ".") and (cwd is None or os.path.realpath(p) != cwd)]
+    from parallint.plugins import may_declare
+
+    if not may_declare("parallint.rules", path):  # the common case: no plugin installed
+        return []
+    from importlib.metadata import distributions
+
     out, seen = [], set()
     for dist in distributions(path=path):
         for ep in dist.entry_points:

@@ -68,6 +68,8 @@ LAYER_OF = {
     "parallint.ruledocs": "report",
     "parallint.server": "report",
     "parallint.cli": "report",
+    "parallint.cli_typer": "report",
+    "parallint.check_cmd": "report",
     "parallint.__main__": "report",
 }
 

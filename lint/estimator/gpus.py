@@ -1,4 +1,5 @@
-"""The GPU catalogue (``parallint/data/gpus.yaml``): names, memory in bytes, aliases."""
+"""The GPU catalogue (``parallint/data/gpus.yaml``, read from its generated copy ``gpus.json``):
+names, memory in bytes, aliases."""
 
 from __future__ import annotations
 
@@ -21,15 +22,25 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s_.\-/:]+", "", str(text).lower())
 
 
-@lru_cache(maxsize=1)
-def catalogue() -> tuple[Gpu, ...]:
-    import importlib.resources
+def catalogue_json(yaml_text: str) -> str:
+    """``gpus.json``, the copy of ``gpus.yaml`` that start-up reads (json is in every process
+    already; pure-Python YAML costs tens of milliseconds). tests/test_startup.py checks they match;
+    regenerate with ``PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py``."""
+    import json
 
     import yaml
 
-    raw = yaml.safe_load(
-        importlib.resources.files("parallint.data").joinpath("gpus.yaml").read_text("utf-8")
-    )
+    entries = yaml.safe_load(yaml_text)
+    return json.dumps({"generated_from": "gpus.yaml (edit that file, then regenerate this one)",
+                       "gpus": entries}, indent=1) + "\n"
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> tuple[Gpu, ...]:
+    import importlib.resources
+    import json
+
+    raw = json.loads(importlib.resources.files("parallint.data").joinpath("gpus.json").read_text("utf-8"))["gpus"]
     return tuple(
         Gpu(e["name"], int(e["memory_gib"] * GIB), int(e.get("gpus_per_node", 8)),
             tuple(e.get("aliases", ())))
