@@ -54,9 +54,9 @@ class Config:
 
 def _load_schema() -> dict:
     import json
-    from importlib.resources import files
+    from parallint.data import read_text
 
-    return json.loads(files("parallint.schemas").joinpath("config.schema.json").read_text("utf-8"))
+    return json.loads(read_text("parallint.schemas", "config.schema.json"))
 
 
 def validate(settings: dict, source: str) -> None:

@@ -20,9 +20,9 @@ DUP_KINDS = frozenset({"deepspeed", "nemo", "megatron_yaml", "accelerate", "neox
 
 @functools.lru_cache(maxsize=None)
 def load_schema(name: str) -> dict:
-    from importlib.resources import files
+    from parallint.data import read_text
 
-    return json.loads(files("parallint.schemas").joinpath(name).read_text(encoding="utf-8"))
+    return json.loads(read_text("parallint.schemas", name))
 
 
 def _tree(f):

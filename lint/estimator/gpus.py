@@ -37,10 +37,11 @@ def catalogue_json(yaml_text: str) -> str:
 
 @lru_cache(maxsize=1)
 def catalogue() -> tuple[Gpu, ...]:
-    import importlib.resources
     import json
 
-    raw = json.loads(importlib.resources.files("parallint.data").joinpath("gpus.json").read_text("utf-8"))["gpus"]
+    from parallint.data import read_text
+
+    raw = json.loads(read_text("parallint.data", "gpus.json"))["gpus"]
     return tuple(
         Gpu(e["name"], int(e["memory_gib"] * GIB), int(e.get("gpus_per_node", 8)),
             tuple(e.get("aliases", ())))
