@@ -27,6 +27,7 @@ first measurement. parallint's cold runs pass ``--no-cache`` and every run gets 
     python benchmarks/perf.py --quick          # synthetic tree and one-file runs (seconds)
     python benchmarks/perf.py --repeat 5 --trees /path/to/repo --json out.json
     python benchmarks/perf.py --parallint /other/venv/bin/parallint   # another build ("before")
+    python benchmarks/perf.py --quick --compare /other/venv/bin/parallint  # one-file runs of both, interleaved
 """
 
 from __future__ import annotations
@@ -594,9 +595,14 @@ class Bench:
             (Figure("check a DeepSpeed JSON", [self.exe, "check", "--exit-zero", "ds_config.json"], cwd=str(d)), imp_yaml, 2.0),
             (Figure("parallint --version", [self.exe, "--version"], cwd=str(d)), bare, None),
         ]
+        other = []
+        if self.args.compare:  # the same runs of another build, in the same interleaved rounds
+            for fig, floor, target in runs:
+                cmd = [self.args.compare] + fig.cmd[1:]
+                other.append((Figure(f"{fig.label} [{self.args.compare}]", cmd, cwd=fig.cwd), floor, target))
         print("  measuring one-file runs ...", file=sys.stderr, flush=True)
-        measure([bare, imp_yaml, imp_libcst] + [r[0] for r in runs], self.args.repeat, self.env)
-        for fig, floor, target in runs:
+        measure([bare, imp_yaml, imp_libcst] + [r[0] for r in runs + other], self.args.repeat, self.env)
+        for fig, floor, target in runs + other:
             self.results["one_file"].append({
                 "run": fig.label, "median_s": fig.median, "runs_s": fig.times, "floor": floor.label,
                 "floor_s": floor.median, "ratio": fig.median / floor.median, "target": target,
@@ -660,6 +666,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-stdlib", action="store_true", help="skip CPython's standard library")
     ap.add_argument("--json", metavar="OUT", help="also write every figure as JSON")
     ap.add_argument("--parallint", metavar="EXE", help="the parallint command (default: next to this Python)")
+    ap.add_argument("--compare", metavar="EXE", help="one-file runs of another parallint too (e.g. main's), interleaved")
     ap.add_argument("--scale", type=float, default=None, help="size of the synthetic tree (1.0 full, 0.1 quick)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
