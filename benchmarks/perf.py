@@ -12,7 +12,8 @@ Whole trees (floor: a bare ``ast.parse`` of every ``.py``):
   ``wait4`` usage of that one child: the largest of its process and its waited-for workers).
   Trees: a synthetic distributed-heavy tree generated here (deterministic, any machine), the real
   trees given with ``--trees`` or else those found in /work/repos (Megatron-LM,
-  DeepSpeedExamples, torchtitan), and the running interpreter's standard library.
+  DeepSpeedExamples, torchtitan), and the running interpreter's standard library (a copy of its
+  ``.py`` files, without site-packages).
 One-file runs, as pre-commit makes them: a ~300-line training script against
   ``python -c "import libcst"``, a NeMo-style YAML and a DeepSpeed JSON against
   ``python -c "import yaml"``, ``parallint --version`` against ``python -c pass``.
@@ -575,6 +576,7 @@ class Bench:
                 "peak_rss_mb": f.rss_mb if f.label.startswith("parallint") else None, "failed": f.failed or None}
         row["_by"] = by
         self.results["trees"].append(row)
+        print("    " + ", ".join(f"{f.label} {_fmt(f, floor)}" for f in figs), file=sys.stderr, flush=True)
 
     # ---- one-file runs
 
@@ -691,9 +693,13 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     bench.notes.append(f"{t}: not a folder, skipped")
             if not args.no_stdlib:
-                stdlib = Path(sysconfig.get_paths()["stdlib"])
+                stdlib = work / "stdlib"
+                shutil.copytree(sysconfig.get_paths()["stdlib"], stdlib, symlinks=True,
+                                ignore=lambda d, names: [n for n in names if n in ("site-packages", "dist-packages",
+                                                         "__pycache__") or (not n.endswith(".py") and
+                                                         not os.path.isdir(os.path.join(d, n)))])
                 bench.tree(f"CPython {sys.version_info[0]}.{sys.version_info[1]} Lib", stdlib, libcst=False)
-                bench.notes.append("the standard library row has no LibCST column (minutes of parsing)")
+                bench.notes.append("the standard library row (its .py files, site-packages left out) has no LibCST column")
         bench.one_file()
         if not args.quick:
             bench.big()
