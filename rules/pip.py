@@ -6,7 +6,8 @@ import re
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.readers.python import Partition, Script, job_scripts, launch_world_size, script_of
+from parallint.model.script import Partition, Script, job_scripts, script_of
+from parallint.model.world import job_launch_world_size
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
@@ -338,7 +339,7 @@ class PartitionCountMismatch(Rule):
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         pp = job.int("parallel.pp")
-        ws, wv = launch_world_size(job)
+        ws, wv = job_launch_world_size(job)
         for f, s in job_scripts(job):
             if f.facts.int("parallel.world_size") is not None:
                 continue  # the file's own world size was checked by check_file

@@ -73,7 +73,7 @@ class {cls}(Rule):
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         """TODO: the check. ``f`` is the file's FileFacts (``f.facts``, ``f.data``); report with
         ``self.report(span, message)``. Stay silent on anything unknown."""
-        from parallint.readers.python import script_of  # TODO(model layer): the script API moves there
+        from parallint.model.script import script_of
 
         script = script_of(f)
         if script is None:

@@ -90,15 +90,9 @@ MODEL_PACKAGE_MAY_IMPORT = {"parallint.diagnostics", "parallint.facts"}
 KNOWN_RULE_TO_READ = {
     ("parallint.rules.cfg", "parallint.readers.cfgutil"),
     ("parallint.rules.cfg", "parallint.readers.yamlpos"),
-    ("parallint.rules.ckp", "parallint.readers.python"),
-    ("parallint.rules.dat", "parallint.readers.python"),
-    ("parallint.rules.ddp", "parallint.readers.python"),
     ("parallint.rules.env", "parallint.readers.kube"),
-    ("parallint.rules.lay_mesh", "parallint.readers.python"),
     ("parallint.rules.lch", "parallint.cmdline"),
-    ("parallint.rules.pg", "parallint.readers.python"),
     ("parallint.rules.pip", "parallint.readers.cfgutil"),
-    ("parallint.rules.pip", "parallint.readers.python"),
     # arrived with the breadth/precision merges
     ("parallint.rules.cfg_megatron", "parallint.megatron_table"),
 }

@@ -6,8 +6,8 @@
   default (torchrun / ``deepspeed --num_gpus`` without a node count);
 * :func:`job_launch_world_size` — the same for a job's launch, as ``(int or None, Value or None)``.
 
-``Job.world_size``, ``rules._cfgfacts.world_of``, ``parallint.launch.launch_world_size`` and
-``parallint.readers.python.launch_world_size`` are thin aliases of these.
+``Job.world_size``, ``rules._cfgfacts.world_of`` and ``parallint.launch.launch_world_size`` are thin
+aliases of these; the script rules call :func:`job_launch_world_size`.
 """
 
 from __future__ import annotations
