@@ -39,7 +39,7 @@ class {cls}(Rule):
     severity = Severity.WARNING
     summary = "{summary}"
     kinds = frozenset({{"{kind}"}})
-    #: call groups (see parallint.readers.python.GROUPS) or qualified names this rule matches
+    #: call groups (see parallint.model.script.GROUPS) or qualified names this rule matches
     calls = frozenset({{"init_process_group"}})
     #: fact keys this rule reads (parallint.model.vocab)
     facts: frozenset[str] = frozenset()
