@@ -205,10 +205,9 @@ class OverlapParamGatherRequirements(Rule):
         names = {name: (fw, val) for name, fw, val in flags}
         if "overlap-param-gather" not in names or names.keys() & {"yaml-cfg", "freeze-all-layers"}:
             return
-        table = table_for(la, flags)
-        if table is None or "--overlap-param-gather" not in table.known or _framework(la, flags) != "megatron-lm" \
-                and "--use-megatron-fsdp" not in table.known:
-            return
+        table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
+        if table is None or "--overlap-param-gather" not in table.known:
+            return  # not Megatron-LM's flag set (Megatron-DeepSpeed has no such flag: CFG006 says so)
         at = names["overlap-param-gather"][0]
         optimizer = names.get("optimizer", (None, None))[1]
         muon = optimizer is not None and optimizer.known and str(optimizer.value) == "dist_muon"
