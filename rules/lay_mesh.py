@@ -123,9 +123,23 @@ class DeviceMeshSizeMismatch(Rule):
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         ws, wv = launch_world_size(job)
         if ws is None:
+            ws, wv = _script_launcher_world(job)
+        if ws is None:
             return
         rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
         for f, s in job_scripts(job):
             if f.facts.int("parallel.world_size") is not None:
                 continue  # checked against the script's own world size
             yield from self._check(s, ws, "the number of processes the launch starts", rel)
+
+
+def _script_launcher_world(job):
+    """The world a launcher inside the job's script starts (Ray Train ``ScalingConfig``,
+    ``mp.spawn``, ``os.environ["WORLD_SIZE"]``): a known world-size fact of the launcher layer."""
+    from parallint.facts import known_int
+
+    vals = [v for v in job.facts.all("parallel.world_size") if v.origin.via == "launcher"]
+    known = {known_int(v) for v in vals}
+    if len(known) != 1 or None in known:
+        return None, None
+    return known_int(vals[0]), vals[0]
