@@ -132,6 +132,24 @@ TORCHXCONFIG = "[cli:run]\ncomponent = dist.ddp\nscheduler = local_cwd\n\n[compo
 TORCHX_CFG_RUN = "torchx run dist.ddp --script pretrain_gpt.py -- " \
                  "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --num-layers 32\n"
 
+# a TorchX component in Python ("Component Best Practices": extend dist.ddp with the app's config)
+TORCHX_COMPONENT = """\
+import torchx.specs as specs
+from torchx.components.dist import ddp
+
+
+def trainer(*script_args: str, image: str = "gpt-trainer:latest") -> specs.AppDef:
+    return ddp(
+        *script_args,
+        "--tensor-model-parallel-size", "4",
+        "--pipeline-model-parallel-size", "2",
+        "--num-layers", "32",
+        script="pretrain_gpt.py",
+        image=image,
+        j="{j}",
+    )
+"""
+
 # -- torchtune: recipes/full_finetune_multinode.slurm and its config --------------------------
 TUNE_CONFIG = """\
 output_dir: /tmp/torchtune/llama3_3_70B/full
@@ -335,6 +353,9 @@ PAIRS: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
                       "pretrain_gpt.py": MEGATRON_SCRIPT},
                      {".torchxconfig": TORCHXCONFIG.format(j="1x6"), "run.sh": TORCHX_CFG_RUN,
                       "pretrain_gpt.py": MEGATRON_SCRIPT}, "run.sh"),
+    "torchx-component": ({"component.py": TORCHX_COMPONENT.format(j="2x4"), "pretrain_gpt.py": MEGATRON_SCRIPT},
+                         {"component.py": TORCHX_COMPONENT.format(j="1x4"), "pretrain_gpt.py": MEGATRON_SCRIPT},
+                         "component.py"),
     "torchtune": ({"70B_full_multinode.yaml": TUNE_CONFIG.format(tp=8), "full_finetune_multinode.slurm": TUNE_SLURM},
                   {"70B_full_multinode.yaml": TUNE_CONFIG.format(tp=6), "full_finetune_multinode.slurm": TUNE_SLURM},
                   "70B_full_multinode.yaml"),

@@ -30,6 +30,11 @@ HOSTILE = {
               "torchx run -s\ntune run\n./run.sh\nbash run.sh\nNGPU=2 ./missing.sh\n",
     "bin.sh": "#!/bin/bash\ntorchrun train.py\n\x00\x01\x02",
     ".torchxconfig": "[component:dist.ddp\nj = = 2x\n",
+    "component.py": "import torchx.specs as specs\nfrom torchx.components import dist\n"
+                    "dist.ddp(**{'j': '2x2'}, script=None)\ndist.ddp(*[1], j=2, script=3)\ndist.spmd(j='x', m=[])\n"
+                    "specs.Role(entrypoint=1, args='torchrun', num_replicas=-1, resource=specs.Resource(gpu='a'))\n"
+                    "specs.Role(entrypoint='torchrun', args=[None, b'x', 1.5], num_replicas=True)\n"
+                    "dist.ddp(" + "(" * 150 + "1" + ")" * 150 + ", j='99999999999999999999x1')\n",
 }
 
 

@@ -104,7 +104,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.world_size", "int", "total processes (one per GPU)", "processes",
          producers=("accelerate", "cmdline", "nanotron", "nemo", "neox", "python")),
     Fact("parallel.nodes", "int", "nodes", "nodes",
-         producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell", "skypilot")),
+         producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell", "skypilot", "torchx")),
     Fact("parallel.gpus_per_node", "int", "GPUs (processes) per node", "GPUs"),
     Fact("parallel.procs_per_node", "int", "processes a launcher starts per node", "processes",
          producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell"), spec=False),
@@ -167,7 +167,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("hardware.gpu_memory_bytes", "int", "device memory; overrides the GPU catalogue", "bytes"),
     Fact("hardware.reserved_bytes", "int", "CUDA context and workspaces", "bytes", fact=False),
     Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
-         producers=("cmdline", "kube", "ray", "shell", "skypilot"), spec=False),
+         producers=("cmdline", "kube", "ray", "shell", "skypilot", "torchx"), spec=False),
     # ------------------------------------------------------------------ other
     Fact("ddp.find_unused_parameters", "bool", "DDP's find_unused_parameters switch",
          producers=("hftrainargs", "lightning_cli", "nemo", "python"), spec=False),
