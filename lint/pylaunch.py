@@ -239,6 +239,21 @@ class _Scan:
         self.out.kinds.add("ray")
         # one process per worker, whatever GPUs it holds (use_gpu, resources_per_worker)
         self._int("parallel.world_size", self.kw(call, "num_workers"), "ScalingConfig(num_workers=...)")
+        rpw, use_gpu = self.kw(call, "resources_per_worker"), self.kw(call, "use_gpu")
+        res = self.literal(rpw) if rpw is not None else {}
+        src = "ScalingConfig(resources_per_worker=...)"
+        if not isinstance(res, dict):
+            self.out.facts.add("hardware.gpus_per_process", Value.unknown(f"{src} is not a literal", self.span(rpw), src))
+        elif "GPU" in res:
+            g = res["GPU"]
+            if isinstance(g, int) and not isinstance(g, bool) and g > 0:
+                self.out.facts.add("hardware.gpus_per_process", Value(g, self.span(rpw), True, "", src))
+            elif not (isinstance(g, (int, float)) and not isinstance(g, bool) and g == 0):
+                self.out.facts.add("hardware.gpus_per_process",
+                                   Value.unknown(f"GPU {g!r} per worker is not a whole count", self.span(rpw), src))
+        elif use_gpu is not None and self.literal(use_gpu) is True:
+            self.out.facts.add("hardware.gpus_per_process", Value(1, self.span(use_gpu), True, "",
+                                                                  "ScalingConfig(use_gpu=True) (one GPU per worker)"))
 
     def _update_parameters(self, call: ast.Call) -> None:
         if not self._once(call, "update_parameters"):

@@ -343,7 +343,7 @@ PAIRS: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
     "skypilot": ({"task.yaml": SKY.format(acc="A100:8"), "pretrain_gpt.py": MEGATRON_SCRIPT},
                  {"task.yaml": SKY.format(acc="A100:6"), "pretrain_gpt.py": MEGATRON_SCRIPT}, "task.yaml"),
     "rayjob": ({"rayjob.yaml": RAYJOB, "ray_train.py": RAY_TRAIN.format(workers=8)},
-               {"rayjob.yaml": RAYJOB, "ray_train.py": RAY_TRAIN.format(workers=12)}, "rayjob.yaml"),
+               {"rayjob.yaml": RAYJOB, "ray_train.py": RAY_TRAIN.format(workers=6)}, "rayjob.yaml"),
     "ray-train-python": ({"train.py": RAY_TRAIN_MESH.format(dp=4)}, {"train.py": RAY_TRAIN_MESH.format(dp=3)},
                          "train.py"),
     "submitit": ({"submit.py": SUBMITIT.format(pp=2)}, {"submit.py": SUBMITIT.format(pp=4)}, "submit.py"),

@@ -25,6 +25,9 @@ HOSTILE = {
                 "    init_args: [1, 2]\nmodel:\n  class_path: x\n",
     "ray.yaml": "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  entrypoint: [python, x.py]\n  runtimeEnvYAML: '!!python/object/apply:os.system [\"echo\"]'\n"
                 "  rayClusterSpec:\n    workerGroupSpecs: {a: 1}\n",
+    "ray3.yaml": "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  entrypoint: python x.py\n  rayClusterSpec:\n"
+                 "    enableInTreeAutoscaling: yes-ish\n    headGroupSpec: [1]\n    workerGroupSpecs:\n"
+                 "      - {numOfHosts: [2], maxReplicas: -1, rayStartParams: {num-gpus: {a: 1}}}\n      - 7\n",
     "ray2.yaml": "apiVersion: ray.io/v1\nkind: RayCluster\nspec:\n  workerGroupSpecs:\n    - replicas: x\n      template: 5\n",
     "run.sh": "tune run --nproc_per_node\ntorchx run dist.ddp -j\ntorchx run dist.ddp -j 0x0 --script\nfabric run --devices\n"
               "torchx run -s\ntune run\n./run.sh\nbash run.sh\nNGPU=2 ./missing.sh\n",

@@ -166,6 +166,12 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("hardware.gpu", "str", "GPU type (H100-80GB, a100...)", producers=("cmdline", "kube", "ray", "shell", "skypilot")),
     Fact("hardware.gpu_memory_bytes", "int", "device memory; overrides the GPU catalogue", "bytes"),
     Fact("hardware.reserved_bytes", "int", "CUDA context and workspaces", "bytes", fact=False),
+    Fact("hardware.cluster_gpus", "int", "GPUs a Ray cluster offers in all (head and worker groups at their largest)",
+         "GPUs", producers=("ray",), spec=False),
+    Fact("hardware.node_gpus_max", "int", "GPUs of the largest node (pod) of a Ray cluster", "GPUs",
+         producers=("ray",), spec=False),
+    Fact("hardware.gpus_per_process", "int", "GPUs each process reserves (Ray Train resources_per_worker)", "GPUs",
+         producers=("python",), spec=False),
     Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
          producers=("cmdline", "kube", "ray", "shell", "skypilot", "torchx"), spec=False),
     # ------------------------------------------------------------------ other
