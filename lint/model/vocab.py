@@ -104,7 +104,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.world_size", "int", "total processes (one per GPU)", "processes",
          producers=("accelerate", "cmdline", "nanotron", "nemo", "neox", "python")),
     Fact("parallel.nodes", "int", "nodes", "nodes",
-         producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell", "skypilot", "torchx")),
+         producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell", "skypilot")),
     Fact("parallel.gpus_per_node", "int", "GPUs (processes) per node", "GPUs"),
     Fact("parallel.procs_per_node", "int", "processes a launcher starts per node", "processes",
          producers=("accelerate", "cmdline", "kube", "lightning_cli", "nemo", "python", "shell"), spec=False),

@@ -12,8 +12,9 @@ shapes are read (with :mod:`ast`, never imported or run):
   unknown.
 * a ``specs.Role(entrypoint=..., args=[...], num_replicas=N, resource=specs.Resource(gpu=G))``:
   the entrypoint and args are a command line (``python -m torch.distributed.run --nnodes 2 ...``)
-  that TorchX starts on each of N replicas; the role is the outer launch layer (nodes N, G GPUs
-  requested per node).
+  that TorchX starts on each of N replicas; the role is the outer launch layer (G GPUs requested
+  per node; N is kept as its ``num_replicas`` option, not as a node count: NeMo-Run's torchrun
+  component gives one replica and starts the nodes through its own scheduler).
 
 Only literal values count (and names bound once at module level to a literal); any other word is
 unknown, and a call inside a loop or comprehension is skipped.
@@ -151,7 +152,8 @@ class _Reader:
             nodes = Value(int(text), self.span(n), True, "", "TorchX Role num_replicas") \
                 if text is not None and text.isdigit() and int(text) > 0 else \
                 Value.unknown("num_replicas is not a literal", self.span(n), "TorchX Role num_replicas")
-        outer.facts.add("parallel.nodes", nodes)
+        # kept as an option, not as the node count: frameworks built on TorchX (NeMo-Run's torchrun
+        # component) give one replica and start the nodes through their own scheduler
         outer.options["num_replicas"] = nodes
         res = self.kw(call, "resource")
         if isinstance(res, ast.Call) and self.qname(res.func) in RESOURCE:
