@@ -21,7 +21,9 @@ class DeviceMeshSizeMismatch(Rule):
     ## What it does
     Multiplies the shape given to `init_device_mesh(device, mesh_shape)` (or the nested rank list
     of `DeviceMesh(device, [[...], ...])`) and compares it with the world size: the one passed to
-    `init_process_group(world_size=...)` in the same script, or the one the launch starts.
+    `init_process_group(world_size=...)` in the same script, or the one the launch starts (a
+    launcher inside the script counts too: Ray Train's `ScalingConfig(num_workers=...)`,
+    `mp.spawn(nprocs=...)` on one node, `os.environ["WORLD_SIZE"]`).
 
     The shape is resolved within the file: literals and constants, argparse defaults
     (`args.tp`), fields of a `@dataclass` built in the file (the keyword passed, else the field's
