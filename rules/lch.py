@@ -689,7 +689,7 @@ class MultiNodeRendezvous(Rule):
     name = "multi-node-rendezvous"
     severity = Severity.ERROR
     summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
-    kinds = LAUNCH_FILE_KINDS
+    kinds = LAUNCH_FILE_KINDS | {"python"}  # python: the command line of a TorchX component
     doc = """
     ## What it does
     For a launch on more than one node, reports a master/rendezvous address that is loopback

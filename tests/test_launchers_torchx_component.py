@@ -94,3 +94,12 @@ def test_not_components(tmp_path):
     assert component_launches("a.py", tmp_path / "a.py", "import torchx\ndef f(:\n") == []
     echo = "import torchx.specs as specs\nspecs.Role(name='echo', entrypoint='/bin/echo', args=['hi'])\n"
     assert component_launches("a.py", tmp_path / "a.py", echo) == []
+
+
+def test_loopback_master_in_a_role_command_line(tmp_path):
+    role = ROLE.replace("{pp}", "2").replace('"--rdzv_backend", "c10d", "--rdzv_endpoint", "$${rank0_env}:29500",',
+                                             '"--master_addr", "localhost", "--node_rank", "$${replica_id}",')
+    files = {"comp.py": role, "pretrain_gpt.py": SCRIPT}
+    assert _diags(tmp_path, files, "comp.py", select=("LCH006",)) == [("LCH006", "comp.py", 13)]
+    assert _diags(tmp_path, {"comp.py": ROLE.replace("{pp}", "2"), "pretrain_gpt.py": SCRIPT}, "comp.py",
+                  select=("LCH006",)) == []
