@@ -694,9 +694,13 @@ class MultiNodeRendezvous(Rule):
     ## What it does
     For a launch on more than one node, reports a master/rendezvous address that is loopback
     (`localhost`, `127.0.0.1`, `::1`) in `--master_addr`, `--rdzv_endpoint`, `--main_process_ip` or
-    an exported `MASTER_ADDR` used by env:// rendezvous, or an `os.environ["MASTER_ADDR"] = "localhost"`
-    that the job's script always runs; and a literal `--node_rank`/`--machine_rank` in a command that
-    srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node.
+    an exported `MASTER_ADDR` used by env:// rendezvous, a `PET_MASTER_ADDR`/`PET_RDZV_ENDPOINT`
+    that torchrun reads for its options, or an `os.environ["MASTER_ADDR"] = "localhost"` that the
+    job's script always runs — in a shell script, a Kubernetes container env, a SkyPilot task's
+    `envs` or a TorchX component's command line; and a literal `--node_rank`/`--machine_rank` in a
+    command that srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node. A
+    variable that the operator sets after the container's own env (`MASTER_ADDR` under Kubeflow's
+    PyTorchJob, `PET_*` under its Trainer) is the operator's, and silent.
 
     ## Why it matters
     Every node must reach the same rendezvous on the first node; with a loopback address each node
