@@ -177,6 +177,17 @@ def check(
     result, rules, failing, levels = Result([], 0), [], False, {}
     for config, group_paths, with_stdin in groups:
         group_rules, level = selection(config)
+        run_codes, part_levels = None, {}
+        if not config_path:  # configurations nested in walked folders: run what any of them selects
+            from parallint.index import nested_configs
+
+            try:
+                nested = nested_configs(group_paths, config)
+            except ConfigError as exc:
+                raise _fail(str(exc))
+            if nested:
+                run_codes = {r.code for r in group_rules}
+                group_rules = list(group_rules) + [r for c in nested for r in selection(c)[0] if r not in group_rules]
         if with_stdin and stdin is not None:
             stdin = (stdin[0], _read_stdin(config.settings))
         try:
@@ -192,11 +203,12 @@ def check(
             from parallint.index import nested_settings_filter
 
             try:
-                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection)
+                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection,
+                                                          levels=part_levels, run_codes=run_codes)
             except ConfigError as exc:
                 raise _fail(str(exc))
-        failing = failing or any(d.severity >= level for d in part.diagnostics)
-        levels.update((id(d), level) for d in part.diagnostics)
+        levels.update((id(d), part_levels.get(id(d), level)) for d in part.diagnostics)
+        failing = failing or any(d.severity >= levels[id(d)] for d in part.diagnostics)
         result.diagnostics.extend(part.diagnostics)
         result.files_checked += part.files_checked
         result.errors.extend(part.errors)

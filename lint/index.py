@@ -352,10 +352,39 @@ def display(p: Path, cwd: Path) -> str:
     return display_path(p, cwd)
 
 
-def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None) -> list:
+def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
+    """The configurations below the folders among ``paths`` (walked as a check walks them: the
+    run's excludes and .gitignore apply), other than the run's own."""
+    from parallint.config import find_config, load_config
+    from parallint.discover import Excluder, discover
+
+    cwd = cwd or Path.cwd()
+    folders = [p for p in paths if (cwd / p).is_dir()]
+    if not folders:
+        return []
+    excluder = Excluder(config.exclude, config.base, bool(config.get("respect-gitignore", True)), include_tests=True)
+    run = config.path.resolve() if config.path else None
+    out, seen = [], set()
+    for cand in discover(folders, excluder, cwd, []):
+        if cand.abspath.name not in ("pyproject.toml", "parallint.toml"):
+            continue
+        found = find_config(cand.abspath.parent)
+        if found is None:
+            continue
+        found = found.resolve()
+        if found != run and found not in seen:
+            seen.add(found)
+            out.append(load_config(str(found)))
+    return out
+
+
+def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None,
+                           levels: dict | None = None, run_codes: set | None = None) -> list:
     """Settings per file inside a walked folder, as Ruff does: a finding in a file whose nearest
     configuration is not the run's is kept only if that configuration selects its rule and its
-    ``per-file-ignores`` do not cover it. ``selection(config)`` -> (rules, fail level)."""
+    ``per-file-ignores`` do not cover it; ``levels`` (id of a finding -> fail level) gets that
+    configuration's fail level. ``selection(config)`` -> (rules, fail level). ``run_codes``: the
+    run's own selection, when the rules that ran are more (the union with nested selections)."""
     from parallint.config import find_config, load_config
     from parallint.registry import get_registry
 
@@ -373,15 +402,18 @@ def nested_settings_filter(diags: list, config, selection, cwd: Path | None = No
             nearest[folder] = found.resolve() if found else None
         found = nearest[folder]
         if found is None or found == run:
-            out.append(d)
+            if run_codes is None or d.code in run_codes:
+                out.append(d)
             continue
         if found not in chosen:
             c = load_config(str(found))
-            rules, _ = selection(c)
-            chosen[found] = (c, {r.code for r in rules})
-        c, codes = chosen[found]
+            rules, level = selection(c)
+            chosen[found] = (c, {r.code for r in rules}, level)
+        c, codes, level = chosen[found]
         if d.code not in codes:
             continue
+        if levels is not None:
+            levels[id(d)] = level
         pfi = c.per_file_ignores(d.span.path, ap)
         if pfi and reg.covers(pfi, d.code):
             continue
