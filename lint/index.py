@@ -352,29 +352,46 @@ def display(p: Path, cwd: Path) -> str:
     return display_path(p, cwd)
 
 
+#: folders no check walks (discover.DEFAULT_EXCLUDE's plain names)
+_NEVER_WALKED = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
+                           ".mypy_cache", ".pytest_cache", ".ruff_cache", ".parallint_cache", "site-packages", ".eggs"})
+
+
 def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
-    """The configurations below the folders among ``paths`` (walked as a check walks them: the
-    run's excludes and .gitignore apply), other than the run's own."""
+    """The configurations below the folders among ``paths``, other than the run's own, except
+    those the run excludes (its patterns, .gitignore). Only the few configuration files found
+    are tested against the excludes, so this costs one walk of the folder names."""
     from parallint.config import find_config, load_config
-    from parallint.discover import Excluder, discover
+    from parallint.discover import Excluder
 
     cwd = cwd or Path.cwd()
-    folders = [p for p in paths if (cwd / p).is_dir()]
+    folders = [Path(os.path.abspath(cwd / p)) for p in paths if (cwd / p).is_dir()]
     if not folders:
         return []
     excluder = Excluder(config.exclude, config.base, bool(config.get("respect-gitignore", True)), include_tests=True)
     run = config.path.resolve() if config.path else None
-    out, seen = [], set()
-    for cand in discover(folders, excluder, cwd, []):
-        if cand.abspath.name not in ("pyproject.toml", "parallint.toml"):
-            continue
-        found = find_config(cand.abspath.parent)
-        if found is None:
-            continue
-        found = found.resolve()
-        if found != run and found not in seen:
-            seen.add(found)
-            out.append(load_config(str(found)))
+    out, seen, visited = [], set(), set()
+    for top in folders:
+        for dirpath, dirnames, filenames in os.walk(top):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                dirnames[:] = []
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                dirnames[:] = []
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            d = Path(dirpath)
+            dirnames[:] = [n for n in dirnames if n not in _NEVER_WALKED]
+            if d != top and ("pyproject.toml" in filenames or "parallint.toml" in filenames):
+                name = "parallint.toml" if "parallint.toml" in filenames else "pyproject.toml"
+                if excluder.excluded(d / name, False):
+                    continue
+                found = find_config(d)
+                if found is not None and found.resolve() != run and found.resolve() not in seen:
+                    seen.add(found.resolve())
+                    out.append(load_config(str(found)))
     return out
 
 
