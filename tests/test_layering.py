@@ -61,6 +61,7 @@ LAYER_OF = {
     "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
     "parallint.workers": "engine",
     "parallint.examples": "engine",
+    "parallint.layouts": "engine",  # plan's filter: the real layout rules on candidate layouts
     "parallint.report": "report",
     "parallint.show": "report",
     "parallint.estimate_cmd": "report",
