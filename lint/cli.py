@@ -99,6 +99,7 @@ def check(
     include_tests: bool = typer.Option(False, "--include-tests", help="Also check test files and folders found by walking a folder (tests/, test_*.py, conftest.py ...)."),
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Files larger than this are not analysed (SYN002), e.g. 4MB; default 2MB."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
+    related_findings: bool = typer.Option(False, "--related-findings", help="For files given by name: also report findings elsewhere in their jobs that cite them (a launch edit that breaks a config's batch identity)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
     write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
@@ -192,7 +193,8 @@ def check(
             stdin = (stdin[0], _read_stdin(config.settings))
         try:
             part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
-                               all_job_findings=all_job_findings, use_cache=not no_cache)
+                               all_job_findings=all_job_findings, use_cache=not no_cache,
+                               related_findings=related_findings)
         except Exception as exc:  # pragma: no cover - last line of defence
             import os
 

@@ -289,10 +289,12 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
-                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None):
+                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
+                related_findings: bool = False):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
-    jobs with ``all_job_findings``). Folders among ``paths`` are checked as usual. ``buffers``
+    jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
+    a given file: a launch edit that breaks a config). Folders are checked as usual. ``buffers``
     (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents)."""
     from parallint.runner import Runner
 
@@ -342,7 +344,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     def located(path: str) -> bool:
         return path in keep_files or any(path.startswith(k) or k == "./" for k in keep_dirs)
 
-    result.diagnostics = [d for d in result.diagnostics if located(d.span.path)]
+    result.diagnostics = [d for d in result.diagnostics if located(d.span.path) or (
+        related_findings and any(r.path in keep_files for r in d.related))]
     return result
 
 

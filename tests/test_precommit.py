@@ -124,6 +124,15 @@ def test_readme_snippet_installed_hook_blocks_a_config_only_change(setup):
     p, out = _run(["git", "commit", "-m", "break the batch identity"], repo, env)
     assert p.returncode != 0, out
     assert "job/ds_config.json:2:23: BAT001" in out and "launch.sh:4: world size 8" in out
+    # a launch-file-only change that breaks the same identity is blocked too (--related-findings)
+    _git("reset", "-q", "--hard", cwd=repo, env=env)  # back to the consistent commit
+    launch = repo / "job" / "launch.sh"
+    launch.write_text(launch.read_text().replace("--num_gpus 8", "--num_gpus 4"))
+    _git("add", "-A", cwd=repo, env=env)
+    p, out = _run(["git", "commit", "-m", "half the GPUs"], repo, env)
+    assert p.returncode != 0, out
+    assert "job/ds_config.json:2:23: BAT001" in out and "launch.sh:4: world size 4" in out
+    _git("reset", "-q", "--hard", cwd=repo, env=env)
     # the same hook (its environment is built already) takes an extensionless launch script
     (repo / "launch").write_text("#!/bin/bash\ntorchrun --nproc_per_node 8 --nnodes 1 job/train.py\n")
     (repo / "launch").chmod(0o755)
