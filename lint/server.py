@@ -143,8 +143,8 @@ def make_server():
 
     server = LanguageServer("parallint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
     state = {"linter": Linter(Path.cwd())}
-    pending: dict[str, asyncio.Task] = {}  # uri -> its scheduled analysis
-    edits: dict[str, int] = {}  # uri -> how many edits so far (an analysis of an older one is stale)
+    pending = {}  # uri -> its scheduled analysis (an asyncio.Task)
+    edits = {}  # uri -> how many edits so far (an analysis of an older one is stale)
     delay = debounce_seconds()
 
     def linter() -> Linter:
