@@ -847,7 +847,7 @@ def _divisors(n: int, near: int) -> str:
         return f"a divisor of {n}"
     divs = [d for d in range(2, n + 1) if n % d == 0] or [1]
     below = [d for d in divs if d < near][-2:][::-1]
-    above = [d for d in divs if d > near][:1]
+    above = [d for d in divs if near < d <= 2 * near][:1]
     pick = (below + above)[:2] or [1]
     return " or ".join(map(str, pick)) if len(pick) < 2 or pick[0] != pick[1] else str(pick[0])
 
