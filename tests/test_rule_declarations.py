@@ -12,7 +12,7 @@ import pytest
 from parallint.classify import PYTHON_NEEDLES
 from parallint.model import calls as callmod
 from parallint.model.vocab import FACT_KEYS
-from parallint.readers.python import GROUPS
+from parallint.model.script import GROUPS
 from parallint.registry import Registry, RegistryError, get_registry
 from parallint.rule import Rule
 
