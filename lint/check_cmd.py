@@ -82,13 +82,14 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
               select: Optional[List[str]] = None, extend_select: Optional[List[str]] = None,
               ignore: Optional[List[str]] = None, fail_level: Optional[str] = None, exit_zero: bool = False,
               stdin_filename: Optional[str] = None, gpu: Optional[str] = None, include_tests: bool = False,
-              max_file_size: Optional[str] = None, all_job_findings: bool = False, no_cache: bool = False,
+              max_file_size: Optional[str] = None, all_job_findings: bool = False, related_findings: bool = False,
+              no_cache: bool = False,
               baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False) -> int:
     """``parallint check`` (see :func:`parallint.cli_typer.check` for the options); the exit status."""
     try:
         _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
                ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
-               no_cache, baseline, write_baseline, add_noqa)
+               related_findings, no_cache, baseline, write_baseline, add_noqa)
     except Exit as exc:
         return exc.code
     return EXIT_OK
@@ -96,7 +97,7 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
 
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
-           no_cache, baseline, write_baseline, add_noqa) -> None:
+           related_findings, no_cache, baseline, write_baseline, add_noqa) -> None:
     from parallint.diagnostics import Severity
     from parallint.registry import RegistryError, UnknownSelector, get_registry
     from parallint.report import FORMATS, render
@@ -167,11 +168,24 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     levels: dict = {}
     for config, group_paths, with_stdin in groups:
         group_rules, level = selection(config)
+        run_codes: Optional[set] = None
+        part_levels: dict = {}
+        if not config_path:  # configurations nested in walked folders: run what any of them selects
+            from parallint.index import nested_configs
+
+            try:
+                nested = nested_configs(group_paths, config)
+            except ConfigError as exc:
+                raise fail(str(exc))
+            if nested:
+                run_codes = {r.code for r in group_rules}
+                group_rules = list(group_rules) + [r for c in nested for r in selection(c)[0] if r not in group_rules]
         if with_stdin and stdin is not None:
             stdin = (stdin[0], _read_stdin(config.settings))
         try:
             part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
-                               all_job_findings=all_job_findings, use_cache=not no_cache)
+                               all_job_findings=all_job_findings, use_cache=not no_cache,
+                               related_findings=related_findings)
         except Exception as exc:  # pragma: no cover - last line of defence
             import os
 
@@ -182,11 +196,12 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
             from parallint.index import nested_settings_filter
 
             try:
-                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection)
+                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection,
+                                                          levels=part_levels, run_codes=run_codes)
             except ConfigError as exc:
                 raise fail(str(exc))
-        failing = failing or any(d.severity >= level for d in part.diagnostics)
-        levels.update((id(d), level) for d in part.diagnostics)
+        levels.update((id(d), part_levels.get(id(d), level)) for d in part.diagnostics)
+        failing = failing or any(d.severity >= levels[id(d)] for d in part.diagnostics)
         result.diagnostics.extend(part.diagnostics)
         result.files_checked += part.files_checked
         result.errors.extend(part.errors)
@@ -246,7 +261,8 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
 
 #: ``check``'s options, as cli_typer declares them: flag -> parameter (tests/test_startup.py)
 CHECK_FLAGS = {"--statistics": "statistics", "--show-docs-link": "show_docs_link", "--exit-zero": "exit_zero",
-               "--include-tests": "include_tests", "--all-job-findings": "all_job_findings", "--no-cache": "no_cache",
+               "--include-tests": "include_tests", "--all-job-findings": "all_job_findings",
+               "--related-findings": "related_findings", "--no-cache": "no_cache",
                "--add-noqa": "add_noqa"}
 CHECK_VALUES = {"--format": "output_format", "--output-file": "output_file", "-o": "output_file",
                 "--config": "config_path", "--fail-level": "fail_level", "--stdin-filename": "stdin_filename",

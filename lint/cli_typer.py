@@ -78,6 +78,7 @@ def check(
     include_tests: bool = typer.Option(False, "--include-tests", help="Also check test files and folders found by walking a folder (tests/, test_*.py, conftest.py ...)."),
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Files larger than this are not analysed (SYN002), e.g. 4MB; default 2MB."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
+    related_findings: bool = typer.Option(False, "--related-findings", help="For files given by name: also report findings elsewhere in their jobs that cite them (a launch edit that breaks a config's batch identity)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
     write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
@@ -88,9 +89,13 @@ def check(
     A file given by name is checked in every job that includes it (the launch files and configs
     naming it are found below the repository root), and the findings located in it are reported,
     the same as a whole-repository run reports there."""
-    raise typer.Exit(run_check(paths, output_format, output_file, statistics, show_docs_link, config_path, select,
-                               extend_select, ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests,
-                               max_file_size, all_job_findings, no_cache, baseline, write_baseline, add_noqa))
+    raise typer.Exit(run_check(
+        paths=paths, output_format=output_format, output_file=output_file, statistics=statistics,
+        show_docs_link=show_docs_link, config_path=config_path, select=select, extend_select=extend_select,
+        ignore=ignore, fail_level=fail_level, exit_zero=exit_zero, stdin_filename=stdin_filename, gpu=gpu,
+        include_tests=include_tests, max_file_size=max_file_size, all_job_findings=all_job_findings,
+        related_findings=related_findings, no_cache=no_cache, baseline=baseline, write_baseline=write_baseline,
+        add_noqa=add_noqa))
 
 
 @app.command("rules")

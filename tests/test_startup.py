@@ -89,6 +89,7 @@ ARGVS = [
     ["--format", "json", "--format", "sarif"], ["--", "-weird", "--format"], ["-", "--stdin-filename", "t.py"],
     ["--config", "pyproject.toml", "--fail-level", "error", "--gpu", "A100", "--include-tests", "--no-cache", "a"],
     ["--max-file-size", "4MB", "--all-job-findings", "--baseline", "b.json", "--show-docs-link", "p"],
+    ["--related-findings", "a.json"],
     ["--write-baseline", "w.json", "--add-noqa", "--extend-select", "CFG", ""],
     # not the plain case: typer decides
     ["--help"], ["-h"], ["--format"], ["--format", "--exit-zero"], ["--bogus"], ["-oout.txt"], ["--exit-zero=1"],
