@@ -72,6 +72,7 @@ class DeepspeedBatchIdentity(FactRule):
         tb, mb, ga = (known_int(tb_v), known_int(mb_v), known_int(ga_v))
         if tb is None or tb <= 0:
             return
+        assert tb_v is not None  # known_int(None) is None
         if (mb is not None and mb <= 0) or (ga is not None and ga <= 0):
             return
         dp, dp_rel = dp_size(view.facts, view.world, sp=True)
@@ -139,6 +140,7 @@ class GlobalBatchNotDivisible(FactRule):
         gb, mb = known_int(gb_v), known_int(mb_v)
         if gb is None or mb is None or gb <= 0 or mb <= 0:
             return
+        assert gb_v is not None  # known_int(None) is None
         if view.fw("torchtitan"):
             dp, dp_rel = _torchtitan_dp(view)
         else:
@@ -233,6 +235,7 @@ class DeepspeedTrainerMismatch(FactRule):
             a, b = ds.get(key), hf.get(key)
             ai, bi = known_int(a), known_int(b)
             if ai is not None and bi is not None and ai != bi:
+                assert a is not None  # known_int(None) is None
                 yield Finding(a, f"DeepSpeed {dsname}={ai} contradicts the {hfname} {bi} of {src(b)}",
                               [(b, f"{hfname} {bi}")])
         dsp = {str(v.value): v for v in ds.known("training.precision")}
@@ -249,8 +252,10 @@ class DeepspeedTrainerMismatch(FactRule):
         if launch is not None and isinstance(getattr(launch, "facts", None), FactMap):
             lw = world_of(launch.facts)
             w = lw if lw is not None else w
-        if known_int(tb) is not None and mb is not None and known_int(w) is not None:
-            expect = mb * (ga or 1) * known_int(w)
+        wi = known_int(w)
+        if known_int(tb) is not None and mb is not None and wi is not None:
+            expect = mb * (ga or 1) * wi
+            assert tb is not None  # known_int(None) is None
             if ga is not None and expect != known_int(tb):
                 yield Finding(tb, f"DeepSpeed train_batch_size={known_int(tb)} but the Trainer computes "
                                   f"{mb} × {ga} × {known_int(w)} = {expect}",
