@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Container
 from functools import lru_cache
 from pathlib import Path
 
@@ -98,7 +99,8 @@ def _module_file(root: Path, here: Path, module: str, level: int) -> Path | None
     return None
 
 
-def _find_class(root: Path, path: Path, tree: ast.Module, name: str, depth: int = 0):
+def _find_class(root: Path, path: Path, tree: ast.Module, name: str,
+                depth: int = 0) -> tuple[ast.ClassDef, Path, ast.Module] | None:
     """(class node, its file, its module tree) for class ``name`` visible in ``tree``."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
@@ -109,13 +111,15 @@ def _find_class(root: Path, path: Path, tree: ast.Module, name: str, depth: int 
     if imp is None:
         return None
     target = _module_file(root, path, imp[0], imp[1])
-    sub = _parse(target) if target is not None else None
+    if target is None:
+        return None
+    sub = _parse(target)
     if sub is None:
         return None
     return _find_class(root, target, sub, name, depth + 1)
 
 
-def _dataclass_flags(root: Path, path: Path, tree: ast.Module, name: str, exclude: set[str],
+def _dataclass_flags(root: Path, path: Path, tree: ast.Module, name: str, exclude: Container[object],
                      depth: int = 0) -> set[str] | None:
     """The flags ``ArgumentGroupFactory`` generates from dataclass ``name`` (None: not found)."""
     found = _find_class(root, path, tree, name)
@@ -156,7 +160,7 @@ def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
         cls = node.args[0]
         if not isinstance(cls, ast.Name):
             return None
-        exclude: set[str] = set()
+        exclude: Container[object] = set()  # names; any constant of an exclude=[...] literal
         for kw in node.keywords:
             if kw.arg == "exclude":
                 if isinstance(kw.value, ast.Name):  # a list assigned just before
@@ -194,7 +198,9 @@ def extract(root: Path) -> dict | None:
     """The argument table of the Megatron checkout at ``root``, or None when it cannot be read
     completely (a generated group whose dataclass is not found)."""
     path = arguments_module(root)
-    tree = _parse(path) if path is not None else None
+    if path is None:
+        return None
+    tree = _parse(path)
     if tree is None:
         return None
     flags = added_flags(tree)
@@ -225,6 +231,7 @@ def rejected_flags(tree: ast.AST) -> dict[str, str]:
     import re
 
     out: dict[str, str] = {}
+    texts: list[ast.AST]
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
             texts = [node.msg]

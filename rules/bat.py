@@ -72,6 +72,7 @@ class DeepspeedBatchIdentity(FactRule):
         tb, mb, ga = (known_int(tb_v), known_int(mb_v), known_int(ga_v))
         if tb is None or tb <= 0:
             return
+        assert tb_v is not None  # known_int(None) is None
         if (mb is not None and mb <= 0) or (ga is not None and ga <= 0):
             return
         dp, dp_rel = dp_size(view.facts, view.world, sp=True)
@@ -141,6 +142,7 @@ class GlobalBatchNotDivisible(FactRule):
         gb, mb = known_int(gb_v), known_int(mb_v)
         if gb is None or mb is None or gb <= 0 or mb <= 0:
             return
+        assert gb_v is not None  # known_int(None) is None
         if view.fw("torchtitan"):
             dp, dp_rel = _torchtitan_dp(view)
         else:
@@ -247,6 +249,8 @@ class DeepspeedTrainerMismatch(FactRule):
         for key, dsname, hfname in (("training.micro_batch", "train_micro_batch_size_per_gpu", "per-device batch size"),
                                     ("training.grad_accum", "gradient_accumulation_steps", "gradient accumulation")):
             a, b = ds.get(key), hf.get(key)
+            if a is None:
+                continue  # nothing to compare (known_int(None) is None: the check below would not fire)
             ai, bi = known_int(a), known_int(b)
             if ai is not None and bi is not None and ai != bi:
                 yield Finding(a, f"DeepSpeed {dsname}={ai} contradicts the {hfname} {bi} of {src(b)}; set both "
@@ -267,8 +271,10 @@ class DeepspeedTrainerMismatch(FactRule):
         if launch is not None and isinstance(getattr(launch, "facts", None), FactMap):
             lw = world_of(launch.facts)
             w = lw if lw is not None else w
-        if known_int(tb) is not None and mb is not None and known_int(w) is not None:
-            expect = mb * (ga or 1) * known_int(w)
+        wi = known_int(w)
+        if known_int(tb) is not None and mb is not None and wi is not None:
+            expect = mb * (ga or 1) * wi
+            assert tb is not None  # known_int(None) is None
             if ga is not None and expect != known_int(tb):
                 yield Finding(tb, f"DeepSpeed train_batch_size={known_int(tb)} but the Trainer computes "
                                   f"{mb} × {ga} × {known_int(w)} = {expect}; set train_batch_size to {expect} (or \"auto\")",

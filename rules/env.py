@@ -192,6 +192,7 @@ class VisibleDevicesFewerThanProcs(Rule):
             pi = known_int(p)
             if pi is None or pi <= len(devs):
                 continue
+            assert p is not None  # known_int(None) is None
             yield self.report(
                 v.span or la.span,
                 f"CUDA_VISIBLE_DEVICES={v.value} shows {len(devs)} device(s) but {pi} processes start on this node "

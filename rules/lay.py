@@ -140,13 +140,15 @@ class ParallelProductMismatch(FactRule):
         if view.fw("nanotron"):
             lw = view.launch_world
             dp, tp, pp = view.v("parallel.dp"), view.v("parallel.tp"), view.v("parallel.pp")
-            if lw is not None and all(view.i(k) for k in ("parallel.dp", "parallel.tp", "parallel.pp")):
-                prod = view.i("parallel.dp") * view.i("parallel.tp") * view.i("parallel.pp")
+            dpi, tpi, ppi = view.i("parallel.dp"), view.i("parallel.tp"), view.i("parallel.pp")
+            if lw is not None and dpi and tpi and ppi:
+                assert dp is not None  # view.i gave an int for the same key
+                prod = dpi * tpi * ppi
                 if prod != lw.value:
                     yield Finding(dp, f"nanotron dp×tp×pp = {prod} but the job runs {lw.value} processes "
                                       f"({src(lw)}); nanotron needs them equal; "
-                                      + (f"set dp to {lw.value // (prod // view.i('parallel.dp'))}"
-                                         if isinstance(lw.value, int) and lw.value % (prod // view.i("parallel.dp")) == 0
+                                      + (f"set dp to {lw.value // (prod // dpi)}"
+                                         if isinstance(lw.value, int) and lw.value % (prod // dpi) == 0
                                          else f"make dp×tp×pp equal {lw.value}"),
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
             return
@@ -168,6 +170,7 @@ class ParallelProductMismatch(FactRule):
         if w % prod == 0:
             return
         at = max(known, key=lambda t: t[2])[1]
+        assert at is not None  # its degree is a known int
         desc = " × ".join(f"{k.split('.')[1].upper()} {i}" for k, _, i in known if i > 1)
         if prod > w:
             msg = (f"{desc} = {prod} GPUs per model replica, but the world size is {w}; start a multiple of {prod} "
@@ -183,7 +186,9 @@ class ParallelProductMismatch(FactRule):
         w, dp, tp = view.world_int, view.i("parallel.dp"), view.i("parallel.tp")
         if w is None or dp is None or tp is None or dp * tp == w:
             return
-        yield Finding(view.v("parallel.tp"), f"Lightning ModelParallelStrategy needs data_parallel_size × "
+        tp_v = view.v("parallel.tp")
+        assert tp_v is not None  # view.i gave an int for the same key
+        yield Finding(tp_v, f"Lightning ModelParallelStrategy needs data_parallel_size × "
                                              f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}; "
                                              + (f"set data_parallel_size to {w // tp}" if w % tp == 0 else
                                                 f"make data_parallel_size × tensor_parallel_size equal {w}"),
@@ -194,9 +199,10 @@ class ParallelProductMismatch(FactRule):
         the product is 1, or DeepSpeed-Ulysses SP manages its own groups)."""
         w = view.world_int
         keys = ("parallel.dp_replicate", "parallel.dp_shard", "parallel.tp", "parallel.cp")
-        sizes = [view.i(k) for k in keys]
-        if w is None or any(i is None or i < 1 for i in sizes):
+        maybe = [view.i(k) for k in keys]
+        if w is None or any(i is None or i < 1 for i in maybe):
             return
+        sizes = [i for i in maybe if i is not None]  # all of them (checked just above)
         sp = view.i("parallel.sp")
         if view.stated("parallel.sp") and sp is None:
             return
@@ -209,8 +215,10 @@ class ParallelProductMismatch(FactRule):
             return
         names = ("dp_replicate", "dp_shard", "tp", "cp")
         at = max(zip(keys, sizes), key=lambda t: t[1])[0]
+        at_v = view.v(at)
+        assert at_v is not None  # its size is a known int
         desc = " × ".join(f"{n} {i}" for n, i in zip(names, sizes))
-        yield Finding(view.v(at), f"accelerate parallelism_config {desc} = {total}, but num_processes is {w}; "
+        yield Finding(at_v, f"accelerate parallelism_config {desc} = {total}, but num_processes is {w}; "
                                   f"accelerate needs them equal; " + _accelerate_fix(names, sizes, w),
                       [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
                                                          if k != at and i > 1])
@@ -239,6 +247,7 @@ class ParallelProductMismatch(FactRule):
         rel = [(view.v(k), f"{names[k]} {vals[k]}") for k in vals if view.v(k) is not None and vals[k] > 1]
         if shard_v is not None and view.i("parallel.dp_shard") is not None:
             shard = view.i("parallel.dp_shard")
+            assert shard is not None  # checked just above
             prod = others * shard
             if prod != w:
                 yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
@@ -290,8 +299,10 @@ class TensorParallelAcrossNodes(FactRule):
         g = gpn.value if gpn is not None and isinstance(gpn.value, int) else None
         if tp is None or g is None or nodes is None or nodes < 2:
             return
+        tp_v = view.v("parallel.tp")
+        assert tp_v is not None  # view.i gave an int for the same key
         if tp > g:
-            yield Finding(view.v("parallel.tp"), f"tensor-parallel degree {tp} is larger than the {g} GPUs "
+            yield Finding(tp_v, f"tensor-parallel degree {tp} is larger than the {g} GPUs "
                                                  f"per node: tensor-parallel all-reduces leave NVLink; lower TP to {g} or less "
                                                  f"and use pipeline or data parallelism across nodes",
                           [(gpn, f"{g} GPUs per node")])
@@ -332,8 +343,10 @@ class HeadsNotDivisibleByTp(FactRule):
         heads, tp = view.i("model.heads"), view.i("parallel.tp")
         if heads is None or tp is None or tp <= 1 or heads <= 0:
             return
+        tp_v = view.v("parallel.tp")
+        assert tp_v is not None  # view.i gave an int for the same key
         if heads % tp:
-            yield Finding(view.v("parallel.tp"), f"{heads} attention heads are not divisible by "
+            yield Finding(tp_v, f"{heads} attention heads are not divisible by "
                                                  f"tensor-parallel degree {tp}; set TP to {_divisors(heads, tp)}",
                           [(view.v("model.heads"), f"{heads} attention heads")])
 
@@ -380,18 +393,20 @@ class LayersNotDivisibleByPp(FactRule):
         layers, pp = view.i("model.layers"), view.i("parallel.pp")
         if layers is None or pp is None or pp <= 1:
             return
+        pp_v = view.v("parallel.pp")
+        assert pp_v is not None  # view.i gave an int for the same key
         vpp_v = view.v("parallel.vpp")
         vpp = view.i("parallel.vpp")
         if vpp is not None and vpp > 1:
             stages = pp * vpp
             if layers % stages:
-                yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into "
+                yield Finding(pp_v, f"{layers} layers do not split evenly into "
                                                      f"PP {pp} × VPP {vpp} = {stages} stages; make the layers a multiple of {stages} "
                                                      f"or pick PP × VPP dividing {layers}",
                               [(view.v("model.layers"), f"{layers} layers"), (vpp_v, f"VPP {vpp}")])
             return
         if layers % pp:
-            yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into {pp} pipeline stages; set PP to "
+            yield Finding(pp_v, f"{layers} layers do not split evenly into {pp} pipeline stages; set PP to "
                                                  f"{_divisors(layers, pp)}, or give an uneven layout",
                           [(view.v("model.layers"), f"{layers} layers")])
 
@@ -522,8 +537,10 @@ class ZeroWithPipeline(FactRule):
         z, pp = view.i("parallel.zero_stage"), view.i("parallel.pp")
         if z is None or pp is None:
             return
+        z_v = view.v("parallel.zero_stage")
+        assert z_v is not None  # view.i gave an int for the same key
         if z >= 2 and pp > 1:
-            yield Finding(view.v("parallel.zero_stage"), f"ZeRO stage {z} is incompatible with DeepSpeed "
+            yield Finding(z_v, f"ZeRO stage {z} is incompatible with DeepSpeed "
                                                         f"pipeline parallelism (PP {pp}); set the ZeRO stage to 0 or 1, or PP to 1",
                           [(view.v("parallel.pp"), f"PP {pp}")])
 
@@ -562,6 +579,7 @@ class ExpertsNotDivisible(FactRule):
         ep = view.i("parallel.ep")
         if ep is None or ep <= 1:
             return
+        assert ep_v is not None  # view.i gave an int for the same key
         ne = view.i("model.num_experts")
         stated = view.facts.all("model.num_experts")
         if stated and all((not v.known) and v.why == "null" for v in stated):
@@ -620,10 +638,12 @@ class ContextParallelSeqLen(FactRule):
         cp, seq = view.i("parallel.cp"), view.i("model.seq_len")
         if cp is None or cp <= 1 or seq is None or seq <= 0:
             return
+        seq_v = view.v("model.seq_len")
+        assert seq_v is not None  # view.i gave an int for the same key
         if not view.fw("megatron", "nemo", "torchtitan"):
             return
         if seq % (2 * cp):
-            yield Finding(view.v("model.seq_len"), f"sequence length {seq} is not divisible by 2×CP = {2 * cp}; set it to a multiple of "
+            yield Finding(seq_v, f"sequence length {seq} is not divisible by 2×CP = {2 * cp}; set it to a multiple of "
                                                    f"{2 * cp} ({_near_multiples(seq, 2 * cp)})",
                           [(view.v("parallel.cp"), f"CP {cp}")])
 
@@ -655,8 +675,10 @@ class KvGroupsVsTp(FactRule):
         kv, tp = view.i("model.kv_heads"), view.i("parallel.tp")
         if kv is None or tp is None or kv <= 0 or tp <= 1:
             return
+        tp_v = view.v("parallel.tp")
+        assert tp_v is not None  # view.i gave an int for the same key
         if kv % tp and tp % kv:
-            yield Finding(view.v("parallel.tp"), f"{kv} KV heads (query groups) are neither a multiple nor a "
+            yield Finding(tp_v, f"{kv} KV heads (query groups) are neither a multiple nor a "
                                                  f"divisor of tensor-parallel degree {tp}; set TP to {_divisors(kv, tp)}, or a "
                                                  f"multiple of {kv}",
                           [(view.v("model.kv_heads"), f"{kv} KV heads")])
@@ -689,7 +711,9 @@ class VirtualPipelineWithoutPp(FactRule):
         vpp, pp = view.i("parallel.vpp"), view.i("parallel.pp")
         if vpp is None or vpp <= 1 or pp != 1:
             return
-        yield Finding(view.v("parallel.vpp"), f"virtual pipeline size {vpp} needs pipeline parallelism, but PP is 1; remove the "
+        vpp_v = view.v("parallel.vpp")
+        assert vpp_v is not None  # view.i gave an int for the same key
+        yield Finding(vpp_v, f"virtual pipeline size {vpp} needs pipeline parallelism, but PP is 1; remove the "
                                               f"virtual pipeline size or raise PP",
                       [(view.v("parallel.pp"), "PP 1")])
 
@@ -721,10 +745,12 @@ class HiddenNotDivisibleByHeads(FactRule):
         h, a = view.i("model.hidden"), view.i("model.heads")
         if h is None or a is None or a <= 0:
             return
+        hidden_v = view.v("model.hidden")
+        assert hidden_v is not None  # view.i gave an int for the same key
         if any(v.known or not v.why.startswith(("null", "unset")) for v in view.facts.all("model.head_dim")):
             return  # an explicit (or unresolvable) head dimension
         if h % a:
-            yield Finding(view.v("model.hidden"), f"hidden size {h} is not divisible by {a} attention heads; set the heads to "
+            yield Finding(hidden_v, f"hidden size {h} is not divisible by {a} attention heads; set the heads to "
                                                   f"{_divisors(h, a)}, or give the head dimension (kv_channels)",
                           [(view.v("model.heads"), f"{a} heads")])
 

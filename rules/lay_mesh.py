@@ -130,6 +130,7 @@ class DeviceMeshSizeMismatch(Rule):
             ws, wv = _script_launcher_world(job)
         if ws is None:
             return
+        assert wv is not None  # a known world size comes with its Value
         rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
         for f, s in job_scripts(job):
             if f.facts.int("parallel.world_size") is not None:

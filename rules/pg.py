@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.model.script import Call, Script, job_scripts, script_of
+from parallint.model.script import Call, Guard, Script, job_scripts, script_of
 from parallint.model.world import job_launch_world_size
 from parallint.rule import Example, Rule
 
@@ -19,14 +19,16 @@ def _backend(s: Script, c: Call):
     return v.value.strip().lower(), v
 
 
-def _reached(s: Script, c: Call) -> list | None:
+def _reached(s: Script, c: Call) -> list[tuple[Guard, ...]] | None:
     """Guard chains under which the call runs from module level (None: the file never calls it)."""
     return s.effective_guards(c)
 
 
 def _unconditional(s: Script, c: Call) -> bool:
     paths = _reached(s, c)
-    return bool(paths) and any(all(g.main for g in p) for p in paths)
+    if not paths:
+        return False
+    return any(all(g.main for g in p) for p in paths)
 
 
 def _sets_visible_devices(s: Script) -> bool:
@@ -345,6 +347,7 @@ class WorldSizeConflict(Rule):
         ws, wv = job_launch_world_size(job)
         if ws is None:
             return
+        assert wv is not None  # a known world size comes with its Value
         related = [Related.at(wv.span, f"the launch starts {ws} processes ({wv.source})")] if wv.span else []
         for f, s in job_scripts(job):
             for c in s.by("init_process_group"):
@@ -673,7 +676,8 @@ class CollectiveInRankBranch(Rule):
         for c in s.methods("state_dict"):
             if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.node.args:
                 cands.append((c, "FSDP state_dict"))
-        entries = []  # (call, short, the rank condition, the call site it is reached through)
+        # (call, short, the rank condition, the call site it is reached through)
+        entries: list[tuple[Call, str, Guard, Call | None]] = []
         for c, short in cands:
             branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main]
             if branch:

@@ -122,8 +122,10 @@ def _bounds(p: Partition) -> list[tuple[int, int | None]] | None:
         if (a < 0 or (b is not None and b < 0)) and p.total is None:
             return None
         if a < 0:
+            assert p.total is not None  # returned above when a negative index meets an unknown total
             a += p.total
         if b is not None and b < 0:
+            assert p.total is not None
             b += p.total
         out.append((a, b))
     return out
@@ -414,6 +416,7 @@ class PartitionCountMismatch(Rule):
                 yield from self._check(s, pp, "the pipeline-parallel degree", world=False)
                 yield from self._check_lists(s, pp, "the pipeline-parallel degree", "pipeline")
             elif ws is not None:
+                assert wv is not None  # a known world size comes with its Value
                 rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
                 yield from self._check(s, ws, "the number of processes the launch starts", rel)
 

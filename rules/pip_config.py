@@ -68,6 +68,7 @@ class FewerMicrobatchesThanStages(FactRule):
             ga_v = view.v("training.grad_accum")
             ga = known_int(ga_v)
             if ga is not None and 0 < ga < pp:
+                assert ga_v is not None  # known_int(None) is None
                 yield Finding(ga_v, f"{ga} microbatches (gradient accumulation steps) per step for {pp} "
                                     f"pipeline stages: most of every step is pipeline bubble; raise gradient_accumulation_steps "
                                     f"to {pp} or more",
@@ -79,6 +80,7 @@ class FewerMicrobatchesThanStages(FactRule):
             dp, rel = dp_size(view.facts, view.world, sp=False)
             if gb is None or mb is None or dp is None or mb <= 0 or gb % (mb * dp):
                 return
+            assert gb_v is not None  # known_int(None) is None
             n = gb // (mb * dp)
             if n < pp:
                 yield Finding(gb_v, f"{n} microbatches per step (global {gb} / (micro {mb} × DP {dp})) for {pp} "

@@ -13,7 +13,7 @@ imports libcst before this module runs).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import libcst as cst
 
@@ -85,7 +85,9 @@ class Evaluator:
     def _eval(self, node: cst.CSTNode, frame: "Frame", depth: int) -> tuple[Any, str]:
         if depth > MAX_DEPTH:
             raise _Unknown("too deep")
-        ev = lambda n: self._eval(n, frame, depth + 1)[0]  # noqa: E731
+        def ev(n: cst.CSTNode) -> Any:
+            return self._eval(n, frame, depth + 1)[0]
+
         if isinstance(node, cst.Integer):
             return node.evaluated_value, ""
         if isinstance(node, cst.Float):
@@ -132,15 +134,16 @@ class Evaluator:
                 return tuple(items), ""
             return (set(items) if isinstance(node, cst.Set) else items), ""
         if isinstance(node, cst.Dict):
-            out: dict = {}
-            for el in node.elements:
-                if isinstance(el, cst.StarredDictElement):
-                    d = ev(el.value)
+            out: dict[Any, Any] = {}
+            for de in node.elements:
+                if isinstance(de, cst.StarredDictElement):
+                    d = ev(de.value)
                     if not isinstance(d, dict):
                         raise _Unknown("not a dict")
                     out.update(d)
                 else:
-                    out[ev(el.key)] = ev(el.value)
+                    de = cast(cst.DictElement, de)  # the other BaseDictElement
+                    out[ev(de.key)] = ev(de.value)
             return out, ""
         if isinstance(node, cst.Call):
             return self._call(node, frame, depth)
@@ -161,7 +164,7 @@ class Evaluator:
         v, src = self._eval(expr, bframe, depth + 1)
         return v, src or f"constant {node.value}"
 
-    def _dataclass_field(self, node: cst.Attribute, frame: "Frame", depth: int):
+    def _dataclass_field(self, node: cst.Attribute, frame: "Frame", depth: int) -> tuple[Any, str] | None:
         """``cfg.tp`` where ``cfg = Config(...)`` builds a @dataclass of this file: the keyword
         passed for the field, else its default. None when that is not what the code shows."""
         if not isinstance(node.value, cst.Name):
@@ -252,15 +255,16 @@ class Evaluator:
                 if isinstance(v, float):
                     return int(v), src
                 return int(v), src
-            conv = {"float": float, "str": str, "bool": bool, "len": len, "tuple": tuple, "list": list}[fname]
-            return conv(v), src
+            convs: dict[str, Callable[[Any], Any]] = {
+                "float": float, "str": str, "bool": bool, "len": len, "tuple": tuple, "list": list}
+            return convs[fname](v), src
         if fname is not None and not node.args:
             got = self._returned(fname, depth)
             if got is not None:
                 return got
         raise _Unknown("function call")
 
-    def _returned(self, fname: str, depth: int):
+    def _returned(self, fname: str, depth: int) -> tuple[Any, str] | None:
         """``f()`` for a function this file defines once, without parameters, that returns one
         expression: that expression's value (``def get_degrees(): return 2, 4``)."""
         script = self.script
@@ -292,7 +296,9 @@ def _binop(op: cst.BaseBinaryOp, a: Any, b: Any) -> Any:
     if isinstance(op, cst.Add):
         if isinstance(a, str) and isinstance(b, str):
             return a + b
-        if isinstance(a, (list, tuple)) and type(a) is type(b):
+        if isinstance(a, list) and type(a) is type(b):
+            return a + b
+        if isinstance(a, tuple) and type(a) is type(b):
             return a + b
         return _num(a) + _num(b)
     if isinstance(op, cst.Subtract):

@@ -26,6 +26,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     p = em.node("precision")
     v = to_value(p, f"{em.name} precision")
     if v is not None and v.known and precision_of(v.value):
+        assert p is not None  # to_value gives None for an absent node
         ff.facts.add("training.precision", Value(precision_of(v.value), p.span, True, "", v.source))
     from parallint.readers.deepspeed import bool_offload
 
@@ -41,5 +42,6 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     if sv is not None:
         ff.facts.add("parallel.fsdp", sv)
         if sv.known and str(sv.value).upper() in ("FULL_SHARD", "HYBRID_SHARD"):
+            assert s is not None  # to_value gives None for an absent node
             ff.facts.add("parallel.zero_stage", Value(3, s.span, True, "", sv.source))
     return ff

@@ -29,6 +29,7 @@ def emit_training_args(em: Emitter, prefix: str) -> None:
         v = to_value(n, f"{em.name} {prefix}{key}")
         if v is None or not v.known:
             continue
+        assert n is not None  # to_value gives None for an absent node
         try:
             if as_bool(v.value):
                 em.ff.facts.add("training.precision", Value(key, n.span, True, "", v.source))

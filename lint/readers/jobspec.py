@@ -128,6 +128,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             if fact not in FACT_KEYS or node.is_map or (node.is_seq and fact != "model.moe_layer_freq"):
                 continue  # a section or list where a number belongs: the schema error says so
             source = f"{ff.path.rsplit('/', 1)[-1]} {fact}"
+            v: Value | None
             if _is_literal_none(fact, node.value):
                 v = Value("none", node.span, True, "", source)
             else:

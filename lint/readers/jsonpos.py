@@ -138,8 +138,8 @@ class _Parser:
         if m and (c == "-" or c.isdigit()):
             txt = m.group(0)
             self.i = m.end()
-            v: Any = float(txt) if any(ch in txt for ch in ".eE") else int(txt)
-            return PNode(v, self.span(start, self.i))
+            num: Any = float(txt) if any(ch in txt for ch in ".eE") else int(txt)
+            return PNode(num, self.span(start, self.i))
         m = _WORD.match(self.s, self.i)
         if m:
             w = m.group(0)

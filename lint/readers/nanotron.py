@@ -23,8 +23,9 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     tp = em.add("parallel.tp", "parallelism.tp", as_int)
     pp = em.add("parallel.pp", "parallelism.pp", as_int)
     em.add("parallel.ep", "parallelism.expert_parallel_size", as_int)
-    if all(v is not None and v.known for v in (dp, tp, pp)):
+    if dp is not None and dp.known and tp is not None and tp.known and pp is not None and pp.known:
         par = root.get("parallelism")
+        assert par is not None  # dp, tp and pp came from it
         ff.facts.add("parallel.world_size", Value(
             dp.value * tp.value * pp.value, par.span, True, "",
             f"{em.name} parallelism dp×tp×pp ({dp.value}×{tp.value}×{pp.value})"))

@@ -9,7 +9,9 @@ the ``zero_optimization`` offload sections become facts only when the file state
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
+from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.readers.cfgutil import Emitter, as_bool, as_int, choice, mask_facts, open_config, precision_of, to_value
 from parallint.readers.yamlpos import PNode
@@ -21,7 +23,8 @@ def _normalize(node: PNode) -> PNode:
     """Top-level keys with '-' become '_' (neox accepts both)."""
     if not node.is_map:
         return node
-    out, ks = {}, {}
+    out: dict[str, PNode] = {}
+    ks: dict[str, Span] = {}
     for k, v in node.items():
         nk = k.replace("-", "_")
         out.setdefault(nk, v)
@@ -102,6 +105,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
         n = root.path(f"{key}.enabled")
         v = to_value(n, f"{em.name} {key}.enabled")
         if v is not None and v.known:
+            assert n is not None  # to_value gives None for an absent node
             try:
                 if as_bool(v.value):
                     ff.facts.add("training.precision", Value(key, n.span, True, "", v.source))
@@ -126,7 +130,7 @@ def left_at_one(root: PNode) -> bool:
     """Both parallel degrees at exactly 1 (or one at 1 and the other not stated): gpt-neox's
     placeholder layout, not a chosen one. ``pipe_parallel_size: 0`` (no pipeline engine) is a
     choice, and so is any degree above 1."""
-    vals = []
+    vals: list[int | None] = []
     for key in ("model_parallel_size", "pipe_parallel_size"):
         n = root.get(key)
         if n is None:
@@ -146,10 +150,11 @@ def _emit_ffn(em: Emitter, root: PNode, act: Value | None) -> None:
     gated = act is not None and act.known and act.value == "swiglu"
     if inter is None and exp is None and not gated:
         return  # nothing stated: gpt-neox's plain 4h MLP is also the estimator's default
-    where = inter if inter is not None else exp if exp is not None else root.get("activation")
+    # not None: with neither size stated, the MLP is gated, so model.mlp came from `activation`
+    where = cast(PNode, inter if inter is not None else exp if exp is not None else root.get("activation"))
     key = "intermediate_size" if inter is not None else "expansion_factor" if exp is not None else "activation"
     source = f"{em.name} {key}"
-    raw: dict[str, object] = {}
+    raw: dict[str, Any] = {}
     for k in ("hidden_size", "intermediate_size", "expansion_factor", "mlp_multiple_of"):
         v = to_value(root.get(k), f"{em.name} {k}")
         if v is not None and not v.known:
@@ -191,6 +196,7 @@ def _emit_bias(em: Emitter, root: PNode) -> None:
             vals.append(as_bool(v.value))
         except ValueError:
             return
+        assert n is not None  # to_value gives None for an absent node
         span = span or n.span
     if span is None or len(set(vals)) != 1:
         return  # nothing stated, or attention without biases but the MLP with them: not one flag

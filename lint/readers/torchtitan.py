@@ -40,7 +40,7 @@ def _degree(v):
 
 def emit_torchtitan(em: Emitter, root: PNode, config_name: str = "") -> list[Partition]:
     ff = em.ff
-    sec = [s for s in ("parallelism", "training", "experimental") if root.get(s) is not None and root.get(s).is_map]
+    sec = [s for s in ("parallelism", "training", "experimental") if (node := root.get(s)) is not None and node.is_map]
 
     def first(*keys: str) -> str | None:
         for s in sec:
@@ -143,8 +143,8 @@ def _emit_model(em: Emitter, root: PNode) -> None:
     from parallint.readers.deepspeed import bool_offload
 
     for key in ("training.enable_cpu_offload",):
-        n = root.path(key)
-        if n is not None:
-            v = bool_offload(n, n.span, f"{em.name} {key}")
+        off = root.path(key)
+        if off is not None:
+            v = bool_offload(off, off.span, f"{em.name} {key}")
             if v is not None:
                 ff.facts.add("training.offload", v)

@@ -15,6 +15,7 @@ import yaml
 
 from parallint.diagnostics import Span
 
+_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
 try:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
