@@ -326,7 +326,10 @@ class Run:
         if idx != self.last_index:
             self.last_index, self.last_change = idx, now
         code = self.proc.poll()
-        if code is None and now - self.last_change > self.hang_s:
+        # a child that has not reached its first input is importing: a loaded machine may take a
+        # while, which is not a hang of any input
+        limit = self.hang_s if idx is not None else max(self.hang_s * 10, 120.0)
+        if code is None and now - self.last_change > limit:
             self.proc.kill()
             self.proc.wait()
             _, stats = self._read()
