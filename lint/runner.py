@@ -16,6 +16,7 @@ alarm that readers cannot swallow.
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import re
@@ -25,7 +26,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from parallint.classify import READERS, claims_suffix, classify
 from parallint.config import Config
@@ -74,6 +75,8 @@ class Result:
 #: kinds parsed in worker processes when a run has many of them (LibCST dominates run time)
 PARALLEL_KINDS = frozenset({"python"})
 PARALLEL_MIN_FILES = 24
+#: dropped syntax trees between two runs of the garbage collector while it is paused
+RECLAIM_EVERY = 8
 _WORKER: "tuple[Runner, list] | None" = None
 
 
@@ -96,27 +99,19 @@ def _probe(item: tuple[Path, str, str, str]) -> bool:
 
 
 def _work(item: tuple[Path, str, str, str]):
-    """In a worker: parse one file and run the file rules on it; the syntax tree stays here."""
-    from parallint.link import standalone_job
-
+    """In a worker: parse one file and run the file rules on it, and the job rules on the job the
+    file makes on its own; the syntax tree stays here (dropped once those rules are done)."""
     runner, rules = _WORKER
     f = runner._parse(*item)
-    diags: list[Diagnostic] = []
-    job_diags: list[Diagnostic] = []
+    early = None
     if f is not None:
         runner.cache[f.abspath] = f
-        ctx = Context(runner.config.settings, runner.cwd, runner)
-        for rule in rules:
-            if f.kind in rule.kinds:
-                diags.extend(runner._run(rule, "check_file", f, ctx, f.path))
-        # the job the file makes on its own, in case no launch takes it in (decided later)
-        job = standalone_job(f, runner.read)
-        for rule in rules:
-            job_diags.extend(runner._run(rule, "check_job", job, ctx, job.name))
+        early = runner._alone(f, rules)
         f.data = None
+        runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
-    return f, (diags, job_diags), errors
+    return f, early, errors
 
 
 def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -152,6 +147,25 @@ def _printable(d: Diagnostic) -> Diagnostic:
 _LIMIT_MESSAGE = re.compile(
     r"too complex|nested too deeply|too deeply nested|nested deeper than|nested more than|"
     r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
+
+
+@contextmanager
+def _quiet_gc(runner: "Runner") -> Iterator[None]:
+    """Pause the cyclic garbage collector while files are read: what exists now (modules, rule
+    tables) is frozen out of its scans, and the dropped syntax trees are collected every
+    :data:`RECLAIM_EVERY` files (:meth:`Runner._reclaim`) instead of the whole heap being rescanned
+    as the trees pile up. Nested or re-entrant use leaves the collector as it found it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 class _Timeout(BaseException):
@@ -192,7 +206,10 @@ class Runner:
         self.debug = bool(os.environ.get("PARALLINT_DEBUG"))
         self.early: dict[Path, list[Diagnostic]] = {}  # file-rule findings made in workers
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
-        self.stripped: set[Path] = set()  # parsed in a worker: no syntax tree here
+        self.stripped: set[Path] = set()  # checked on its own and dropped: no syntax tree here
+        self.alone: dict[Path, tuple[Path, ...]] = {}  # the files of the file's standalone job
+        self.dropped = 0  # syntax trees dropped (see _reclaim)
+        self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
 
@@ -346,9 +363,16 @@ class Runner:
 
     # the pipeline -------------------------------------------------------------------------
     def collect(self, paths: list[str], rules: list[type] = ()) -> list[FileFacts]:
-        """Every file below ``paths`` that a reader takes. With ``rules`` and enough Python files
-        (or a large one), the Python files are parsed (and their file rules run) in worker
-        processes that are killed when they overrun the time limit."""
+        """Every file below ``paths`` that a reader takes.
+
+        Files that are not Python are read first, here: their launches and links say which
+        Python scripts a job links. With ``rules``, every other Python file is read once and
+        checked at once (its file rules and the rules of the job it makes on its own), and its
+        syntax tree is dropped; with enough of them (or a large one) that happens in worker
+        processes that are killed when they overrun the time limit. The linked scripts are read
+        here (while the workers run) and keep their syntax tree for the job rules: no file is
+        parsed twice. The cyclic garbage collector is paused while reading (the trees are large
+        and mostly short-lived); garbage is collected every few files instead."""
         excluder = Excluder(
             self.config.exclude, self.config.base, self.config.get("respect-gitignore", True),
             bool(self.config.get("include-tests", False)),
@@ -372,24 +396,120 @@ class Runner:
             else:
                 pending.append(loaded)
             slots.append(c.abspath)
-        python = [p for p in pending if p[3] in PARALLEL_KINDS]
-        if rules and python:
-            if not (len(python) >= PARALLEL_MIN_FILES and _workers() > 1):
-                python = [p for p in python if len(p[2]) > RISKY_BYTES]  # small run: only big files
-            if python:
-                from parallint import workers
+        with _quiet_gc(self):
+            self._read_pending(pending, rules)
+        return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 
-                if workers.available():  # (multiprocessing is only imported here)
-                    self._parse_in_workers(python, rules)
-                    done = {p[0] for p in python}
-                    pending = [p for p in pending if p[0] not in done]
-        risky = [p for p in pending if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
+    def _read_pending(self, pending: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
+        python = [p for p in pending if p[3] in PARALLEL_KINDS]
+        others = [p for p in pending if p[3] not in PARALLEL_KINDS]
+        risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
         if risky:
             self._probe_in_workers(risky)
-        for item in pending:
+        for item in others:
             if item[0] not in self.cache:
                 self.cache[item[0]] = self._parse(*item)
-        return [f for f in (self.cache.get(a) for a in slots) if f is not None]
+        if not (rules and python):
+            for item in python:
+                if item[0] not in self.cache:
+                    self.cache[item[0]] = self._parse(*item)
+            return
+        linked = self._linked({p[0] for p in python})
+        from parallint import workers
+
+        many = len(python) >= PARALLEL_MIN_FILES and _workers() > 1
+        remote: list[tuple[Path, str, str, str]] = []
+        if workers.available():  # (multiprocessing is only imported here)
+            remote = [p for p in python if len(p[2]) > RISKY_BYTES or (many and p[0] not in linked)]
+        far = {p[0] for p in remote}
+        local = iter([p for p in python if p[0] not in far])
+        instances = [r() for r in rules]
+
+        def one() -> bool:
+            """Read the next local file (between the workers' results); False when none is left."""
+            item = next(local, None)
+            if item is None:
+                return False
+            if item[0] not in self.cache:
+                self._read_local(item, instances, keep=item[0] in linked)
+            return True
+
+        if remote:
+            self._parse_in_workers(remote, rules, one)
+        while one():
+            pass
+
+    def _read_local(self, item: tuple[Path, str, str, str], rules: list, keep: bool) -> None:
+        """Read one Python file here. A linked script keeps its syntax tree (its job's rules need
+        it; its own rules run with the others); any other file is checked now and then dropped."""
+        f = self._parse(*item)
+        self.cache[item[0]] = f
+        if f is None or keep:
+            return
+        self._keep_early(f.abspath, self._alone(f, rules))
+        if f.data is not None:
+            f.data = None
+            self.stripped.add(f.abspath)
+            self._reclaim()
+
+    def _alone(self, f: FileFacts, rules: list) -> tuple[list[Diagnostic], list[Diagnostic], tuple[Path, ...]]:
+        """The findings of the file rules on ``f`` and of the job rules on the job ``f`` makes on
+        its own (in case no launch takes it in: decided after linking), with that job's files."""
+        from parallint.link import standalone_job
+
+        ctx = Context(self.config.settings, self.cwd, self)
+        diags: list[Diagnostic] = []
+        for rule in rules:
+            if f.kind in rule.kinds:
+                diags.extend(self._run(rule, "check_file", f, ctx, f.path))
+        job = standalone_job(f, self.read)
+        job_diags: list[Diagnostic] = []
+        for rule in rules:
+            job_diags.extend(self._run(rule, "check_job", job, ctx, job.name))
+        return diags, job_diags, tuple(x.abspath for x in job.files)
+
+    def _keep_early(self, abspath: Path, early) -> None:
+        diags, job_diags, members = early
+        self.early[abspath], self.early_job[abspath] = diags, job_diags
+        self.alone[abspath] = members
+
+    def _reclaim(self) -> None:
+        """While the collector is paused: collect the dropped trees every few files, and freeze
+        what survives (so that it is not scanned again)."""
+        self.dropped += 1
+        if self.dropped % RECLAIM_EVERY == 0 and not gc.isenabled():
+            gc.collect()
+            gc.freeze()
+
+    def _linked(self, python: set[Path]) -> set[Path]:
+        """The Python files among ``python`` that the files read so far (launch files, configs)
+        or the configured links name: the scripts whose syntax tree job rules need."""
+        from parallint.link import repo_root, resolve_link
+
+        out: set[Path] = set()
+        for entry in self.config.get("links", []) or []:
+            for p in [entry.get("launch")] + list(entry.get("files", [])):
+                if p:
+                    out.add((self.config.base / p).resolve())
+        roots: dict[Path, Path] = {}
+        for f in list(self.cache.values()):
+            if f is None or f.kind in PARALLEL_KINDS or not (f.launches or f.links):
+                continue
+            base = f.abspath.parent
+            root = roots.get(base)
+            if root is None:
+                root = roots[base] = repo_root(base)
+            for launch in f.launches:
+                if launch.script is not None:
+                    hit = resolve_link(launch.script, base, root, module=bool(launch.is_module))
+                    if hit is not None:
+                        out.add(hit)
+                for link in launch.links:
+                    out.add(resolve_link(link, base, root))  # type: ignore[arg-type]
+            for link in f.links:
+                out.add(resolve_link(link, base, root))  # type: ignore[arg-type]
+        out.discard(None)  # type: ignore[arg-type]
+        return {p for p in out if p in python} | {p for p in python if p.resolve() in out}
 
     def _reason(self, payload: str) -> str:
         if payload.startswith("timed out"):  # the worker is killed a second after the limit
@@ -422,7 +542,10 @@ class Runner:
         finally:
             _WORKER = None
 
-    def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
+    def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type],
+                          idle: Callable[[], bool] | None = None) -> None:
+        """Parse ``items`` in workers (and run their file rules and standalone-job rules there);
+        ``idle()`` is work for this process while it waits for them."""
         from parallint import workers
 
         global _WORKER
@@ -436,15 +559,15 @@ class Runner:
             except ImportError:
                 pass
         try:
-            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1):
+            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1, idle):
                 item = items[idx]
                 if not ok:
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
                     continue
-                f, diags, errors = payload
+                f, early, errors = payload
                 self.cache[item[0]] = f
-                if f is not None:
-                    self.early[item[0]], self.early_job[item[0]] = diags
+                if f is not None and early is not None:
+                    self._keep_early(item[0], early)
                     self.stripped.add(item[0])
                 self.errors.extend(errors)
         except Exception:  # workers that cannot start: parse here instead
@@ -457,11 +580,12 @@ class Runner:
             _WORKER = None
 
     def rehydrate(self, f: FileFacts) -> FileFacts:
-        """A file parsed in a worker comes back without its syntax tree; job rules that need it
-        get it parsed again here (only scripts that a launch links)."""
+        """A file checked on its own comes back without its syntax tree; a job rule that needs it
+        after all (a script that only a file read later links) gets it parsed again here."""
         if f.abspath not in self.stripped:
             return f
         self.stripped.discard(f.abspath)
+        self.reparsed += 1
         fresh = self._parse(f.abspath, f.path, f.text, f.kind) or f
         self.cache[f.abspath] = fresh
         return fresh
@@ -488,8 +612,10 @@ class Runner:
                     diags.extend(self._run(rule, "check_file", f, ctx, f.path))
         jobs = self.jobs(files) if files else []
         for job in jobs:
-            if job.launch is None and job.root.abspath in self.early_job:
-                diags.extend(self.early_job.pop(job.root.abspath))
+            root = job.root.abspath
+            if job.launch is None and root in self.early_job and \
+                    self.alone.get(root) == tuple(x.abspath for x in job.files):
+                diags.extend(self.early_job.pop(root))  # the job the file makes on its own
                 continue
             if self.stripped:
                 job.files = [self.rehydrate(f) for f in job.files]
