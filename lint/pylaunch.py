@@ -79,6 +79,24 @@ class PyLaunch:
 _LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` in :func:`ast.walk`'s order (breadth first), as a list: one pass
+    without ast.walk's generators, reused by every loop of the scan."""
+    AST = ast.AST
+    out = [tree]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                out.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                out.append(v)
+    return out
+
+
 def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
@@ -103,7 +121,8 @@ class _Scan:
 
     # -- names
     def imports(self) -> None:
-        for node in ast.walk(self.tree):
+        self.nodes = _walk(self.tree)  # every node, in ast.walk's order, listed once
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -111,7 +130,7 @@ class _Scan:
                 for a in node.names:
                     self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
         counts: dict[str, int] = {}
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -184,7 +203,7 @@ class _Scan:
         self.imports()
         scaling: list[ast.Call] = []
         trainers = False
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Call):
                 q = self.qname(node.func)
                 if q in RAY_SCALING:

@@ -114,6 +114,34 @@ def _work(item: tuple[Path, str, str, str]):
     return f, early, errors
 
 
+def _gate(rules: list[type]) -> Any:
+    """The Python reader's CallGate for ``rules`` (their declared qualified names added), or None
+    when a rule may look at Python files without declaring what it matches: a plugin rule for
+    Python files that declares no calls, or a plugin job rule (it may read any script)."""
+    from parallint.readers.python import CallGate
+    from parallint.rule import Rule
+
+    extra: set[str] = set()
+    for r in rules:
+        builtin = r.__module__.startswith("parallint.rules.")
+        if not builtin and (("python" in r.kinds and not r.calls) or r.check_job is not Rule.check_job):
+            return None
+        extra.update(c for c in r.calls if "." in c)
+    return CallGate(extra)
+
+
+def _launches_inside(display: str, text: str) -> bool:
+    """Whether a Python file states launch facts of its own (a submitted command line, Ray
+    Train, submitit, NeMo-Run, Fabric, mp.spawn ... see parallint.pylaunch) or holds a word a
+    plugin asks for: its standalone job then has facts that job rules read, so it is read whole."""
+    from parallint.classify import PLUGIN_NEEDLES
+    from parallint.pylaunch import scan
+
+    if "CommandFunction" in text or any(n in text for n in PLUGIN_NEEDLES["python"]):
+        return True
+    return scan(display, text) is not None
+
+
 def _drop(f: FileFacts) -> None:
     """Drop the reader's payload (the Python reader's Script and its syntax tree) once the file's
     rules are done. The Script and its calls, guards and frames point at each other; emptying it
@@ -221,6 +249,8 @@ class Runner:
         self.alone: dict[Path, tuple[Path, ...]] = {}  # the files of the file's standalone job
         self.dropped = 0  # syntax trees dropped (see _reclaim)
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
+        self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
+        self.gated: set[Path] = set()  # Python files read through the gate
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
 
@@ -334,9 +364,13 @@ class Runner:
         if isinstance(cap, int) and len(text) > cap:
             return self._skipped(abspath, display, f"too large ({len(text)} characters; the {kind} reader "
                                  f"stops at {cap})", kind)
+        gate = None
+        if kind in PARALLEL_KINDS and abspath in self.gated and not _launches_inside(display, text):
+            gate = self.gate
         try:
             with _time_limit(self.timeout):
-                facts = reader.read(display, abspath, text)
+                facts = reader.read(display, abspath, text) if gate is None else \
+                    reader.read(display, abspath, text, gate=gate)
         except _Timeout:
             return self._skipped(abspath, display, f"timed out after {self.timeout:g} s (setting file-timeout)", kind)
         except RecursionError:
@@ -426,6 +460,9 @@ class Runner:
                     self.cache[item[0]] = self._parse(*item)
             return
         linked = self._linked({p[0] for p in python})
+        self.gate = _gate(rules)
+        if self.gate is not None:
+            self.gated = {p[0] for p in python if p[0] not in linked}
         from parallint import workers
 
         many = len(python) >= PARALLEL_MIN_FILES and _workers() > 1
@@ -597,6 +634,7 @@ class Runner:
             return f
         self.stripped.discard(f.abspath)
         self.reparsed += 1
+        self.gated.discard(f.abspath)
         fresh = self._parse(f.abspath, f.path, f.text, f.kind) or f
         self.cache[f.abspath] = fresh
         return fresh
