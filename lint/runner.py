@@ -251,6 +251,9 @@ class Runner:
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
         self.gated: set[Path] = set()  # Python files read through the gate
+        self.store: Any = None  # parallint.cache.FileCache when the run uses the content cache
+        self._keys: dict[Path, str] = {}  # cache keys of the files checked on their own
+        self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
 
@@ -460,6 +463,8 @@ class Runner:
                     self.cache[item[0]] = self._parse(*item)
             return
         linked = self._linked({p[0] for p in python})
+        if self.store is not None and self.store.usable:
+            python = [p for p in python if p[0] in linked or not self._cached(p)]
         self.gate = _gate(rules)
         if self.gate is not None:
             self.gated = {p[0] for p in python if p[0] not in linked}
@@ -486,6 +491,41 @@ class Runner:
             self._parse_in_workers(remote, rules, one)
         while one():
             pass
+        if self._keys:
+            self._store_results()
+
+    def _cached(self, item: tuple[Path, str, str, str]) -> bool:
+        """Take a file's results from the content cache (parallint.cache); False on a miss (its
+        key is kept, to store the results once the file is checked)."""
+        abspath, display, text, _kind = item
+        key = self.store.entry_key(abspath, display, text)
+        hit = self.store.get(key)
+        if hit is not None:
+            try:
+                f, early = hit
+                f.text = text
+                self.cache[abspath] = f
+                self._keep_early(abspath, early)
+                self.stripped.add(abspath)
+                return True
+            except Exception:  # noqa: BLE001 - an entry of another shape: a miss
+                self.cache.pop(abspath, None)
+        self._keys[abspath] = key
+        return False
+
+    def _store_results(self) -> None:
+        from copy import copy
+
+        for abspath, key in self._keys.items():
+            f = self.cache.get(abspath)
+            if f is None or abspath not in self.early or abspath in self._erred:
+                continue
+            bare = copy(f)
+            bare.text, bare.data = "", None
+            members = self.alone.get(abspath, ())
+            early = (self.early[abspath], self.early_job[abspath], members)
+            self.store.put(key, (bare, early), [m for m in members if m != abspath])
+        self._keys.clear()
 
     def _read_local(self, item: tuple[Path, str, str, str], rules: list, keep: bool) -> None:
         """Read one Python file here. A linked script keeps its syntax tree (its job's rules need
@@ -494,7 +534,10 @@ class Runner:
         self.cache[item[0]] = f
         if f is None or keep:
             return
+        errors = len(self.errors)
         self._keep_early(f.abspath, self._alone(f, rules))
+        if len(self.errors) > errors:
+            self._erred.add(f.abspath)
         if f.data is not None:
             _drop(f)
             self.stripped.add(f.abspath)
@@ -617,6 +660,8 @@ class Runner:
                 if f is not None and early is not None:
                     self._keep_early(item[0], early)
                     self.stripped.add(item[0])
+                if errors:
+                    self._erred.add(item[0])
                 self.errors.extend(errors)
         except Exception:  # workers that cannot start: parse here instead
             if self.debug:
