@@ -76,7 +76,7 @@ class Result:
 PARALLEL_KINDS = frozenset({"python"})
 PARALLEL_MIN_FILES = 24
 #: dropped syntax trees between two runs of the garbage collector while it is paused
-RECLAIM_EVERY = 8
+RECLAIM_EVERY = 16
 _WORKER: "tuple[Runner, list] | None" = None
 
 
@@ -108,7 +108,7 @@ def _work(item: tuple[Path, str, str, str]):
         runner.cache[f.abspath] = f
         early = runner._alone(f, rules)
         _drop(f)
-        runner._reclaim()
+    runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
     return f, early, errors
@@ -247,7 +247,7 @@ class Runner:
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
         self.stripped: set[Path] = set()  # checked on its own and dropped: no syntax tree here
         self.alone: dict[Path, tuple[Path, ...]] = {}  # the files of the file's standalone job
-        self.dropped = 0  # syntax trees dropped (see _reclaim)
+        self.dropped = 0  # files read (see _reclaim)
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
         self.gated: set[Path] = set()  # Python files read through the gate
@@ -457,6 +457,7 @@ class Runner:
         for item in others:
             if item[0] not in self.cache:
                 self.cache[item[0]] = self._parse(*item)
+                self._reclaim()
         if not (rules and python):
             for item in python:
                 if item[0] not in self.cache:
@@ -532,16 +533,15 @@ class Runner:
         it; its own rules run with the others); any other file is checked now and then dropped."""
         f = self._parse(*item)
         self.cache[item[0]] = f
-        if f is None or keep:
-            return
-        errors = len(self.errors)
-        self._keep_early(f.abspath, self._alone(f, rules))
-        if len(self.errors) > errors:
-            self._erred.add(f.abspath)
-        if f.data is not None:
-            _drop(f)
-            self.stripped.add(f.abspath)
-            self._reclaim()
+        if f is not None and not keep:
+            errors = len(self.errors)
+            self._keep_early(f.abspath, self._alone(f, rules))
+            if len(self.errors) > errors:
+                self._erred.add(f.abspath)
+            if f.data is not None:
+                _drop(f)
+                self.stripped.add(f.abspath)
+        self._reclaim()
 
     def _alone(self, f: FileFacts, rules: list) -> tuple[list[Diagnostic], list[Diagnostic], tuple[Path, ...]]:
         """The findings of the file rules on ``f`` and of the job rules on the job ``f`` makes on
@@ -565,8 +565,9 @@ class Runner:
         self.alone[abspath] = members
 
     def _reclaim(self) -> None:
-        """While the collector is paused: collect the dropped trees every few files, and freeze
-        what survives (so that it is not scanned again)."""
+        """While the collector is paused: collect what is left of the dropped trees (and any other
+        cyclic garbage) every few files read, and freeze what survives (so that it is not scanned
+        again)."""
         self.dropped += 1
         if self.dropped % RECLAIM_EVERY == 0 and not gc.isenabled():
             gc.collect()
