@@ -22,6 +22,7 @@ from parallint import megatron_args
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, Value
 from parallint.launch import Launch
+from parallint.model.launches import is_loopback  # noqa: F401 - one definition, shared with the rules
 from parallint.model.origin import How, Origin
 
 UNKNOWN = "\x00"
@@ -145,7 +146,6 @@ CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".toml")
 INFERENCE_RE = re.compile(r"(?:^|[/._])(?:inference|infer|generat\w*|text_generation\w*|eval\w*|export\w*|"
                           r"convert\w*|checkpoint_\w*|serve\w*|server)(?:[/._]|$)", re.I)
 PYTHON_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)*)?$")
-LOOPBACK = re.compile(r"^(localhost|127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0)$", re.I)
 
 #: plain wrappers: skip the name (and their own leading options)
 SIMPLE_WRAPPERS = {"nohup", "exec", "time", "command", "builtin", "stdbuf", "nice", "ionice",
@@ -941,7 +941,3 @@ def _mpirun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch
         return inner
     _script_part(la, inner_words, 0, False)
     return la
-
-
-def is_loopback(text: str) -> bool:
-    return LOOPBACK.match(text.strip().strip("'\"")) is not None

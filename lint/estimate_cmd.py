@@ -331,7 +331,8 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
 def plan_main(paths: list[str], gpus: int, gpu: str | None, fmt: str, config: dict,
               out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.gpus import resolve_gpu
-    from parallint.estimator.plan import ORDER_REASON, plan
+    from parallint.estimator.plan import ORDER_REASON
+    from parallint.layouts import plan
 
     out = out or sys.stdout
     config = config or {}

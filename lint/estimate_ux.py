@@ -69,7 +69,7 @@ def smallest_fit(spec: dict, gpus: int, gpu: str, headroom: float, gpus_per_node
     """(GPU count, best layout) for the smallest count above ``gpus`` at which some layout fits
     (counts tried: multiples of a node, then powers of two), or None within ``limit``."""
     from parallint.estimator.gpus import resolve_gpu
-    from parallint.estimator.plan import plan
+    from parallint.layouts import plan
 
     g = resolve_gpu(gpu)
     node = gpus_per_node or (g.gpus_per_node if g else 8) or 8

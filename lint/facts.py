@@ -139,7 +139,7 @@ class FileFacts:
     launches: list[Any] = field(default_factory=list)
     #: values naming other files (value = the path as written); resolved by the linker
     links: list[Value] = field(default_factory=list)
-    #: reader-specific payload for file-level rules (e.g. parallint.readers.python.Script)
+    #: reader-specific payload for file-level rules (e.g. parallint.model.script.Script)
     data: Any = None
     #: findings the reader itself produced (SYN001 and friends)
     diagnostics: list[Diagnostic] = field(default_factory=list)

@@ -21,6 +21,9 @@ class Job:
     launch: Any = None  # the parallint.launch.Launch this job came from, if any
     files: list[FileFacts] = field(default_factory=list)  # root first, then linked files
     facts: FactMap = field(default_factory=FactMap)
+    #: loopback ``MASTER_ADDR`` values the job's Python files always set, in file order (set by the
+    #: linker for a launch's job, from :func:`parallint.pylaunch.loopback_master`)
+    loopback_masters: list[Value] = field(default_factory=list)
 
     def get(self, key: str) -> Value | None:
         return self.facts.get(key)

@@ -41,6 +41,9 @@ class Launch:
     #: set by the linker: the script file the launch runs (when it exists) and its repository root
     script_path: Any = None
     repo_root: Any = None
+    #: set by the linker for a launch with ``megatron_flags``: the flags the launched script accepts
+    #: (``parallint.megatron_table.AcceptedFlags``), None when that cannot be known
+    megatron_table: Any = None
 
 
 @dataclass

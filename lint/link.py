@@ -100,6 +100,13 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                 launch.script_path = script_path
                 launch.repo_root = repo_root(script_path.parent) if script_path is not None else root
                 _attach(job, script_path, read, root, seen, 1)
+            if launch.megatron_flags:  # the flags the launched Megatron script accepts (CFG006 reads them)
+                from parallint import megatron_table
+
+                try:
+                    launch.megatron_table = megatron_table.accepted_flags(launch, launch.megatron_flags)
+                except Exception:  # noqa: BLE001 - an unreadable table is an unknown one, never a crash
+                    launch.megatron_table = None
             for link in launch.links:
                 if link is not launch.script:
                     _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
@@ -108,6 +115,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)
             hfargs.attach(job, launch, script)  # HF TrainingArguments given as flags on the launch line
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
+            job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
             taken.update(seen)
             jobs.append(job)
 

@@ -15,7 +15,8 @@ Two uses:
 - a repository that vendors Megatron (``megatron/training/arguments.py`` or
   ``megatron/arguments.py`` under its root) is checked against its own source, read the same way.
 
-:func:`script_flags` reads a launched script: the flags it adds itself and those of the
+:func:`accepted_flags` is the table for one launch: the linker sets it on ``Launch.megatron_table``
+and CFG006 checks the command line's flags against it. :func:`script_flags` reads a launched script: the flags it adds itself and those of the
 ``extra_args_provider`` it passes (followed into the repository's own modules); ``None`` when the
 provider, or the parsing mode, cannot be read: then no flag can be called unknown.
 """
@@ -352,3 +353,83 @@ def vendored(root: str) -> dict | None:
         return extract(Path(root))
     except (OSError, RecursionError, ValueError):
         return None
+
+
+# -- the table for one launch -----------------------------------------------------------------------
+#: flags that only Megatron-DeepSpeed's command lines carry (normalized names)
+MDS_SIGNALS = frozenset({"deepspeed", "deepspeed-config", "zero-stage", "deepspeed-activation-checkpointing",
+                         "deepscale", "deepscale-config"})
+
+
+class AcceptedFlags:
+    """The flags a launched Megatron script accepts (``Launch.megatron_table``, set by the linker):
+    ``known`` flags, ``rejected`` ones (argparse accepts them, the validation stops: flag -> what to
+    use), ``renamed`` ones (removed: flag -> new spelling), ``what`` the table is ("this
+    repository's Megatron", "Megatron-LM"...), and the ``launcher_flags`` a launcher adds itself."""
+
+    launcher_flags = LAUNCHER_FLAGS
+
+    def __init__(self, known: set[str], rejected: dict[str, str], renamed: dict[str, str], what: str) -> None:
+        self.known = known
+        self.rejected = rejected
+        self.renamed = renamed
+        self.what = what
+
+
+def _framework(la, flags) -> str:
+    """megatron-lm | megatron-deepspeed | either, from the command line and the script's path."""
+    names = {name for name, _, _ in flags}
+    script = str(la.script.value).lower() if la.script is not None and la.script.known else ""
+    mds = bool(names & MDS_SIGNALS) or "megatron-deepspeed" in script or la.launcher == "deepspeed"
+    lm = "megatron-lm" in script
+    if mds and not lm:
+        return "megatron-deepspeed"
+    if lm and not mds:
+        return "megatron-lm"
+    return "either"
+
+
+def _bundled(framework: str) -> tuple[list[dict], str]:
+    if framework == "either":
+        return [bundled("megatron-lm"), bundled("megatron-deepspeed")], \
+            "Megatron-LM or Megatron-DeepSpeed"
+    return [bundled(framework)], \
+        {"megatron-lm": "Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed"}[framework]
+
+
+def accepted_flags(la, flags) -> AcceptedFlags | None:
+    """The flags the launched script accepts, or None when that cannot be known. Uses the script
+    file and repository root the linker found for the launch."""
+    if la.script is None or not la.script.known or la.is_module:
+        return None
+    path = la.script_path
+    if path is not None:
+        path_root = la.repo_root if la.repo_root is not None else path.parent
+        extra = script_flags(path, path_root)
+        if extra is None:
+            return None  # not a Megatron entry point, or flags parallint cannot see
+        if arguments_module(path_root) is not None:
+            own = vendored(str(path_root))
+            if own is None:
+                return None
+            renamed = bundled(own["framework"]).get("renamed", {})
+            return AcceptedFlags(set(own["flags"]) | extra, own.get("rejected", {}), renamed,
+                                 "this repository's Megatron")
+        tables, what = _bundled(_framework(la, flags))
+    else:
+        tables, what = _bundled(_framework(la, flags))
+        name = Path(str(la.script.value)).name
+        extras = [t.get("scripts", {}).get(name) for t in tables]
+        if all(e is None for e in extras):
+            return None  # a script parallint cannot read and that is not one of Megatron's
+        extra = {f for e in extras if e is not None for f in e}
+    known = set(extra)
+    for t in tables:
+        known.update(t.get("flags", ()))
+    rejected = dict(tables[0].get("rejected", {}))
+    for t in tables[1:]:
+        rejected = {k: v for k, v in rejected.items() if k in t.get("rejected", {})}
+    renamed = {}
+    for t in tables:
+        renamed.update(t.get("renamed", {}))
+    return AcceptedFlags(known, rejected, renamed, what)

@@ -63,6 +63,13 @@ class Context:
             p = self.cwd / p
         return self._runner.read(Path(os.path.abspath(p)))
 
+    def plan(self, spec: dict, gpus: int, gpu: str | None, headroom: float) -> list:
+        """The layouts of ``gpus`` GPUs that pass the layout rules and fit, best first
+        (:func:`parallint.layouts.plan`: the real LAY/BAT rules filter the candidates)."""
+        from parallint.layouts import plan
+
+        return plan(spec, gpus, gpu, headroom)
+
 
 @dataclass
 class Result:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from parallint.diagnostics import Severity
 from parallint.facts import FactMap, known_int
+from parallint.model.world import dp_size
 from parallint.rule import Example, Rule
 
 from parallint.rules._cfgfacts import FactRule, Finding, View, src, world_of
@@ -24,30 +25,6 @@ def _ds(tb=None, mb=None, gas=None, extra: str = "") -> str:
     if extra:
         lines.append(extra)
     return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def dp_size(view: View, *, sp: bool) -> tuple[int | None, list]:
-    """Data-parallel size = world / (TP × PP [× SP]) and the values it came from."""
-    w = view.world_int
-    if w is None:
-        return None, []
-    div = 1
-    used = []
-    keys = ["parallel.tp", "parallel.pp"] + (["parallel.sp"] if sp else ["parallel.cp"])
-    for k in keys:
-        i = view.i(k)
-        if i is None:
-            if view.stated(k):
-                return None, []
-            continue
-        if i <= 0:
-            return None, []
-        div *= i
-        if i > 1:
-            used.append((view.v(k), f"{k.split('.')[1].upper()} {i}"))
-    if w % div:
-        return None, []  # LAY001's business
-    return w // div, [(view.world, f"world size {w}")] + used
 
 
 class DeepspeedBatchIdentity(FactRule):
@@ -97,7 +74,7 @@ class DeepspeedBatchIdentity(FactRule):
             return
         if (mb is not None and mb <= 0) or (ga is not None and ga <= 0):
             return
-        dp, dp_rel = dp_size(view, sp=True)
+        dp, dp_rel = dp_size(view.facts, view.world, sp=True)
         rel = [(mb_v, f"micro batch {mb}"), (ga_v, f"gradient accumulation {ga}")]
         rel = [r for r, i in zip(rel, (mb, ga)) if i is not None]
         if dp is not None:
@@ -165,7 +142,7 @@ class GlobalBatchNotDivisible(FactRule):
         if view.fw("torchtitan"):
             dp, dp_rel = _torchtitan_dp(view)
         else:
-            dp, dp_rel = dp_size(view, sp=False)
+            dp, dp_rel = dp_size(view.facts, view.world, sp=False)
         if dp is not None:
             if gb % (mb * dp):
                 yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb} × data-parallel "
@@ -411,7 +388,7 @@ class RampupBatchNotDivisible(Rule):
         sizes = rampup_batch_sizes(start, incr, samples, gb)
         if not sizes:
             return
-        dp, _ = dp_size(view, sp=False)
+        dp, _ = dp_size(view.facts, view.world, sp=False)
         div = mb * dp if dp is not None else mb
         what = f"micro batch {mb} × data-parallel size {dp} = {div}" if dp is not None else f"micro batch {mb}"
         bad = next((b for b in sizes if b % div), None)

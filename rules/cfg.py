@@ -9,6 +9,7 @@ import json
 from typing import Any, Iterator
 
 from parallint.diagnostics import Related, Severity, Span
+from parallint.model.scalars import unknown_reason
 from parallint.rule import Example, Rule
 
 SCHEMAS = {"deepspeed": "deepspeed.schema.json", "accelerate": "accelerate.schema.json",
@@ -36,14 +37,8 @@ def _trees(f) -> list[tuple[Any, str]]:
         t = _tree(f)
         return [(t, SCHEMAS[f.kind])] if t is not None and t.is_map else []
     if f.kind == "kube":
-        from parallint.readers.yamlpos import load_all
-
-        try:
-            docs = load_all(f.text, f.path)
-        except Exception:
-            return []
         out = []
-        for d in docs:
+        for d in getattr(f.data, "documents", None) or ():  # every document of the manifest (kube reader)
             if d.is_map and d.plain().get("kind") == "PyTorchJob" and d.plain().get("apiVersion") == "kubeflow.org/v1":
                 out.append((d, PYTORCHJOB))
         return out
@@ -69,8 +64,6 @@ def _dotted(path) -> str:
 def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
     """('unknown' | 'invalid', span, message) for one positioned tree."""
     from jsonschema import Draft202012Validator
-
-    from parallint.readers.cfgutil import unknown_reason
 
     schema = load_schema(schema_name)
     validator = Draft202012Validator(schema)
@@ -308,8 +301,6 @@ class OffloadParamIgnored(Rule):
                        filename="ds_config.json", line=4),)
 
     def check_file(self, f, ctx):
-        from parallint.readers.cfgutil import unknown_reason
-
         tree = _tree(f)
         if tree is None or not tree.is_map:
             return

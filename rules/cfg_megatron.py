@@ -1,89 +1,13 @@
-"""CFG006: Megatron command-line flags checked against Megatron's own argument table."""
+"""CFG006, CFG008: Megatron command-line flags checked against Megatron's own argument table and
+its argument validation."""
 
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.rule import Example, Rule
-
-#: flags that only Megatron-DeepSpeed's command lines carry (normalized names)
-MDS_SIGNALS = frozenset({"deepspeed", "deepspeed-config", "zero-stage", "deepspeed-activation-checkpointing",
-                         "deepscale", "deepscale-config"})
-
-
-class _Table:
-    def __init__(self, known: set[str], rejected: dict[str, str], renamed: dict[str, str], what: str) -> None:
-        self.known = known
-        self.rejected = rejected
-        self.renamed = renamed
-        self.what = what
-
-
-def _framework(la, flags) -> str:
-    """megatron-lm | megatron-deepspeed | either, from the command line and the script's path."""
-    names = {name for name, _, _ in flags}
-    script = str(la.script.value).lower() if la.script is not None and la.script.known else ""
-    mds = bool(names & MDS_SIGNALS) or "megatron-deepspeed" in script or la.launcher == "deepspeed"
-    lm = "megatron-lm" in script
-    if mds and not lm:
-        return "megatron-deepspeed"
-    if lm and not mds:
-        return "megatron-lm"
-    return "either"
-
-
-def _bundled(framework: str) -> tuple[list[dict], str]:
-    from parallint import megatron_table
-
-    if framework == "either":
-        return [megatron_table.bundled("megatron-lm"), megatron_table.bundled("megatron-deepspeed")], \
-            "Megatron-LM or Megatron-DeepSpeed"
-    return [megatron_table.bundled(framework)], \
-        {"megatron-lm": "Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed"}[framework]
-
-
-def table_for(la, flags) -> _Table | None:
-    """The flags the launched script accepts, or None when that cannot be known. Uses the script
-    file and repository root the linker found for the launch."""
-    from parallint import megatron_table
-
-    if la.script is None or not la.script.known or la.is_module:
-        return None
-    path = la.script_path
-    if path is not None:
-        path_root = la.repo_root if la.repo_root is not None else path.parent
-        extra = megatron_table.script_flags(path, path_root)
-        if extra is None:
-            return None  # not a Megatron entry point, or flags parallint cannot see
-        if megatron_table.arguments_module(path_root) is not None:
-            own = megatron_table.vendored(str(path_root))
-            if own is None:
-                return None
-            renamed = megatron_table.bundled(own["framework"]).get("renamed", {})
-            return _Table(set(own["flags"]) | extra, own.get("rejected", {}), renamed,
-                          "this repository's Megatron")
-        tables, what = _bundled(_framework(la, flags))
-    else:
-        tables, what = _bundled(_framework(la, flags))
-        name = Path(str(la.script.value)).name
-        extras = [t.get("scripts", {}).get(name) for t in tables]
-        if all(e is None for e in extras):
-            return None  # a script parallint cannot read and that is not one of Megatron's
-        extra = {f for e in extras if e is not None for f in e}
-    known = set(extra)
-    for t in tables:
-        known.update(t.get("flags", ()))
-    rejected = dict(tables[0].get("rejected", {}))
-    for t in tables[1:]:
-        rejected = {k: v for k, v in rejected.items() if k in t.get("rejected", {})}
-    renamed = {}
-    for t in tables:
-        renamed.update(t.get("renamed", {}))
-    return _Table(known, rejected, renamed, what)
-
 
 class UnknownMegatronArgument(Rule):
     code = "CFG006"
@@ -174,16 +98,15 @@ class UnknownMegatronArgument(Rule):
         flags = getattr(la, "megatron_flags", None)
         if not flags:
             return
-        table = table_for(la, flags)
+        table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
         if table is None:
             return
-        from parallint.megatron_table import LAUNCHER_FLAGS
 
         for _name, fw, _val in flags:
             if not fw.known:
                 continue
             raw = str(fw.value).split("=", 1)[0]
-            if not raw.startswith("--") or len(raw) < 3 or "\x00" in raw or raw in LAUNCHER_FLAGS:
+            if not raw.startswith("--") or len(raw) < 3 or "\x00" in raw or raw in table.launcher_flags:
                 continue
             if raw in table.known:
                 if raw in table.rejected:
@@ -200,3 +123,97 @@ class UnknownMegatronArgument(Rule):
             hint = f"; did you mean {close[0]}?" if close else ""
             yield self.report(fw.span, f"{raw} is not an argument of {table.what} or of the script: argparse "
                                        f"stops at start-up (unrecognized arguments){hint}")
+
+
+#: what makes Megatron-LM accept --overlap-param-gather (arguments.py: the distributed optimizer,
+#: Megatron FSDP or the dist_muon optimizer), by normalized flag
+_SHARDED_OPTIMIZER = frozenset({"use-distributed-optimizer", "use-megatron-fsdp"})
+
+
+class OverlapParamGatherRequirements(Rule):
+    code = "CFG008"
+    name = "overlap-param-gather-requirements"
+    severity = Severity.ERROR
+    summary = "--overlap-param-gather without the distributed optimizer or without --overlap-grad-reduce."
+    kinds = frozenset()
+    facts = frozenset({"framework"})
+    doc = """
+    ## What it does
+    Checks a Megatron-LM command line that passes `--overlap-param-gather`: Megatron's argument
+    validation requires the distributed optimizer (`--use-distributed-optimizer`), Megatron FSDP
+    (`--use-megatron-fsdp`) or `--optimizer dist_muon`, and `--overlap-grad-reduce` with it. Silent
+    when a word of the command line that could be a flag is unknown (an unexpanded `$EXTRA_ARGS` may
+    carry the missing flag; an unknown value of a known flag is fine), with `--yaml-cfg` or `--freeze-all-layers` (which switches the overlap off),
+    and when the script's Megatron does not know the flag (CFG006 reports that).
+
+    ## Why it matters
+    Parameter all-gathers can only overlap with the forward pass when the optimizer state is
+    sharded, and they are scheduled by the same bucketed gradient reduction. Megatron asserts
+    both in `validate_args`, on every rank, after the job has waited for its nodes: "--overlap-param-
+    gather only supported with distributed optimizer, megatron fsdp, or dist_muon".
+
+    ## Example
+
+    ## How to fix
+    Add `--use-distributed-optimizer` (and `--overlap-grad-reduce`), or drop `--overlap-param-gather`.
+    """
+    valid = (
+        Example(files={
+            "run.sh": """
+            #!/bin/bash
+            torchrun --nproc_per_node 8 /opt/Megatron-LM/pretrain_gpt.py \\
+                --tensor-model-parallel-size 2 --num-layers 24 --micro-batch-size 2 \\
+                --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather
+            """,
+        }, paths=["run.sh"]),
+        Example(files={
+            "run.sh": """
+            #!/bin/bash
+            torchrun --nproc_per_node 8 /opt/Megatron-LM/pretrain_gpt.py \\
+                --tensor-model-parallel-size 2 --overlap-param-gather $OPTIMIZER_ARGS
+            """,
+        }, paths=["run.sh"]),
+    )
+    invalid = (
+        Example(files={
+            "run.sh": """
+            #!/bin/bash
+            torchrun --nproc_per_node 8 /opt/Megatron-LM/pretrain_gpt.py \\
+                --tensor-model-parallel-size 2 --num-layers 24 --micro-batch-size 2 \\
+                --overlap-grad-reduce --overlap-param-gather
+            """,
+        }, line=4, paths=["run.sh"]),
+        Example(files={
+            "run.sh": """
+            #!/bin/bash
+            OPT="--use-distributed-optimizer --overlap-param-gather"
+            torchrun --nproc_per_node 8 /opt/Megatron-LM/pretrain_gpt.py --num-layers 24 $OPT
+            """,
+        }, line=2, paths=["run.sh"]),
+    )
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        la = job.launch
+        if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+            return
+        flags = getattr(la, "megatron_flags", None)
+        if not flags:
+            return
+        values = {id(val) for _, _, val in flags if val is not None}
+        if any(not a.known and id(a) not in values for a in la.args or ()):
+            return  # an unknown word where a flag could stand (an unexpanded $EXTRA_ARGS)
+        names = {name: (fw, val) for name, fw, val in flags}
+        if "overlap-param-gather" not in names or names.keys() & {"yaml-cfg", "freeze-all-layers"}:
+            return
+        table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
+        if table is None or "--overlap-param-gather" not in table.known:
+            return  # not Megatron-LM's flag set (Megatron-DeepSpeed has no such flag: CFG006 says so)
+        at = names["overlap-param-gather"][0]
+        optimizer = names.get("optimizer", (None, None))[1]
+        muon = optimizer is not None and optimizer.known and str(optimizer.value) == "dist_muon"
+        if not (names.keys() & _SHARDED_OPTIMIZER) and not muon:
+            yield self.report(at.span, "--overlap-param-gather needs the distributed optimizer: Megatron stops at "
+                                       "start-up; add --use-distributed-optimizer (or drop --overlap-param-gather)")
+        elif "overlap-grad-reduce" not in names:
+            yield self.report(at.span, "--overlap-param-gather needs --overlap-grad-reduce: Megatron stops at "
+                                       "start-up; add --overlap-grad-reduce")

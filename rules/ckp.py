@@ -6,7 +6,7 @@ import re
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity
-from parallint.readers.python import Script, script_of
+from parallint.model.script import Script, script_of
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})

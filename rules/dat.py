@@ -7,7 +7,7 @@ from typing import Iterable
 import re
 
 from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.readers.python import Call, Script, script_of
+from parallint.model.script import Call, Script, script_of
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})

@@ -6,7 +6,7 @@ import re
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity
-from parallint.readers.python import Script, job_scripts, script_of
+from parallint.model.script import Script, job_scripts, script_of
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
@@ -106,23 +106,16 @@ def _local_model_class(s: Script, node) -> str | None:
 def _has_branches(body) -> bool:
     import libcst as cst
 
-    from parallint.readers.python import _Walker
-
-    class W(_Walker):
-        found = False
-
-        def _hit(self, node):
-            W.found = True
-            return False
-
-        visit_If = visit_IfExp = visit_For = visit_While = visit_Try = visit_BooleanOperation = _hit
-        visit_Return = None
-        visit_FunctionDef = visit_Lambda = visit_With = _hit
-
-    W.found = False
-    W().walk(body)
-    return W.found or sum(1 for st in body.body if isinstance(st, cst.SimpleStatementLine)
-                          and any(isinstance(x, cst.Return) for x in st.body)) > 1
+    branching = {cst.If, cst.IfExp, cst.For, cst.While, cst.Try, cst.BooleanOperation, cst.FunctionDef,
+                 cst.Lambda, cst.With}
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) in branching:
+            return True
+        stack.extend(node.children)
+    return sum(1 for st in body.body if isinstance(st, cst.SimpleStatementLine)
+               and any(isinstance(x, cst.Return) for x in st.body)) > 1
 
 
 def _previous_binding(s: Script, call, name: str):
@@ -130,7 +123,7 @@ def _previous_binding(s: Script, call, name: str):
     passing over moves (``name = name.to(device)``)."""
     import libcst as cst
 
-    from parallint.readers.python import MULTI
+    from parallint.model.pyshared import MULTI
 
     bs = call.frame.bindings.get(name, [])
     for i, b in enumerate(bs):

@@ -9,7 +9,9 @@ from typing import Iterable
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.facts import Value, known_int
 from parallint.rule import Example, Rule
-from parallint.rules.lch import LAUNCH_FILE_KINDS, effective_nodes, launches, procs_per_node, related_at
+from parallint.model.launches import (
+    LAUNCH_FILE_KINDS, OPERATOR_ENV, effective_nodes, launches, procs_per_node, related_at,
+)
 
 TRAINING_LAUNCHERS = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed",
                                 "accelerate", "composer", "colossalai", "python", "srun", "mpirun", "pytorchjob", "trainjob",
@@ -355,8 +357,6 @@ class CudaDeviceMaxConnections(Rule):
             if any(not a.known and a.source == "splat" for a in la.args):
                 continue  # an unexpanded $ARGS may carry any of those
             if f.kind == "kube":
-                from parallint.readers.kube import OPERATOR_ENV
-
                 if not any(k not in OPERATOR_ENV for k in la.env):
                     continue  # the container sets no environment of its own
             env = dict(_env_items(la))

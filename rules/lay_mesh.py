@@ -6,7 +6,8 @@ import math
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.readers.python import job_scripts, launch_world_size, script_of
+from parallint.model.script import job_scripts, script_of
+from parallint.model.world import job_launch_world_size
 from parallint.rule import Example, Rule
 
 
@@ -121,7 +122,7 @@ class DeviceMeshSizeMismatch(Rule):
             yield from self._check(s, ws.value, "init_process_group(world_size=...)", rel, frame)
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        ws, wv = launch_world_size(job)
+        ws, wv = job_launch_world_size(job)
         if ws is None:
             return
         rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []

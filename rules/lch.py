@@ -6,90 +6,22 @@ from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
 from parallint.facts import Value, known_int
+from parallint.model.launches import (
+    LAUNCH_FILE_KINDS, by_layer, effective_nodes, first, gpus_requested, is_loopback, launches, layer,
+    outer_nodes, procs_per_node, related_at,
+)
 from parallint.model.origin import KUBE_SOURCES as _KUBE_SOURCES
-from parallint.model.origin import from_call, launch_layer
+from parallint.model.origin import from_call
 from parallint.rule import Example, Rule
 
-LAUNCH_FILE_KINDS = frozenset({"shell", "makefile", "kube", "skypilot"})
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
 KUBE_SOURCES = _KUBE_SOURCES  # one list: parallint.model.origin (orchestrators that start every node)
 
 
-# -- helpers shared with rules/env.py ---------------------------------------------------------
-def layer(v: Value) -> str:
-    """Which launch layer stated a fact: scheduler, srun, mpirun, kube or the launcher itself."""
-    return launch_layer(v)  # decided on the value's origin (parallint.model.origin)
-
-
-def first(*vals):
-    """The first of ``vals`` that is not None (Values have no truthiness)."""
-    for v in vals:
-        if v is not None:
-            return v
-    return None
-
-
-def by_layer(la, key: str) -> dict[str, Value]:
-    """The first known value of ``key`` stated by each layer of a launch."""
-    out: dict[str, Value] = {}
-    for v in la.facts.all(key):
-        if v.known and known_int(v) is not None:
-            out.setdefault(layer(v), v)
-    return out
-
-
-#: the layers around a launcher, innermost first
-OUTER_LAYERS = ("srun", "scheduler", "kube")
-
-
-def stated(la, key: str, layers: tuple[str, ...] = ("launcher",) + OUTER_LAYERS) -> Value | None:
-    """The value of ``key`` stated by the first of ``layers`` that states one."""
-    lay = by_layer(la, key)
-    return first(*(lay.get(name) for name in layers))
-
-
-def outer_nodes(la) -> Value | None:
-    """The node count the scheduler/wrapper gives the launcher: srun's, else #SBATCH's, else the
-    Kubernetes job's."""
-    return stated(la, "parallel.nodes", OUTER_LAYERS)
-
-
-def effective_nodes(la) -> int | None:
-    v = stated(la, "parallel.nodes")
-    if v is None and la.launcher == "accelerate":
-        return None
-    return known_int(v)
-
-
-def procs_per_node(la) -> Value | None:
-    """Processes the launch starts on each node (the launcher's own count, else the job's)."""
-    v = stated(la, "parallel.procs_per_node")
-    if v is not None:
-        return v
-    if la.launcher == "accelerate":
-        ws = by_layer(la, "parallel.world_size").get("launcher")
-        n = by_layer(la, "parallel.nodes").get("launcher")
-        if ws is not None and n is not None and n.value and ws.value % n.value == 0:
-            return Value(ws.value // n.value, ws.span, True, "", "accelerate --num_processes / --num_machines")
-    return None
-
-
-def gpus_requested(la) -> Value | None:
-    return stated(la, "hardware.gpus_per_node_requested", OUTER_LAYERS)
-
-
-def launches(f) -> Iterable:
-    return list(f.launches or ())
-
-
+# -- helpers (the launch helpers shared with rules/env.py live in parallint.model.launches) ----
 def desc(v: Value) -> str:
     return v.source or "stated value"
-
-
-def related_at(v: Value, message: str) -> tuple[Related, ...]:
-    """The related location of a finding at ``v`` (none when ``v`` has no position)."""
-    return (Related.at(v.span, message),) if v.span else ()
 
 
 def unique(diags: Iterable[Diagnostic]) -> Iterable[Diagnostic]:
@@ -741,15 +673,12 @@ class MultiNodeRendezvous(Rule):
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         """A script of a multi-node job that always sets ``os.environ["MASTER_ADDR"]`` to loopback."""
-        from parallint.pylaunch import loopback_master
-
         la = job.launch
         n = effective_nodes(la) if la is not None else None
         if n is None or n <= 1:
             return
-        for f in job.files:
-            v = loopback_master(f)
-            if v is not None and v.span is not None:
+        for v in getattr(job, "loopback_masters", ()):  # found by the linker in the job's scripts
+            if v.span is not None:
                 yield self.report(v.span, f"the script sets MASTER_ADDR={v.value!r} for a job on {n} nodes: "
                                           f"every node would rendezvous with itself",
                                   related=related_at(Value(n, la.span), f"{n} nodes"))
@@ -761,8 +690,6 @@ class MultiNodeRendezvous(Rule):
                 yield from self._check(la, n)
 
     def _check(self, la, n: int) -> Iterable[Diagnostic]:
-        from parallint.cmdline import is_loopback
-
         for key in ("master_addr", "rdzv_endpoint", "main_process_ip"):
             v = la.options.get(key)
             if v is None or not v.known or not isinstance(v.value, str):

@@ -370,9 +370,8 @@ class PredictedOom(Rule):
         from parallint.estimator.spec import normalize
 
         world = normalize(spec)["parallel"].get("world_size")
-        if world:
-            from parallint.estimator.plan import plan
-
+        plan = getattr(ctx, "plan", None)  # the engine's planner: the real layout rules filter it
+        if world and plan is not None:
             headroom = _headroom(ctx)
             layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom)
             if layouts:

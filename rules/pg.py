@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.readers.python import Call, Script, job_scripts, launch_world_size, script_of
+from parallint.model.script import Call, Script, job_scripts, script_of
+from parallint.model.world import job_launch_world_size
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
@@ -341,7 +342,7 @@ class WorldSizeConflict(Rule):
     ]
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        ws, wv = launch_world_size(job)
+        ws, wv = job_launch_world_size(job)
         if ws is None:
             return
         related = [Related.at(wv.span, f"the launch starts {ws} processes ({wv.source})")] if wv.span else []

@@ -3,15 +3,82 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Any, Iterable, NamedTuple
 
-from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.readers.python import Partition, Script, job_scripts, launch_world_size, script_of
+from parallint.diagnostics import Diagnostic, Related, Severity, Span
+from parallint.model.script import Partition, Script, job_scripts, script_of
+from parallint.model.world import job_launch_world_size
 from parallint.rule import Example, Rule
 
 _PY = frozenset({"python"})
 _CONFIG_KINDS = frozenset({"torchtitan", "torchtitan_py"})
 _LAYERISH = re.compile(r"layer|block|stage|(^|\.)h$|module", re.I)
+
+
+# -- hand-written pipeline partitions in configs (torchtitan module_fqns_per_model_part, read by the
+#    torchtitan readers into FileFacts.data.partitions)
+
+_LAYER_FQN = re.compile(r"^(?:model\.)?layers\.(\d+)$")
+SINGLE_STAGE_SCHEDULES = frozenset({"1f1b", "gpipe"})
+
+
+class PartitionProblem(NamedTuple):
+    """A problem of a pipeline partition: ``kind`` is ``"layers"`` or ``"stages"``."""
+
+    kind: str
+    span: Span
+    message: str
+
+
+def partition_problems(part: Any, schedule: str | None = None) -> list[PartitionProblem]:
+    """What is wrong with one config partition, as :class:`PartitionProblem` (kind, span, message):
+
+    * ``"layers"``: a layer in two stages, layers handed out out of order, a gap between the layers
+      used, or (when the layer count is known) the first/last layer missing;
+    * ``"stages"``: the number of stages is not a multiple of the PP degree (for the single-stage
+      schedules 1F1B and GPipe: not equal to it).
+
+    ``part`` is a config partition (``parallint.readers.cfgutil.Partition``: ``stages``,
+    ``stage_spans``, ``span``, ``pp``, ``layers``). PIP001 reports the first kind, PIP002 the
+    second. Silent on anything unknown.
+    """
+    out: list[PartitionProblem] = []
+    where: dict[int, int] = {}
+    last_max = -1
+    for si, (names, sspan) in enumerate(zip(part.stages, part.stage_spans)):
+        idx = [int(m.group(1)) for m in (_LAYER_FQN.match(n) for n in names) if m]
+        for i in idx:
+            if i in where:
+                out.append(PartitionProblem("layers", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
+            else:
+                where[i] = si
+        if idx and min(idx) <= last_max and not any(i in where and where[i] != si for i in idx if i <= last_max):
+            out.append(PartitionProblem("layers", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
+                                         f"(layers.{last_max})"))
+        if idx:
+            last_max = max(last_max, max(idx))
+    if where:
+        layers = None
+        if part.layers is not None and part.layers.known and isinstance(part.layers.value, int):
+            layers = part.layers.value
+        top = (layers - 1) if layers else max(where)
+        missing = [i for i in range(0, top + 1) if i not in where]
+        if missing:
+            shown = ", ".join(f"layers.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+            out.append(PartitionProblem("layers", part.span, f"no stage holds {shown}"))
+        if layers and max(where) >= layers:
+            out.append(PartitionProblem("layers", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
+    pp = part.pp.value if part.pp is not None and part.pp.known and isinstance(part.pp.value, int) else None
+    n = len(part.stages)
+    if pp and pp > 0:
+        single = (schedule or "").strip().lower() in SINGLE_STAGE_SCHEDULES
+        if single and n != pp:
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
+                                             f"{schedule} schedule (needs exactly {pp})"))
+        elif n % pp:
+            out.append(PartitionProblem("stages", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
+                                             f"(needs a multiple of {pp})"))
+    return out
 
 
 def _config_problems(f, code: str):
@@ -20,11 +87,9 @@ def _config_problems(f, code: str):
     parts = getattr(data, "partitions", None)
     if not parts or isinstance(data, Script):
         return
-    from parallint.readers.cfgutil import partition_problems
-
     sched = f.facts.get("training.pp_schedule")
     schedule = sched.value if sched is not None and sched.known and isinstance(sched.value, str) else None
-    kind = {"PIP001": "layers", "PIP002": "stages"}[code]  # the reader reports kinds; the rule owns codes
+    kind = {"PIP001": "layers", "PIP002": "stages"}[code]
     for part in parts:
         for problem in partition_problems(part, schedule):
             if problem.kind == kind:
@@ -338,7 +403,7 @@ class PartitionCountMismatch(Rule):
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         pp = job.int("parallel.pp")
-        ws, wv = launch_world_size(job)
+        ws, wv = job_launch_world_size(job)
         for f, s in job_scripts(job):
             if f.facts.int("parallel.world_size") is not None:
                 continue  # the file's own world size was checked by check_file

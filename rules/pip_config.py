@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from parallint.diagnostics import Severity
 from parallint.facts import known_int
+from parallint.model.world import dp_size
 from parallint.rule import Example
 
 from parallint.rules._cfgfacts import FactRule, Finding, View
-from parallint.rules.bat import dp_size
 
 
 def _titan(pp: int, local: int, mbs: int) -> str:
@@ -75,7 +75,7 @@ class FewerMicrobatchesThanStages(FactRule):
         if view.fw("megatron", "nemo"):
             gb_v, mb_v = view.v("training.global_batch"), view.v("training.micro_batch")
             gb, mb = known_int(gb_v), known_int(mb_v)
-            dp, rel = dp_size(view, sp=False)
+            dp, rel = dp_size(view.facts, view.world, sp=False)
             if gb is None or mb is None or dp is None or mb <= 0 or gb % (mb * dp):
                 return
             n = gb // (mb * dp)

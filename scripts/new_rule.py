@@ -39,7 +39,7 @@ class {cls}(Rule):
     severity = Severity.WARNING
     summary = "{summary}"
     kinds = frozenset({{"{kind}"}})
-    #: call groups (see parallint.readers.python.GROUPS) or qualified names this rule matches
+    #: call groups (see parallint.model.script.GROUPS) or qualified names this rule matches
     calls = frozenset({{"init_process_group"}})
     #: fact keys this rule reads (parallint.model.vocab)
     facts: frozenset[str] = frozenset()
@@ -73,7 +73,7 @@ class {cls}(Rule):
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         """TODO: the check. ``f`` is the file's FileFacts (``f.facts``, ``f.data``); report with
         ``self.report(span, message)``. Stay silent on anything unknown."""
-        from parallint.readers.python import script_of  # TODO(model layer): the script API moves there
+        from parallint.model.script import script_of
 
         script = script_of(f)
         if script is None:

@@ -25,7 +25,9 @@ def _job(facts: dict, kind: str = "shell", text: str = "", extra_files=()) -> Jo
 
 
 def _ctx(**config):
-    return SimpleNamespace(config=config)
+    from parallint.layouts import plan  # what the engine's Context.plan runs
+
+    return SimpleNamespace(config=config, plan=plan)
 
 
 def _run(rule, job, **config):

@@ -6,9 +6,9 @@ circle and no arrow against the flow
 (docs/architecture.md). Imports under ``if TYPE_CHECKING:`` are annotations only and do not count;
 imports inside functions (lazy imports) do.
 
-Rules see the model (facts, jobs, launches), not readers. The arrows from rules into the read
-layer that exist today are listed in KNOWN_RULE_TO_READ: a shrinking allow-list. The test fails
-when a new one appears, and when a listed one disappears (then delete it from the list).
+Rules see the model (facts, jobs, launches, the script event API), not readers: there is no arrow
+from rules into the read or link layers and none between rule families. The KNOWN_* allow-lists
+are empty and stay so; the tests fail on any new arrow (and on a listed one that disappeared).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ LAYER_OF = {
     "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
     "parallint.workers": "engine",
     "parallint.examples": "engine",
+    "parallint.layouts": "engine",  # plan's filter: the real layout rules on candidate layouts
     "parallint.report": "report",
     "parallint.show": "report",
     "parallint.estimate_cmd": "report",
@@ -87,38 +88,20 @@ MAY_IMPORT = {
 #: the strictly layered core: the model package imports only these
 MODEL_PACKAGE_MAY_IMPORT = {"parallint.diagnostics", "parallint.facts"}
 
-#: rules -> read arrows that exist today (shrinking: move what they use into the model layer)
-KNOWN_RULE_TO_READ = {
-    ("parallint.rules.cfg", "parallint.readers.cfgutil"),
-    ("parallint.rules.cfg", "parallint.readers.yamlpos"),
-    ("parallint.rules.ckp", "parallint.readers.python"),
-    ("parallint.rules.dat", "parallint.readers.python"),
-    ("parallint.rules.ddp", "parallint.readers.python"),
-    ("parallint.rules.env", "parallint.readers.kube"),
-    ("parallint.rules.lay_mesh", "parallint.readers.python"),
-    ("parallint.rules.lch", "parallint.cmdline"),
-    ("parallint.rules.pg", "parallint.readers.python"),
-    ("parallint.rules.pip", "parallint.readers.cfgutil"),
-    ("parallint.rules.pip", "parallint.readers.python"),
-    # arrived with the breadth/precision merges
-    ("parallint.rules.cfg_megatron", "parallint.megatron_table"),
-}
+#: rules -> read arrows allowed (none: rules see the model — facts, jobs, launches, the script event
+#: API of ``parallint.model.script`` — never readers; what a rule needs from a reader is a fact or
+#: a field of the model)
+KNOWN_RULE_TO_READ: set[tuple[str, str]] = set()
 
-#: rules -> link arrows (rules receive jobs; they do not build them)
-KNOWN_RULE_TO_LINK = {
-    ("parallint.rules.lch", "parallint.pylaunch"),
-}
+#: rules -> link arrows allowed (none: rules receive jobs; they do not build them)
+KNOWN_RULE_TO_LINK: set[tuple[str, str]] = set()
 
-#: import circles that exist today, each through lazy imports (shrinking: move the shared helper
-#: into the lower module)
+#: import circles allowed (none)
 KNOWN_CIRCLES: list[list[str]] = []
 
-#: one rule family importing another's module (shrinking: shared logic belongs in the model layer;
+#: one rule family importing another's module (none: shared logic belongs in the model layer;
 #: ``rules._cfgfacts``, the config rules' shared base, is not a family and may be imported)
-KNOWN_RULE_TO_RULE = {
-    ("parallint.rules.env", "parallint.rules.lch"),
-    ("parallint.rules.pip_config", "parallint.rules.bat"),
-}
+KNOWN_RULE_TO_RULE: set[tuple[str, str]] = set()
 
 
 def _module_name(path) -> str:

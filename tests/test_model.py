@@ -61,6 +61,5 @@ def test_world_size_stated_derived_and_launcher_default():
         launch = la
 
     assert job_launch_world_size(J) == (4, v)
-    assert python.launch_world_size(J) == (4, v)  # the old name is an alias
     (la2,) = sh("srun torchrun --nproc_per_node 4 train.py\n").launches[-1:]
     assert launch_world_size(la2) is None  # srun decides the nodes: not the one-node default

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from parallint.estimate_cmd import apply_overrides, estimate_main, plan_main
 from parallint.estimator.gpus import resolve_gpu
-from parallint.estimator.plan import plan
+from parallint.layouts import plan
 
 SEED = {"layers": 72, "hidden": 12288, "heads": 96, "vocab": 50257, "seq_len": 2048}
 SEED_YAML = """\
@@ -139,3 +139,49 @@ def test_cli_end_to_end(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "best:" in r.stdout
+
+
+# ----------------------------------------------------------------------------- the real rules filter
+def test_plan_runs_the_real_layout_rules_so_a_new_rule_applies_without_an_edit(monkeypatch):
+    """plan keeps a candidate only when the registered LAY/BAT rules stay silent on it: a rule added
+    to the registry (here one refusing TP 2) removes its layouts from plan's answer."""
+    import parallint.layouts as layouts
+    from parallint.diagnostics import Severity
+    from parallint.rules._cfgfacts import FactRule, Finding
+
+    class NoTpTwo(FactRule):
+        code = "LAY999"
+        name = "no-tp-two"
+        severity = Severity.ERROR
+        summary = "test rule"
+
+        def findings(self, view):
+            if view.i("parallel.tp") == 2:
+                yield Finding(view.v("parallel.tp"), "TP 2 refused")
+
+    spec = {"model": {"preset": "llama-2-7b"}}
+    before = {lay.tp for lay in plan(spec, 16, "A100-40GB")}
+    assert 2 in before
+    monkeypatch.setattr(layouts, "layout_rules", lambda: layouts.__dict__["_base_rules"]() + (NoTpTwo(),))
+    after = plan(spec, 16, "A100-40GB")
+    assert after and all(lay.tp != 2 for lay in after)
+
+
+def test_plan_uses_the_named_frameworks_rules_and_every_framework_otherwise():
+    """12 layers do not split over 8 Megatron stages (LAY004) and DeepSpeed refuses ZeRO-2/3 with a
+    pipeline (LAY006); a job that names DeepSpeed may split 12 layers unevenly, one that names no
+    framework gets only layouts that every framework accepts."""
+    gpt2 = {"model": {"preset": "gpt2"}}
+    anyfw = plan(gpt2, 8, "A100-40GB", pareto=False)
+    assert all(12 % lay.pp == 0 for lay in anyfw)
+    assert not any(lay.zero_stage >= 2 and lay.pp > 1 for lay in anyfw)
+    ds = plan(dict(gpt2, framework="deepspeed"), 8, "A100-40GB", pareto=False)
+    assert any(lay.pp == 8 for lay in ds)  # DeepSpeed partitions 12 layers over 8 stages
+    assert not any(lay.zero_stage >= 2 and lay.pp > 1 for lay in ds)
+
+
+def test_a_finding_on_the_model_alone_rejects_no_layout():
+    """A model whose own shape breaks a rule (hidden 1000 over 12 heads, LAY012) still gets layouts:
+    that is the job's finding, reported by check, not a property of a layout."""
+    spec = {"model": {"layers": 12, "hidden": 1000, "heads": 12, "vocab": 50257, "seq_len": 1024}}
+    assert plan(spec, 8, "A100-40GB")

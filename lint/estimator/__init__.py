@@ -3,7 +3,7 @@
 Public API (imported lazily, so ``import parallint.estimator`` costs nothing)::
 
     from parallint.estimator import estimate, count_params
-    from parallint.estimator.plan import plan  # (``plan_layouts`` here: ``plan`` is the module)
+    from parallint.layouts import plan  # the enumeration filtered by the real layout rules
     est = estimate({"model": {"preset": "llama-2-7b"}, "parallel": {"world_size": 8},
                     "training": {"micro_batch": 1}, "hardware": {"gpu": "A100-80GB"}})
     est.total, est.fits, est.to_json()
@@ -12,7 +12,8 @@ Public API (imported lazily, so ``import parallint.estimator`` costs nothing)::
 
 Modules: ``params`` (exact parameter counts), ``memory`` (per-GPU bytes of the most loaded rank),
 ``gpus`` (the GPU catalogue), ``spec`` (the normalized job spec, presets, facts -> spec),
-``plan`` (layouts that fit).
+``plan`` (candidate layouts and their memory; ``parallint.layouts.plan`` filters them with the
+LAY/BAT rules).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ _EXPORTS = {
     "count_params": "parallint.estimator.params",
     "count_active_params": "parallint.estimator.params",
     "ShapeError": "parallint.estimator.params",
-    "plan_layouts": "parallint.estimator.plan",
+    "plan_layouts": "parallint.layouts",
     "Layout": "parallint.estimator.plan",
     "resolve_gpu": "parallint.estimator.gpus",
     "spec_from_facts": "parallint.estimator.spec",

@@ -165,6 +165,42 @@ def _stage_layers(layers: int, pp: int) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------- estimate
+@dataclass
+class _Job:
+    """What the estimate's steps share: the normalized spec's degrees and training settings."""
+
+    model: dict
+    training: dict
+    accounting: str
+    lower_bound: bool
+    assumptions: list[str]
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    vpp: int
+    etp: int
+    dp: int | None
+    zero: int
+    shard: float
+    sp: bool
+    recompute: str
+    flash: bool
+    precision: str
+    optimizer: str
+    shape: object | None = None
+    bd: Breakdown | None = None
+
+
+@dataclass
+class _Stage:
+    """The first or the last pipeline stage: parameters (dense and expert) and layers."""
+
+    params: float
+    experts: float
+    layers: int | None
+
+
 def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = False) -> Estimate:
     """Estimate the per-GPU memory of the most loaded rank of ``spec`` (a normalized job spec).
 
@@ -174,20 +210,69 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
     Raises :class:`ShapeError` when neither the shape nor ``model.param_count`` is known.
     """
     spec = normalize(spec)
-    model, par, tr, hw = spec["model"], spec["parallel"], spec["training"], spec["hardware"]
+    job = _job(spec, accounting, lower_bound)
+    model, hw = spec["model"], spec["hardware"]
+    try:
+        job.shape = shape_of(model)
+        job.bd = breakdown(model, megatron=(job.accounting == "megatron"))
+    except ShapeError:
+        if not model.get("param_count"):
+            raise
+    param_count = int(model.get("param_count") or job.bd.total)  # type: ignore[union-attr]
+    first, last = _stage_params(job, param_count)
+    first_states, last_states = _model_states(job, first, last)
+    micro, seq = job.training.get("micro_batch"), model.get("seq_len")
+    nmb = job.training.get("num_microbatches")
+    in_flight = (min(job.pp, nmb) if nmb else job.pp) if job.pp > 1 else 1
+    act_known = job.shape is not None and micro is not None and seq is not None
+    per_layer, act_first, act_last = _activations(job, first, last, micro, seq, nmb, in_flight, act_known)
+    other, loss_grad_first, loss_grad_last = _buffers(job, hw, micro, seq, act_known)
+
+    first_total = sum(first_states) + act_first + other + loss_grad_first
+    last_total = sum(last_states) + act_last + other + loss_grad_last
+    if last_total > first_total:
+        stage, st, act, total = "last", last_states, act_last, last_total
+        other += loss_grad_last
+        layers_here = last.layers
+        mb_here = 1 if job.pp > 1 else in_flight
+    else:
+        stage, st, act, total = "first", first_states, act_first, first_total
+        other += loss_grad_first
+        layers_here = first.layers
+        mb_here = in_flight
+
+    gpu: Gpu | None = resolve_gpu(hw.get("gpu")) if hw.get("gpu") else None
+    mem = hw.get("gpu_memory_bytes") or (gpu.memory_bytes if gpu else None)
+    gpu_name = gpu.name if gpu else (str(hw["gpu"]) if hw.get("gpu") else None)
+    fits = None if mem is None else total <= mem
+    here = first if stage == "first" else last
+    return Estimate(
+        param_count=param_count,
+        params_on_rank=here.params + here.experts,
+        weights=st[0], gradients=st[1], optimizer=st[2], activations=act, other=other,
+        total=total, activation_per_layer_bytes=per_layer, layers_per_stage=layers_here,
+        microbatches_in_flight=mb_here, gpu=gpu_name, gpu_memory_bytes=mem, fits=fits,
+        accounting=job.accounting, stage=stage, activations_known=act_known,
+        layout={"tp": job.tp, "pp": job.pp, "dp": job.dp, "cp": job.cp, "ep": job.ep, "vpp": job.vpp,
+                "zero_stage": job.zero, "sequence_parallel": job.sp, "recompute": job.recompute,
+                "micro_batch": micro},
+        assumptions=job.assumptions,
+    )
+
+
+def _job(spec: dict, accounting: str | None, lower_bound: bool) -> _Job:
+    """The degrees and settings of a normalized spec; ZeRO stage and shard group as they act."""
+    par, tr = spec["parallel"], spec["training"]
     accounting = str(accounting or spec.get("estimator", {}).get("accounting") or "zero").lower()
     assumptions: list[str] = list(spec.get("_assumptions", ()))
-
-    tp, pp, cp = par["tp"], par["pp"], par["cp"]
-    ep = par.get("ep") or 1
-    vpp = par.get("vpp") or 1
+    tp, cp = par["tp"], par["cp"]
     dp = par.get("dp")
     zero = par.get("zero_stage") or 0
     if par.get("fsdp") and zero < 3:
         zero = 3
-    dist_opt = bool(par.get("distributed_optimizer"))
-    if dist_opt and zero < 1:
+    if bool(par.get("distributed_optimizer")) and zero < 1:
         zero = 1
+    shard: float
     if dp is None:
         if lower_bound:
             shard = math.inf
@@ -196,106 +281,97 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
             assumptions.append("data-parallel size unknown: assumed 1")
     else:
         shard = dp * cp if accounting == "zero" else dp
-    sp = bool(par.get("sequence_parallel")) and tp > 1
-    recompute = tr.get("recompute") or "none"
-    flash = tr.get("flash_attention", True)
-    precision = tr.get("precision") or "bf16"
-    optimizer = tr.get("optimizer") or "adam"
+    return _Job(
+        model=spec["model"], training=tr, accounting=accounting, lower_bound=lower_bound,
+        assumptions=assumptions, tp=tp, pp=par["pp"], cp=cp, ep=par.get("ep") or 1, vpp=par.get("vpp") or 1,
+        etp=par.get("etp") or tp, dp=dp, zero=zero, shard=shard, sp=bool(par.get("sequence_parallel")) and tp > 1,
+        recompute=tr.get("recompute") or "none", flash=tr.get("flash_attention", True),
+        precision=tr.get("precision") or "bf16", optimizer=tr.get("optimizer") or "adam",
+    )
 
-    shape = None
-    bd: Breakdown | None = None
-    try:
-        shape = shape_of(model)
-        bd = breakdown(model, megatron=(accounting == "megatron"))
-    except ShapeError:
-        if not model.get("param_count"):
-            raise
-    param_count = int(model.get("param_count") or bd.total)  # type: ignore[union-attr]
 
-    # ---- parameters on the most loaded rank
-    etp = par.get("etp") or tp
+def _stage_params(job: _Job, param_count: int) -> tuple[_Stage, _Stage]:
+    """Parameters on the first and on the last pipeline stage (dense, and experts apart)."""
+    bd, shape, tp, pp, etp, ep = job.bd, job.shape, job.tp, job.pp, job.etp, job.ep
     if bd is None:
-        first_params = last_params = param_count / (tp * pp)
-        expert_first = expert_last = 0.0
-        first_layers = last_layers = None
-    elif accounting == "megatron":
+        return _Stage(param_count / (tp * pp), 0.0, None), _Stage(param_count / (tp * pp), 0.0, None)
+    if job.accounting == "megatron":
         sharded = sum(bd.tp_sharded)
         repl = sum(bd.replicated) + bd.final
-        first_params = (sharded / pp + bd.embedding) / tp + repl / pp
+        params = (sharded / pp + bd.embedding) / tp + repl / pp
         if bd.head and pp == 1:
-            first_params += bd.head / tp
-        expert_first = sum(bd.experts) / pp / (etp * ep)
-        last_params, expert_last = first_params, expert_first
-        first_layers = last_layers = shape.layers // pp  # type: ignore[union-attr]
-    else:
-        first_layers, last_layers = _stage_layers(shape.layers, pp)  # type: ignore[union-attr]
-        n = shape.layers  # type: ignore[union-attr]
-        first_idx = range(0, first_layers)
-        last_idx = range(n - last_layers, n)
+            params += bd.head / tp
+        experts = sum(bd.experts) / pp / (etp * ep)
+        layers = shape.layers // pp  # type: ignore[attr-defined]
+        return _Stage(params, experts, layers), _Stage(params, experts, layers)
+    first_layers, last_layers = _stage_layers(shape.layers, pp)  # type: ignore[attr-defined]
+    n = shape.layers  # type: ignore[attr-defined]
 
-        def layer_params(idx) -> tuple[float, float]:
-            dense = sum(bd.tp_sharded[i] for i in idx) / tp + sum(bd.replicated[i] for i in idx)
-            experts = sum(bd.experts[i] for i in idx) / (etp * ep)
-            return dense, experts
+    def layer_params(idx: range) -> tuple[float, float]:
+        dense = sum(bd.tp_sharded[i] for i in idx) / tp + sum(bd.replicated[i] for i in idx)
+        experts = sum(bd.experts[i] for i in idx) / (etp * ep)
+        return dense, experts
 
-        f_dense, expert_first = layer_params(first_idx)
-        first_params = f_dense + bd.embedding / tp + bd.position + bd.extra / tp
-        l_dense, expert_last = layer_params(last_idx)
-        out = bd.head if bd.head else (bd.embedding if pp > 1 else 0)  # tied: a copy on the last stage
-        last_params = l_dense + bd.final + out / tp
-        if pp == 1:
-            first_params = f_dense + (bd.embedding + bd.head + bd.extra) / tp + bd.position + bd.final
-            last_params = first_params
+    f_dense, expert_first = layer_params(range(0, first_layers))
+    first_params = f_dense + bd.embedding / tp + bd.position + bd.extra / tp
+    l_dense, expert_last = layer_params(range(n - last_layers, n))
+    out = bd.head if bd.head else (bd.embedding if pp > 1 else 0)  # tied: a copy on the last stage
+    last_params = l_dense + bd.final + out / tp
+    if pp == 1:
+        first_params = f_dense + (bd.embedding + bd.head + bd.extra) / tp + bd.position + bd.final
+        last_params = first_params
+    return _Stage(first_params, expert_first, first_layers), _Stage(last_params, expert_last, last_layers)
 
-    # experts: sharded over the expert-data-parallel group by the distributed optimizer / ZeRO
+
+def _model_states(job: _Job, first: _Stage, last: _Stage) -> tuple[tuple[float, float, float], ...]:
+    """(weights, gradients, optimizer) bytes on each stage; experts are sharded over the
+    expert-data-parallel group by the distributed optimizer / ZeRO."""
+    tp, pp, cp, dp = job.tp, job.pp, job.cp, job.dp
     world = None if dp is None else tp * pp * cp * dp
-    if world is not None and accounting == "megatron":
+    if dp is not None and job.accounting == "megatron":
         world = tp * pp * dp
-    edp = (world / (etp * ep * pp)) if world else (math.inf if lower_bound else 1)
+    edp = (world / (job.etp * job.ep * pp)) if world else (math.inf if job.lower_bound else 1)
+    tr = job.training
 
     def states(dense: float, experts: float) -> tuple[float, float, float]:
-        w, g, o = model_state_bytes_per_param(precision, optimizer, tr.get("grad_dtype") or "same",
-                                              tr.get("grad_accum_dtype"), zero, shard, accounting)
-        we, ge, oe = model_state_bytes_per_param(precision, optimizer,
+        w, g, o = model_state_bytes_per_param(job.precision, job.optimizer, tr.get("grad_dtype") or "same",
+                                              tr.get("grad_accum_dtype"), job.zero, job.shard, job.accounting)
+        we, ge, oe = model_state_bytes_per_param(job.precision, job.optimizer,
                                                  tr.get("grad_dtype") or "same",
-                                                 tr.get("grad_accum_dtype"), zero, edp, accounting)
+                                                 tr.get("grad_accum_dtype"), job.zero, edp, job.accounting)
         return (dense * w + experts * we, dense * g + experts * ge, dense * o + experts * oe)
 
-    first_states = states(first_params, expert_first)
-    last_states = states(last_params, expert_last)
+    return states(first.params, first.experts), states(last.params, last.experts)
 
-    # ---- activations
-    micro = tr.get("micro_batch")
-    seq = model.get("seq_len")
-    nmb = spec["training"].get("num_microbatches")
-    if pp > 1:
-        in_flight = min(pp, nmb) if nmb else pp
-    else:
-        in_flight = 1
-    act_known = shape is not None and micro is not None and seq is not None
+
+def _activations(job: _Job, first: _Stage, last: _Stage, micro, seq, nmb, in_flight: int,
+                 act_known: bool) -> tuple[float | None, float, float]:
+    """(bytes per layer, first-stage and last-stage activation bytes)."""
     per_layer = None
     act_first = act_last = 0.0
+    shape, tp, pp, cp, vpp, sp = job.shape, job.tp, job.pp, job.cp, job.vpp, job.sp
+    recompute, precision = job.recompute, job.precision
     if act_known:
-        h, a, v = shape.hidden, shape.heads, shape.vocab  # type: ignore[union-attr]
+        h, a, v = shape.hidden, shape.heads, shape.vocab  # type: ignore[attr-defined]
         s_loc = seq / cp
         ab = 4 if precision in ("fp32", "float32") else 2
-        if accounting == "megatron":
+        if job.accounting == "megatron":
             act_first = _megatron_activations(shape, seq, micro, tp, pp, vpp if vpp > 1 else None,
                                               nmb, sp and recompute == "selective")
-            per_layer = (s_loc * micro * h * (18 + 4 * shape.ffn / h) / tp  # type: ignore[union-attr]
+            per_layer = (s_loc * micro * h * (18 + 4 * shape.ffn / h) / tp  # type: ignore[attr-defined]
                          if sp and recompute == "selective"
                          else s_loc * micro * h * (10 + 24 / tp))
             act_last = act_first
         else:
-            per_layer = activation_per_layer(s_loc, micro, h, a, tp, sp, recompute, flash, ab)
+            per_layer = activation_per_layer(s_loc, micro, h, a, tp, sp, recompute, job.flash, ab)
             interleave = 1 + (pp - 1) / (pp * vpp) if vpp > 1 else 1.0
-            stage_layers = first_layers * in_flight * interleave  # type: ignore[operator]
+            stage_layers = first.layers * in_flight * interleave  # type: ignore[operator]
             act_first = per_layer * stage_layers
             act_first += s_loc * micro * h * in_flight / tp * ab / 2  # embedding dropout (Sec. 4.3)
             # final norm and output-layer inputs, fp32 logits (Sec. 4.3)
             logits = 4 * s_loc * micro * h / tp * (ab / 2 + v / h)
             if recompute == "full":  # the layer being recomputed in backward
-                working = activation_per_layer(s_loc, micro, h, a, tp, sp, "none", flash, ab)
+                working = activation_per_layer(s_loc, micro, h, a, tp, sp, "none", job.flash, ab)
                 act_first += working
             else:
                 working = 0.0
@@ -303,59 +379,33 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
                 act_first += logits
                 act_last = act_first
             else:
-                act_last = per_layer * last_layers + logits + working  # type: ignore[operator]
-    elif not lower_bound:
-        assumptions.append("activations not estimated: "
-                           + ("model shape unknown" if shape is None else
-                              "micro batch unknown" if micro is None else "sequence length unknown"))
+                act_last = per_layer * last.layers + logits + working  # type: ignore[operator]
+    elif not job.lower_bound:
+        job.assumptions.append("activations not estimated: "
+                               + ("model shape unknown" if shape is None else
+                                  "micro batch unknown" if micro is None else "sequence length unknown"))
+    return per_layer, act_first, act_last
 
-    # ---- buffers
-    if accounting == "megatron":
+
+def _buffers(job: _Job, hw: dict, micro, seq, act_known: bool) -> tuple[float, float, float]:
+    """(CUDA context and workspaces plus ZeRO-3 gathers, first-stage and last-stage loss bytes)."""
+    if job.accounting == "megatron":
         other = 0.0
     else:
         reserved = hw.get("reserved_bytes")
         other = float(GIB if reserved is None else reserved)
-        largest = model.get("largest_layer_params") or (bd.largest_layer if bd else None)
-        if zero >= 3 and largest:
-            w_full = 4.0 if precision in ("fp32", "float32") else 2.0
-            other += 2 * largest / tp * w_full  # gathered layer + prefetched next one
+        largest = job.model.get("largest_layer_params") or (job.bd.largest_layer if job.bd else None)
+        if job.zero >= 3 and largest:
+            w_full = 4.0 if job.precision in ("fp32", "float32") else 2.0
+            other += 2 * largest / job.tp * w_full  # gathered layer + prefetched next one
     loss_grad_first = loss_grad_last = 0.0
-    if accounting != "megatron" and act_known and shape is not None:
+    if job.accounting != "megatron" and act_known and job.shape is not None:
         # cross entropy: the 16-bit logits and, in backward, their fp32 gradient (last stage)
-        lg = (4 + (0 if precision in ("fp32", "float32") else 2)) * (seq / cp) * micro * shape.vocab / tp
+        lg = ((4 + (0 if job.precision in ("fp32", "float32") else 2)) * (seq / job.cp) * micro
+              * job.shape.vocab / job.tp)  # type: ignore[attr-defined]
         loss_grad_last = lg
-        loss_grad_first = lg if pp == 1 else 0.0
-
-    first_total = sum(first_states) + act_first + other + loss_grad_first
-    last_total = sum(last_states) + act_last + other + loss_grad_last
-    if last_total > first_total:
-        stage, st, act, total = "last", last_states, act_last, last_total
-        other += loss_grad_last
-        layers_here = last_layers
-        mb_here = 1 if pp > 1 else in_flight
-    else:
-        stage, st, act, total = "first", first_states, act_first, first_total
-        other += loss_grad_first
-        layers_here = first_layers
-        mb_here = in_flight
-
-    gpu: Gpu | None = resolve_gpu(hw.get("gpu")) if hw.get("gpu") else None
-    mem = hw.get("gpu_memory_bytes") or (gpu.memory_bytes if gpu else None)
-    gpu_name = gpu.name if gpu else (str(hw["gpu"]) if hw.get("gpu") else None)
-    fits = None if mem is None else total <= mem
-
-    return Estimate(
-        param_count=param_count,
-        params_on_rank=(first_params + expert_first) if stage == "first" else (last_params + expert_last),
-        weights=st[0], gradients=st[1], optimizer=st[2], activations=act, other=other,
-        total=total, activation_per_layer_bytes=per_layer, layers_per_stage=layers_here,
-        microbatches_in_flight=mb_here, gpu=gpu_name, gpu_memory_bytes=mem, fits=fits,
-        accounting=accounting, stage=stage, activations_known=act_known,
-        layout={"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp,
-                "zero_stage": zero, "sequence_parallel": sp, "recompute": recompute,
-                "micro_batch": micro},
-        assumptions=assumptions,
-    )
+        loss_grad_first = lg if job.pp == 1 else 0.0
+    return other, loss_grad_first, loss_grad_last
 
 
 def _megatron_activations(shape, s, b, tp, pp, vpp, nmb, sp_selective: bool) -> float:

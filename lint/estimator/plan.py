@@ -1,10 +1,13 @@
 """``parallint plan``: the layouts of N GPUs that satisfy the layout rules and fit in memory.
 
-A layout is TP x PP x DP (x the job's CP and EP), a ZeRO stage and a recompute mode. Candidates
-obey the LAY rules: TP divides the heads (LAY003) and stays inside a node (LAY002), GQA groups
-and TP are multiples or divisors of each other (LAY010), PP divides the layers (LAY004), ZeRO >= 2
-is never combined with PP (LAY006), sequence parallelism only with TP > 1 (LAY005), the experts
-divide by EP (LAY008); and the global batch stays divisible by micro x DP (BAT002) when known.
+A layout is TP x PP x DP (x the job's CP and EP), a ZeRO stage and a recompute mode. This module
+enumerates the candidates (the divisors of the GPU count, from its prime factors; no more TP
+ranks than heads, no more pipeline stages than layers, no ZeRO without ranks to shard over) and
+estimates their memory. Which candidates obey the layout rules is not decided here: the caller's
+``accept`` does, and :func:`parallint.layouts.plan` passes one that runs the real LAY and BAT
+rules on each candidate's facts (TP divides the heads, stays in a node, matches the GQA groups;
+PP divides the layers; no ZeRO >= 2 with PP; the experts divide by EP; the global batch divides by
+micro x DP; and any rule added later).
 
 Order (best first): least recomputation (none, then selective at a few % extra compute, then full
 at ~33 %); then the fewest model-parallel ranks TP x PP (less communication, smaller pipeline
@@ -15,6 +18,7 @@ bubble); then the lowest ZeRO stage (ZeRO-3 moves 1.5x the data of DP); then the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from parallint.estimator.gpus import resolve_gpu
 from parallint.estimator.memory import Estimate, estimate
@@ -100,10 +104,11 @@ FRAMEWORK_ZERO = {"megatron": (0, 1), "nemo": (0, 1), "nanotron": (0, 1), "neox"
 
 def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
          gpus_per_node: int | None = None, pareto: bool = True,
-         zero_stages: tuple[int, ...] | None = None) -> list[Layout]:
-    """Every layout of ``gpus`` GPUs that passes the layout rules and whose estimate stays within
-    ``headroom`` x the GPU's memory, best first (see the module docstring for the order).
-    ``zero_stages`` limits the ZeRO stages to those the job's framework offers."""
+         zero_stages: tuple[int, ...] | None = None, *,
+         accept: Callable[[dict, int], bool]) -> list[Layout]:
+    """Every layout of ``gpus`` GPUs that ``accept(candidate spec, GPUs per node)`` keeps and whose
+    estimate stays within ``headroom`` x the GPU's memory, best first (see the module docstring for
+    the order). ``zero_stages`` limits the ZeRO stages to those the job's framework offers."""
     if gpus < 1:
         return []
     base = normalize(spec)
@@ -131,44 +136,33 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
     gb = tr.get("global_batch")
     out: list[Layout] = []
     for tp in _divisors(gpus // cp):
-        if tp > gpn:
-            continue
-        if shape is not None:
-            if shape.heads % tp:
-                continue
-            kv = shape.kv_heads
-            if kv % tp and tp % kv:
-                continue
+        if shape is not None and tp > shape.heads:
+            break  # more TP ranks than heads: no head left to split
         for pp in _divisors(gpus // (cp * tp)):
-            if shape is not None and (pp > shape.layers or shape.layers % pp):
-                continue
-            if shape is None and pp > 1:
-                continue
+            if (shape is None and pp > 1) or (shape is not None and pp > shape.layers):
+                break  # no more stages than layers (and none without a layer count)
             dp = gpus // (cp * tp * pp)
-            if shape is not None and shape.num_experts:
-                if shape.num_experts % ep or (gpus % (ep * pp)):
-                    continue
-            if gb and gb % (micro * dp):
-                continue
             for zero in zero_stages:
                 if zero and dp * cp == 1:
                     continue  # nothing to shard over
-                if zero >= 2 and pp > 1:
+                s = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+                s.pop("_assumptions", None)
+                s["parallel"].update(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero_stage=zero,
+                                     sequence_parallel=tp > 1, world_size=gpus,
+                                     distributed_optimizer=False, fsdp=False)
+                s["parallel"].pop("vpp", None)
+                s["training"].update(micro_batch=micro)
+                if not accept(s, gpn):
                     continue
+                s["training"]["num_microbatches"] = None
+                if gb:
+                    s["training"]["num_microbatches"] = gb // (micro * dp)
+                s["hardware"]["gpu_memory_bytes"] = mem
+                if g:
+                    s["hardware"]["gpu"] = g.name
                 for rc in ("none", "selective", "full"):
-                    s = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
-                    s.pop("_assumptions", None)
-                    s["parallel"].update(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero_stage=zero,
-                                         sequence_parallel=tp > 1, world_size=gpus,
-                                         distributed_optimizer=False, fsdp=False)
-                    s["parallel"].pop("vpp", None)
-                    s["training"].update(recompute=rc, micro_batch=micro)
-                    s["training"]["num_microbatches"] = None
-                    if gb:
-                        s["training"]["num_microbatches"] = gb // (micro * dp)
-                    s["hardware"]["gpu_memory_bytes"] = mem
-                    if g:
-                        s["hardware"]["gpu"] = g.name
+                    s = {k: dict(v) if isinstance(v, dict) else v for k, v in s.items()}
+                    s["training"]["recompute"] = rc
                     try:
                         est = estimate(s)
                     except ShapeError:

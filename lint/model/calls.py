@@ -1,7 +1,7 @@
 """Calls the rules match, and the text pre-filter derived from them.
 
 A rule declares the calls it matches (``Rule.calls``): names of call groups (``"ddp"``,
-``"collective"``: groups of qualified names, the catalogue is ``GROUPS`` of the Python reader) or
+``"collective"``: groups of qualified names, the catalogue is ``parallint.model.script.GROUPS``) or
 qualified names (``"torch.distributed.barrier"``). Extra words that make a file worth parsing for a
 rule (aliases such as ``DDP``, keywords such as ``find_unused_parameters``) are ``Rule.needles``.
 

@@ -4,10 +4,11 @@
   :class:`~parallint.facts.FactMap` (a file's, a job's or a launch's facts);
 * :func:`launch_world_size` — what a launch command starts, including the launchers' one-node
   default (torchrun / ``deepspeed --num_gpus`` without a node count);
-* :func:`job_launch_world_size` — the same for a job's launch, as ``(int or None, Value or None)``.
+* :func:`job_launch_world_size` — the same for a job's launch, as ``(int or None, Value or None)``;
+* :func:`dp_size` — the data-parallel size: world / (TP × PP × CP, or × SP for DeepSpeed's Ulysses).
 
-``Job.world_size``, ``rules._cfgfacts.world_of``, ``parallint.launch.launch_world_size`` and
-``parallint.readers.python.launch_world_size`` are thin aliases of these.
+``Job.world_size``, ``rules._cfgfacts.world_of`` and ``parallint.launch.launch_world_size`` are thin
+aliases of these; the script rules call :func:`job_launch_world_size`.
 """
 
 from __future__ import annotations
@@ -69,3 +70,30 @@ def job_launch_world_size(job: Any) -> tuple[int | None, Value | None]:
     """The world size a job's launcher starts, as ``(int, Value)``; ``(None, None)`` when unknown."""
     v = launch_world_size(getattr(job, "launch", None))
     return (known_int(v), v) if v is not None else (None, None)
+
+
+def dp_size(facts: FactMap, world: Value | None, *, sp: bool) -> tuple[int | None, list[tuple[Value | None, str]]]:
+    """Data-parallel size = world / (TP × PP [× SP, else × CP]) and the values it came from, as
+    ``(Value, "what it is")`` pairs for the related locations of a finding. ``(None, [])`` when the
+    world is unknown, a degree is stated but unknown or not positive, or the degrees do not divide
+    the world (the LAY rules report that)."""
+    w = known_int(world)
+    if w is None:
+        return None, []
+    div = 1
+    used: list[tuple[Value | None, str]] = []
+    keys = ["parallel.tp", "parallel.pp"] + (["parallel.sp"] if sp else ["parallel.cp"])
+    for k in keys:
+        i = known_int(facts.get(k))
+        if i is None:
+            if facts.all(k):
+                return None, []
+            continue
+        if i <= 0:
+            return None, []
+        div *= i
+        if i > 1:
+            used.append((facts.get(k), f"{k.split('.')[1].upper()} {i}"))
+    if w % div:
+        return None, []  # LAY001's business
+    return w // div, [(world, f"world size {w}")] + used

@@ -11,43 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value
-from parallint.readers.jsonpos import Placeholder  # defined with the JSON parser that makes it
+from parallint.model.scalars import Placeholder, unknown_reason  # noqa: F401 - re-exported for the config readers
 from parallint.readers.yamlpos import PNode
-
-_PLACEHOLDER_RES = (
-    re.compile(r"^<[^<>]*>$"),  # <NUM_NODES>
-    re.compile(r"^\{\{.*\}\}$", re.S),  # {{ .Values.x }} (Helm / Jinja)
-    re.compile(r"^(your|my)[_-]", re.I),  # your_num_nodes
-    re.compile(r"^(X{2,}|TODO|TBD|FIXME|CHANGEME|REPLACE_?ME)$", re.I),
-)
-_ENV_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(")
-
-
-def unknown_reason(v: Any) -> str:
-    """Why a raw scalar cannot be used as a known value ('' when it can)."""
-    if v is None:
-        return "null"
-    if isinstance(v, Placeholder):
-        return f"template placeholder {str(v)}"
-    if isinstance(v, str):
-        s = v.strip()
-        low = s.lower()
-        if low == "auto":
-            return "auto"
-        if s in ("???", "") or low in ("none", "null", "~"):
-            return f"unset ({s or 'empty'})"
-        if "${" in s or "{{" in s:
-            return f"interpolation {s}"
-        if _ENV_RE.search(s):
-            return f"environment variable in {s}"
-        for rx in _PLACEHOLDER_RES:
-            if rx.search(s):
-                return f"placeholder {s}"
-    return ""
 
 
 def to_value(node: PNode | None, source: str, *, raw: Any = ...) -> Value | None:
@@ -381,71 +350,6 @@ def precision_of(v: Any) -> str | None:
     if s in ("32", "fp32", "32-true", "float32", "no", "full"):
         return "fp32"
     return None
-
-
-# ------------------------------------------------------------------------------------------
-# hand-written pipeline partitions in configs (torchtitan module_fqns_per_model_part)
-
-_LAYER_FQN = re.compile(r"^(?:model\.)?layers\.(\d+)$")
-SINGLE_STAGE_SCHEDULES = frozenset({"1f1b", "gpipe"})
-
-
-class PartitionProblem(NamedTuple):
-    """A problem of a pipeline partition: ``kind`` is ``"layers"`` or ``"stages"``."""
-
-    kind: str
-    span: Span
-    message: str
-
-
-def partition_problems(part: Partition, schedule: str | None = None) -> list[PartitionProblem]:
-    """What is wrong with one config partition, as :class:`PartitionProblem` (kind, span, message):
-
-    * ``"layers"``: a layer in two stages, layers handed out out of order, a gap between the layers
-      used, or (when the layer count is known) the first/last layer missing;
-    * ``"stages"``: the number of stages is not a multiple of the PP degree (for the single-stage
-      schedules 1F1B and GPipe: not equal to it).
-
-    A reader reports problems, not rule codes: the PIP rules (``rules/pip.py``) attach theirs.
-    Silent on anything unknown.
-    """
-    out: list[PartitionProblem] = []
-    where: dict[int, int] = {}
-    last_max = -1
-    for si, (names, sspan) in enumerate(zip(part.stages, part.stage_spans)):
-        idx = [int(m.group(1)) for m in (_LAYER_FQN.match(n) for n in names) if m]
-        for i in idx:
-            if i in where:
-                out.append(PartitionProblem("layers", sspan, f"layers.{i} is in stage {where[i]} and again in stage {si}"))
-            else:
-                where[i] = si
-        if idx and min(idx) <= last_max and not any(i in where and where[i] != si for i in idx if i <= last_max):
-            out.append(PartitionProblem("layers", sspan, f"stage {si} starts at layers.{min(idx)}, before the end of an earlier stage "
-                                         f"(layers.{last_max})"))
-        if idx:
-            last_max = max(last_max, max(idx))
-    if where:
-        layers = None
-        if part.layers is not None and part.layers.known and isinstance(part.layers.value, int):
-            layers = part.layers.value
-        top = (layers - 1) if layers else max(where)
-        missing = [i for i in range(0, top + 1) if i not in where]
-        if missing:
-            shown = ", ".join(f"layers.{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
-            out.append(PartitionProblem("layers", part.span, f"no stage holds {shown}"))
-        if layers and max(where) >= layers:
-            out.append(PartitionProblem("layers", part.span, f"layers.{max(where)} does not exist: the model has {layers} layers"))
-    pp = part.pp.value if part.pp is not None and part.pp.known and isinstance(part.pp.value, int) else None
-    n = len(part.stages)
-    if pp and pp > 0:
-        single = (schedule or "").strip().lower() in SINGLE_STAGE_SCHEDULES
-        if single and n != pp:
-            out.append(PartitionProblem("stages", part.span, f"{n} model parts for pipeline degree {pp} with the single-stage "
-                                             f"{schedule} schedule (needs exactly {pp})"))
-        elif n % pp:
-            out.append(PartitionProblem("stages", part.span, f"{n} model parts do not divide over pipeline degree {pp} "
-                                             f"(needs a multiple of {pp})"))
-    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from parallint.diagnostics import Span
+from parallint.model.scalars import Placeholder
 from parallint.readers.yamlpos import PNode
 
 MAX_DEPTH = 200
@@ -27,10 +28,6 @@ _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
 _TEMPLATE = re.compile(r"\$\{[^{}\n]{1,200}\}|\{\{[^{}\n]{1,200}\}\}|<[A-Za-z_][A-Za-z0-9_.\- ]{0,100}>"
                        r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|@[A-Za-z_][A-Za-z0-9_]{0,100}@")
 _ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-class Placeholder(str):
-    """A bare word in a JSON template (``"train_batch_size": CONFIG_BATCH_SIZE``): never a known value."""
 
 
 class JsonPosError(ValueError):

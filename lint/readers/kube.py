@@ -13,6 +13,7 @@ operator injects (``MASTER_ADDR``, ``PET_NNODES``, ``WORLD_SIZE`` ...) are unkno
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from parallint import cmdline
@@ -20,6 +21,7 @@ from parallint.cmdline import Word
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.launch import GpuRequest, Launch
+from parallint.model.launches import OPERATOR_ENV  # what the operator sets (the ENV rules read it too)
 from parallint.readers.kubepod import (  # noqa: F401 - re-exported for the readers that used them here
     _containers,
     _gpu_from_label,
@@ -154,11 +156,6 @@ def _k8s_word(text: str, span: Span, env: dict[str, Value]) -> Word:
         out += text[pos:]
         segs.append(cmdline.Seg(a, len(out), span))
     return Word(out, span, segs)
-
-
-OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK",
-                "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
-                "OMPI_MCA_orte_default_hostfile", "K_MPI_JOB_ROLE")
 
 
 def _launches_of_container(container, wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
@@ -368,6 +365,15 @@ def _batch_job(doc, path: str, abspath: Path) -> list[Launch]:
     return out
 
 
+@dataclass
+class KubeData:
+    """``FileFacts.data`` of a Kubernetes manifest: the training jobs read, as ``(kind, document)``,
+    and every document of the file as a positioned tree (the schema rules validate them)."""
+
+    jobs: list = field(default_factory=list)
+    documents: list = field(default_factory=list)
+
+
 def read(path: str, abspath: Path, text: str) -> FileFacts:
     from parallint.readers import yamlpos
 
@@ -416,7 +422,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
             job.gpu_requests = pairs
             pairs = []  # one wrapper per document carries them
         ff.launches.extend(launches)
-    ff.data = docs_out
+    ff.data = KubeData(docs_out, docs)
     for la in ff.launches:
         ff.links.extend(la.links)
     if len(ff.launches) == 1 and ff.launches[0].launcher in ("pytorchjob", "trainjob", "mpijob"):

@@ -197,7 +197,7 @@ def numbers(spec: dict, gpus: int, overrides: dict) -> None:
     from parallint.estimate_cmd import apply_overrides, check_spec
     from parallint.estimator.memory import estimate
     from parallint.estimator.params import ShapeError
-    from parallint.estimator.plan import plan
+    from parallint.layouts import plan
 
     try:
         s = apply_overrides(spec, overrides)

@@ -6,7 +6,8 @@ of a known value, ``len()`` of a literal, argparse defaults flowing through ``ar
 Unknown (with why): the environment (``os.environ``, ``os.getenv``), parameters, attributes of
 objects, calls, anything bound more than once. Nothing here runs, imports or evaluates user code.
 
-Used by :mod:`parallint.readers.python`; libcst is imported by that module before this one runs.
+Used by :class:`parallint.model.script.Script` (built by :mod:`parallint.readers.python`, which
+imports libcst before this module runs).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import libcst as cst
 from parallint.facts import Value
 
 if TYPE_CHECKING:  # pragma: no cover
-    from parallint.readers.python import Frame, Script
+    from parallint.model.script import Frame, Script
 
 MAX_DEPTH = 12
-from parallint.readers.pyshared import MULTI  # noqa: E402,F401 - one sentinel for both modules
+from parallint.model.pyshared import MULTI  # noqa: E402,F401 - one sentinel for the evaluator and the script
 
 #: environment variables that carry the global rank / local rank
 GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})

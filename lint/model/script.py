@@ -1,0 +1,835 @@
+"""The script event API: what a Python training script does, as the rules see it.
+
+A :class:`Script` is the ``data`` of a ``python`` :class:`~parallint.facts.FileFacts`, built by the
+Python reader (:mod:`parallint.readers.python`, which parses the file with LibCST and walks it
+once). It holds every call (matched by qualified name, so ``import torch.distributed as dist`` or
+``from torch.nn.parallel import DistributedDataParallel as DDP`` cannot dodge a rule) with its
+arguments, position, the enclosing ``if`` conditions classified (rank-0 guard, rank branch),
+enclosing loops and function; hand-written layer partitions; device meshes. Values of expressions
+come from the evaluator (:mod:`parallint.model.pyeval`). Nodes are LibCST nodes; LibCST is imported
+only inside the methods that need it.
+
+For rule writers (see rules/ddp.py, pg.py, dat.py, ckp.py, pip.py, lay_mesh.py)::
+
+    s = script_of(f)                       # the Script of a python FileFacts, else None
+    job_scripts(job)                       # (FileFacts, Script) of every python file of a job
+    s.by("init_process_group", "ddp")      # calls by group of qualified names (GROUPS)
+    s.methods("set_epoch")                 # x.set_epoch(...) calls on anything
+    s.arg(call, "world_size", pos=None)    # Value (known/unknown) or None when not passed
+    s.arg_span(call, "world_size")         # where to report about that argument
+    call.guards / call.loops / call.frame  # enclosing ifs (Guard.rank, .zero), loops, function
+    s.effective_guards(call)               # guard chains through the file's own call sites
+    s.rank_kind(expr, frame)               # "global" / "local" rank, as far as the code shows
+    s.partitions, s.meshes                 # hand-written pipeline splits, device meshes
+    s.is_distributed(), s.framework_managed()
+
+The world size a job's launcher starts is :func:`parallint.model.world.job_launch_world_size`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from parallint.diagnostics import Span
+from parallint.facts import FileFacts, Value
+from parallint.model.pyshared import MULTI
+
+# ---------------------------------------------------------------------------------------------
+# canonical qualified names, grouped by what the rules care about
+_T = "torch.distributed."
+GROUPS: dict[str, tuple[str, ...]] = {
+    "init_process_group": (_T + "init_process_group", _T + "distributed_c10d.init_process_group"),
+    "ddp": ("torch.nn.parallel.DistributedDataParallel",
+            "torch.nn.parallel.distributed.DistributedDataParallel"),
+    "fsdp": (_T + "fsdp.FullyShardedDataParallel",
+             _T + "fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"),
+    "fully_shard": (_T + "fsdp.fully_shard", _T + "_composable.fsdp.fully_shard",
+                    _T + "_composable.fsdp.fully_shard.fully_shard", _T + "_composable.fully_shard",
+                    _T + "fsdp._fully_shard.fully_shard"),
+    "set_device": ("torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+                   "torch.xpu.set_device", "torch.npu.set_device", "torch.set_default_device"),
+    "dataloader": ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"),
+    "distributed_sampler": ("torch.utils.data.distributed.DistributedSampler",
+                            "torch.utils.data.DistributedSampler"),
+    "save": ("torch.save",),
+    "load": ("torch.load",),
+    "checkpoint": ("torch.utils.checkpoint.checkpoint",),
+    "init_device_mesh": (_T + "device_mesh.init_device_mesh", _T + "init_device_mesh"),
+    "device_mesh": (_T + "device_mesh.DeviceMesh", _T + "DeviceMesh", _T + "_tensor.DeviceMesh",
+                    _T + "tensor.DeviceMesh"),
+    "accelerator": ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"),
+    "ddp_kwargs": ("accelerate.DistributedDataParallelKwargs", "accelerate.utils.DistributedDataParallelKwargs",
+                   "accelerate.utils.dataclasses.DistributedDataParallelKwargs"),
+    "ddp_strategy": ("lightning.pytorch.strategies.DDPStrategy", "lightning.fabric.strategies.DDPStrategy",
+                     "pytorch_lightning.strategies.DDPStrategy", "lightning.pytorch.strategies.ddp.DDPStrategy",
+                     "pytorch_lightning.strategies.ddp.DDPStrategy", "lightning.fabric.strategies.ddp.DDPStrategy"),
+    "pl_trainer": ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+                   "lightning.pytorch.trainer.Trainer", "pytorch_lightning.trainer.Trainer",
+                   "lightning.pytorch.trainer.trainer.Trainer"),
+    "training_args": ("transformers.TrainingArguments", "transformers.training_args.TrainingArguments",
+                      "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
+                      "trl.GRPOConfig", "trl.RewardConfig", "trl.KTOConfig", "trl.ORPOConfig"),
+    "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
+                   "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
+    "ds_initialize": ("deepspeed.initialize",),
+    "ds_init_distributed": ("deepspeed.init_distributed", "deepspeed.comm.init_distributed",
+                            "deepspeed.comm.comm.init_distributed"),
+    "fabric": ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+               "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"),
+    "bytes_io": ("io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"),
+    "spawn": ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+              "torch.multiprocessing.spawn.spawn", "colossalai.testing.spawn", "colossalai.testing.utils.spawn",
+              "torch.multiprocessing.spawn.start_processes"),
+    "get_rank": (_T + "get_rank", _T + "distributed_c10d.get_rank"),
+    "dcp_save": (_T + "checkpoint.save", _T + "checkpoint.save_state_dict",
+                 _T + "checkpoint.state_dict_saver.save", _T + "checkpoint.async_save"),
+    "collective": tuple(_T + n for n in (
+        "barrier", "monitored_barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+        "reduce_scatter", "reduce_scatter_tensor", "reduce", "gather", "scatter", "all_to_all",
+        "all_to_all_single", "all_gather_object", "broadcast_object_list", "gather_object",
+        "scatter_object_list")),
+}
+
+FRAMEWORK_IMPORTS = {
+    "accelerate": "accelerate", "lightning": "lightning", "pytorch_lightning": "lightning",
+    "transformers": "transformers", "trl": "transformers", "deepspeed": "deepspeed",
+    "composer": "composer", "fairseq": "fairseq", "colossalai": "colossalai", "ignite": "ignite",
+    "mmengine": "mmengine", "mmcv": "mmengine", "detectron2": "detectron2", "fabric": "lightning",
+    "torchtitan": "torchtitan", "megatron": "megatron", "nemo": "nemo", "torchtnt": "torchtnt",
+}
+
+_RANK_NAME = re.compile(
+    r"^(?:get_)?(?:(?:local|global|ddp|ddp_local|node|world|proc|process|dist|my|cur|current|gpu|device)_)?rank(?:_id|_idx)?$"
+    r"|^(?:local_)?process_index$|^get_ordinal$|^(?:slurm_)?procid$|^proc_id$"
+    r"|^(?:local_)?gpu(?:_id|_idx)?$|^(?:local_)?device_id$|^dev_id$",
+    re.I,
+)
+_RANK0_NAME = re.compile(
+    r"^(?:is_)?(?:local_|global_|node_)?(?:main|master|leader|chief)(?:_process|_proc|_rank|_worker|_node|_host)?$"
+    r"|^(?:is_)?(?:local_|global_)?rank_?(?:zero|0)$|^is_(?:world|local)_process_zero$|^is_global_zero$"
+    r"|^(?:is_)?(?:global_|local_)?(?:first|zero)_(?:rank|process|worker)$",
+    re.I,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+class Guard:
+    """One condition a statement runs under.
+
+    ``rank``: the condition depends on the rank (so only some ranks take this branch).
+    ``zero``: True when this branch is taken by rank 0 only (a rank-0 guard), False when rank 0
+    does not take it, None when it cannot be said. ``text``/``span`` are computed on demand.
+    """
+
+    __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main")
+
+    def __init__(self, script: "Script", node, rank: bool, zero: bool | None, if_id: int, branch: bool,
+                 early: bool = False, main: bool = False) -> None:
+        self._script, self._node = script, node
+        self.rank, self.zero, self.if_id, self.branch, self.early, self.main = rank, zero, if_id, branch, early, main
+
+    @property
+    def text(self) -> str:
+        return self._script.code(self._node)
+
+    @property
+    def span(self) -> Span:
+        return self._script.span_of(self._node)
+
+    def __repr__(self) -> str:
+        return f"Guard({self.text!r}, rank={self.rank}, zero={self.zero}, branch={self.branch})"
+
+
+class Loop:
+    """An enclosing for/while loop. ``names``: the names its iterable (or test) reads."""
+
+    __slots__ = ("_script", "_node", "names", "epoch", "node_id")
+
+    def __init__(self, script: "Script", node, names: frozenset[str], epoch: bool) -> None:
+        self._script, self._node, self.names, self.epoch, self.node_id = script, node, names, epoch, id(node)
+
+    @property
+    def span(self) -> Span:
+        return self._script.span_of(self._node)
+
+    def __repr__(self) -> str:
+        return f"Loop(line={self.span.line}, epoch={self.epoch})"
+
+
+@dataclass(eq=False)
+class Frame:
+    kind: str  # module | function | class
+    name: str
+    parent: "Frame | None" = field(repr=False)
+    cls: str | None = None
+    bindings: dict[str, list] = field(default_factory=dict, repr=False)
+    params: set[str] = field(default_factory=set)
+    base_guards: tuple[Guard, ...] = ()
+    imports: dict[str, set] = field(default_factory=dict, repr=False)
+    #: the expressions of the function's `return` statements (None for a bare `return`)
+    returns: list = field(default_factory=list, repr=False)
+    #: a class decorated with @dataclass (its annotated class attributes are field defaults)
+    dataclass: bool = False
+    #: the function's parameters have defaults / *args: calls may bind them
+    has_params: bool = False
+    #: the FunctionDef / ClassDef node (None for the module)
+    node: Any = field(default=None, repr=False)
+
+
+@dataclass(eq=False)
+class Call:
+    node: Any = field(repr=False)  # libcst.Call
+    script: "Script" = field(repr=False)
+    qnames: frozenset[str]
+    groups: frozenset[str]
+    method: str | None  # x.foo(...) -> "foo"
+    receiver: Any = field(repr=False)  # the node of x in x.foo(...)
+    guards: tuple[Guard, ...] = ()
+    loops: tuple[Loop, ...] = ()
+    frame: Frame = field(default=None, repr=False)  # type: ignore[assignment]
+    target: str | None = None  # `t = call(...)` -> "t"
+    index: int = 0  # order of appearance in the file
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+    @property
+    def func_text(self) -> str:
+        return self.script.code(self.node.func)
+
+    def arg_node(self, keyword: str | None = None, pos: int | None = None):
+        """The expression passed for ``keyword`` (or positional index ``pos``), or None."""
+        positional = 0
+        for a in self.node.args:
+            if a.keyword is not None:
+                if keyword is not None and a.keyword.value == keyword:
+                    return a.value
+                continue
+            if a.star:
+                return None
+            if pos is not None and positional == pos:
+                return a.value
+            positional += 1
+        return None
+
+    def has_star(self) -> bool:
+        return any(a.star for a in self.node.args)
+
+    def has_keyword(self, keyword: str) -> bool:
+        return any(a.keyword is not None and a.keyword.value == keyword for a in self.node.args)
+
+    def n_positional(self) -> int:
+        return sum(1 for a in self.node.args if a.keyword is None and not a.star)
+
+    @property
+    def rank_guards(self) -> list[Guard]:
+        return [g for g in self.guards if g.rank]
+
+
+@dataclass
+class Slice:
+    start: int | None
+    stop: int | None
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+
+@dataclass
+class Partition:
+    """A list of slices of one module list handed out as pipeline stages."""
+
+    base: str
+    slices: list[Slice]
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+    total: int | None = None  # number of layers of `base` when the script shows it
+    total_source: str = ""
+    selector: str | None = None  # "rank" when chosen by a rank expression
+    selector_span: Span | None = None
+    frame: Frame | None = field(default=None, repr=False)
+    #: chosen by `if rank == k:` branches with a final `else:` taking every other rank
+    open_ended: bool = False
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+
+@dataclass
+class RankList:
+    """A list literal of per-stage values (layer counts, boundaries, layer ids) that the script
+    indexes with a rank: ``layers_per_stage[rank]``, ``bounds[rank]:bounds[rank + 1]``."""
+
+    name: str
+    length: int
+    node: Any = field(repr=False)
+    script: Any = field(repr=False)
+    frame: Frame | None = field(default=None, repr=False)
+    #: "global" (dist.get_rank(), RANK) or "pipeline" (pp_rank, stage_id ...)
+    rank: str = "global"
+    #: also indexed with rank + 1 (a list of stage boundaries: one more entry than stages)
+    boundaries: bool = False
+
+    @property
+    def span(self) -> Span:
+        return self.script.span_of(self.node)
+
+
+@dataclass
+class Mesh:
+    span: Span
+    shape: tuple[int, ...] | None  # None when not known
+    names: tuple[str, ...] | None
+    call: Call | None = None
+
+
+class Script:
+    """What the Python reader found in one file (``FileFacts.data`` for kind ``python``)."""
+
+    def __init__(self, path: str, text: str, locate: Callable[[Any], Any] | None = None) -> None:
+        """``locate``: the reader's function from its parsed module to node positions (a mapping
+        node -> LibCST ``CodeRange``), run once, when a span is first asked for."""
+        self.path = path
+        self.text = text
+        self.calls: list[Call] = []
+        self.module_frame = Frame("module", "<module>", None)
+        self.imports: set[str] = set()  # top-level package names imported
+        self.callsites: dict[str, list[tuple[Call | None, tuple[Guard, ...], Frame]]] = {}
+        self.refs: set[str] = set()  # names passed as values (callbacks)
+        self.functions: dict[str, list[Frame]] = {}
+        self.classes: dict[str, list[Frame]] = {}
+        self.loops: list[tuple[Loop, tuple[Loop, ...], Frame]] = []
+        self.partitions: list[Partition] = []
+        self.meshes: list[Mesh] = []
+        self.argparse: dict[str, Any] = {}
+        self.args_names: set[str] = set()
+        self.attr_bindings: dict[str, list] = {}
+        self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]
+        self.fstrings: list[tuple[Any, Span, Frame, tuple[Guard, ...]]] = []  # f"cuda:{x}"
+        self.layer_lists: dict[str, list] = {}
+        self._positions: Any = None
+        self._locate = locate
+        self.import_map: dict[str, set[str]] = {}  # local name -> qualified names it may stand for
+        self._module: Any = None
+        self._by_group: dict[str, list[Call]] = {}
+        self._evaluator: Any = None
+        self._pending_guards: list = []  # guards to classify again once the whole file is read
+        self._rank_index: list = []  # (name, index expression, frame) of name[<rank>]
+        #: literal per-rank lists (`layers_per_stage = [8, 8, 8]`) indexed by a rank
+        self.rank_lists: list[RankList] = []
+
+    # ---------------------------------------------------------------- lookups
+    def by(self, *groups: str) -> list[Call]:
+        out: list[Call] = []
+        for g in groups:
+            out.extend(self._by_group.get(g, ()))
+        if len(groups) > 1:
+            out.sort(key=lambda c: c.index)  # source order without computing positions
+        return out
+
+    def has(self, *groups: str) -> bool:
+        return any(self._by_group.get(g) for g in groups)
+
+    def methods(self, name: str) -> list[Call]:
+        return [c for c in self.calls if c.method == name]
+
+    def frameworks(self) -> set[str]:
+        return {FRAMEWORK_IMPORTS[i] for i in self.imports if i in FRAMEWORK_IMPORTS}
+
+    def is_distributed(self) -> bool:
+        """The script itself sets up torch.distributed training (not a framework doing it)."""
+        return self.has("init_process_group", "ddp", "fsdp", "fully_shard", "init_device_mesh")
+
+    def syntax_index(self) -> "SyntaxIndex":
+        """Identifiers, keyword arguments, string constants and environment writes of the file,
+        from its syntax tree (comments and docstrings are not code). Computed once, on demand."""
+        if getattr(self, "_syntax_index", None) is None:
+            self._syntax_index = SyntaxIndex(self.text)
+        return self._syntax_index
+
+    def env_writes(self) -> set[str]:
+        """Environment variables the script sets: ``os.environ["X"] = ...``, ``os.environ.update(X=...)``,
+        ``os.environ.setdefault("X", ...)``, ``os.putenv("X", ...)``."""
+        return self.syntax_index().env_writes
+
+    def sets_up_distributed(self) -> bool:
+        """The script starts distributed training through a call it makes itself: torch.distributed,
+        ``deepspeed.init_distributed()``, ``Accelerator()``, ``lightning.Fabric(...)`` or
+        ``init_device_mesh``, and no trainer (HF Trainer, Lightning Trainer) runs the loop for it.
+        Such a script writes and reads its own checkpoints, so the CKP rules apply."""
+        if self.has("hf_trainer", "training_args", "pl_trainer"):
+            return False
+        if self.runs_setup("ds_init_distributed", "accelerator", "fabric", "init_device_mesh"):
+            return True
+        return self.has("init_process_group", "ddp", "fsdp", "fully_shard") and not self.framework_managed()
+
+    def runs_setup(self, *groups: str) -> bool:
+        """One of these calls runs when the file is started (not only inside a library function
+        nobody here calls)."""
+        return any(self.paths(c.frame) is not None for c in self.by(*groups))
+
+    def framework_managed(self) -> bool:
+        """accelerate, Lightning, the HF Trainer (and friends) shard data and guard saves themselves.
+
+        Importing transformers only for a model does not count: its Trainer has to be used."""
+        if self.has("hf_trainer", "training_args", "accelerator", "pl_trainer"):
+            return True
+        return bool(self.frameworks() & {"accelerate", "lightning", "composer", "fairseq",
+                                          "colossalai", "ignite", "mmengine", "detectron2", "deepspeed",
+                                          "torchtnt", "megatron", "nemo", "torchtitan"})
+
+    def span_of(self, node) -> Span:
+        if self._positions is None:  # positions cost a full code generation: only when needed
+            self._positions = self._locate(self._module) if self._locate is not None else {}
+        r = self._positions.get(node)
+        if r is None:
+            return Span(self.path, 1, 1)
+        return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+
+    def qnames(self, node, frame: "Frame | None" = None) -> frozenset[str]:
+        """Qualified names of a dotted expression through the file's imports (``dist.barrier`` ->
+        ``torch.distributed.barrier``). Empty when its base name is not imported."""
+        import libcst as cst
+
+        parts = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return frozenset()
+        bases = self.import_map.get(node.value)
+        if not bases:
+            return frozenset()
+        tail = ".".join(reversed(parts))
+        return frozenset(f"{b}.{tail}" if tail else b for b in bases)
+
+    def qname_in(self, node, names: set[str] | frozenset[str]) -> bool:
+        import libcst as cst
+
+        qs = self.qnames(node)
+        if qs:
+            return bool(qs & names)
+        # builtins: a bare name that is not bound anywhere in the file
+        if isinstance(node, cst.Name):
+            return node.value in names or f"builtins.{node.value}" in names
+        return False
+
+    def is_builtin(self, node) -> bool:
+        import libcst as cst
+
+        if not isinstance(node, cst.Name):
+            return False
+        qs = self.qnames(node)
+        return not qs or f"builtins.{node.value}" in qs or qs == {node.value}
+
+    def code(self, node) -> str:
+        try:
+            return self._module.code_for_node(node)
+        except Exception:  # pragma: no cover
+            return ""
+
+    def binding(self, name: str, frame: Frame):
+        """(expr, frame) when ``name`` is bound exactly once by a plain assignment in its scope."""
+        f: Frame | None = frame
+        first = True
+        while f is not None:
+            if f.kind == "class" and not first:
+                f = f.parent
+                continue
+            first = False
+            if name in f.params:
+                return None
+            if name in f.bindings:
+                bs = f.bindings[name]
+                if len(bs) == 1 and bs[0] is not MULTI:
+                    return bs[0], f
+                return None
+            f = f.parent
+        return None
+
+    def is_args_name(self, name: str, frame: Frame) -> bool:
+        if not self.argparse:
+            return False
+        if name in self.args_names:
+            b = self.binding(name, frame)
+            if b is not None:
+                return True
+        # a parameter conventionally holding the parsed arguments
+        f: Frame | None = frame
+        while f is not None:
+            if name in f.params:
+                return name in ("args", "opt", "opts", "flags", "FLAGS", "cli_args", "cmd_args")
+            if name in f.bindings:
+                return name in self.args_names
+            f = f.parent
+        return False
+
+    def value(self, node, frame: Frame, with_span: bool = True) -> Value:
+        return self._evaluator.value(node, frame, with_span=with_span)
+
+    def arg(self, call: Call, keyword: str | None = None, pos: int | None = None,
+            with_span: bool = False) -> Value | None:
+        """The resolved argument: None when not passed (and no ``**kwargs`` could pass it).
+
+        Spans are left out unless asked for (positions cost a pass over the file): a rule that
+        reports at the argument uses :meth:`arg_span`."""
+        node = call.arg_node(keyword, pos)
+        if node is not None:
+            return self.value(node, call.frame, with_span=with_span)
+        for a in call.node.args:
+            if a.star == "**":
+                d = self.value(a.value, call.frame, with_span=False)
+                if d.known and isinstance(d.value, dict):
+                    if keyword in d.value:
+                        return Value(d.value[keyword], self.span_of(a.value) if with_span else None, True, "",
+                                     d.source or "**kwargs")
+                    continue
+                return Value.unknown("**kwargs", self.span_of(a.value) if with_span else None)
+            if a.star == "*" and pos is not None:
+                return Value.unknown("*args", self.span_of(a.value) if with_span else None)
+        return None
+
+    def arg_span(self, call: Call, keyword: str | None = None, pos: int | None = None) -> Span:
+        """Where the argument is written (the ``**kwargs`` it came through, else the call)."""
+        node = call.arg_node(keyword, pos)
+        if node is None:
+            for a in call.node.args:
+                if a.star == "**":
+                    node = a.value
+                    break
+        return self.span_of(node) if node is not None else call.span
+
+    # ---------------------------------------------------------------- rank expressions
+    def rank_kind(self, node, frame: Frame | None, depth: int = 0) -> str | None:
+        """'global' / 'local' when ``node`` is the global / local rank as far as the code shows."""
+        import libcst as cst
+
+        from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+
+        if depth > 6 or node is None:
+            return None
+        if isinstance(node, cst.Call):
+            if self.qname_in(node.func, set(GROUPS["get_rank"])) and not node.args:
+                return "global"
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
+                return self.rank_kind(node.args[0].value, frame, depth + 1)
+        env = env_name(self, node)
+        if env is not None:
+            if env in GLOBAL_RANK_ENV:
+                return "global"
+            if env in LOCAL_RANK_ENV:
+                return "local"
+            return None
+        if isinstance(node, cst.Name) and frame is not None:
+            b = self.binding(node.value, frame)
+            if b is not None:
+                return self.rank_kind(b[0], b[1], depth + 1)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            bs = self.attr_bindings.get(_dotted(node) or "")
+            if bs and len(bs) == 1:
+                return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
+        return None
+
+    def rankish(self, node, frame: Frame | None = None) -> bool:
+        """A rank-looking expression (by name or by source): for guards, where silence is the error."""
+        import libcst as cst
+
+        from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+
+        if isinstance(node, cst.BinaryOperation):  # rank % gpus_per_node, rank // tp ...
+            return self.rankish(node.left, frame) or self.rankish(node.right, frame)
+        if isinstance(node, (cst.Name, cst.Attribute)) and self.rank_kind(node, frame) is not None:
+            return True
+
+        if isinstance(node, cst.Call):
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
+                return self.rankish(node.args[0].value)
+            env = env_name(self, node)
+            if env is not None:
+                return env in GLOBAL_RANK_ENV or env in LOCAL_RANK_ENV or "RANK" in env
+            return _RANK_NAME.match(_tail(node.func) or "") is not None
+        env = env_name(self, node)
+        if env is not None:
+            return env in GLOBAL_RANK_ENV or env in LOCAL_RANK_ENV or "RANK" in env
+        t = _tail(node)
+        return t is not None and _RANK_NAME.match(t) is not None
+
+    def rank0ish(self, node) -> bool:
+        import libcst as cst
+
+        if isinstance(node, cst.Call):
+            node = node.func
+        t = _tail(node)
+        return t is not None and _RANK0_NAME.match(t) is not None
+
+    def classify_test(self, node, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
+        """(depends on rank, True-branch is rank-0 only / rank 0 never takes it / unknown)."""
+        import libcst as cst
+
+        if depth > 6:
+            return False, None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            r, z = self.classify_test(node.expression, frame, depth + 1)
+            return r, (None if z is None else not z)
+        if isinstance(node, cst.BooleanOperation):
+            r1, z1 = self.classify_test(node.left, frame, depth + 1)
+            r2, z2 = self.classify_test(node.right, frame, depth + 1)
+            if isinstance(node.operator, cst.And):
+                return r1 or r2, (True if (z1 is True or z2 is True) else None)
+            # or: rank 0 never takes it only if neither side lets rank 0 in
+            return r1 or r2, (False if (z1 is False and z2 is False) else None)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, cmp = node.left, node.comparisons[0]
+            right, op = cmp.comparator, cmp.operator
+            if self.rankish(right, frame) and not self.rankish(left, frame):
+                left, right = right, left
+                op = _flip(op)
+            if not self.rankish(left, frame):
+                return False, None
+            ints = _int_literals(right)
+            if ints is None:
+                return False, None
+            nonneg = [i for i in ints if i >= 0]
+            if not nonneg:  # rank == -1: "not distributed", all ranks agree
+                return False, None
+            if isinstance(op, cst.Equal) and len(ints) == 1:
+                return True, ints[0] == 0
+            if isinstance(op, cst.NotEqual) and len(ints) == 1:
+                return True, (False if ints[0] == 0 else None)
+            if isinstance(op, cst.In):
+                return True, (True if nonneg == [0] else (None if 0 in nonneg else False))
+            if isinstance(op, cst.NotIn):
+                return True, (False if 0 in nonneg else None)
+            if len(ints) == 1:
+                k = ints[0]
+                if isinstance(op, cst.GreaterThan):
+                    return True, False
+                if isinstance(op, cst.LessThanEqual) and k == 0:
+                    return True, True
+                if isinstance(op, cst.LessThan) and k == 1:
+                    return True, True
+                if isinstance(op, cst.GreaterThanEqual) and k >= 1:
+                    return True, False
+            return False, None
+        if self.rank0ish(node):
+            return True, True
+        if isinstance(node, cst.Name) and frame is not None:
+            b = self.binding(node.value, frame)
+            if b is not None:
+                return self.classify_test(b[0], b[1], depth + 1)
+            return self._classify_all(frame.bindings.get(node.value) if node.value in frame.bindings else None,
+                                      frame, depth)
+        if isinstance(node, cst.Attribute):
+            # `args.save_logs = args.logs and is_master(args)` then `if args.save_logs:` elsewhere
+            bs = self.attr_bindings.get(_dotted(node) or "")
+            if bs:
+                return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
+        return False, None
+
+    def _classify_all(self, exprs, frame, depth, frames=None) -> tuple[bool, bool | None]:
+        """A name bound several times: a rank-0 guard when every binding says rank 0 only."""
+        if not exprs or len(exprs) > 4 or any(e is MULTI for e in exprs):
+            return False, None
+        got = [self.classify_test(e, (frames[i] if frames else frame), depth + 1) for i, e in enumerate(exprs)]
+        if all(r and z is True for r, z in got):
+            return True, True
+        return False, None
+
+    # ---------------------------------------------------------------- reachability
+    def paths(self, frame: Frame, _seen: frozenset = frozenset()) -> list[tuple[Guard, ...]] | None:
+        """The guard chains under which ``frame``'s body runs when started from module level.
+
+        None when the script never calls the function (or passes it around): unknown.
+        """
+        if frame.kind == "module":
+            return [()]
+        if frame.kind == "class":
+            return [()] if frame.parent is not None and frame.parent.kind == "module" else None
+        if id(frame) in _seen or len(_seen) > 8:
+            return None
+        sites = self.callsites.get(frame.name, [])
+        if not sites:
+            return None
+        out: list[tuple[Guard, ...]] = []
+        for _call, guards, sframe in sites:
+            sub = self.paths(sframe, _seen | {id(frame)})
+            if sub is None:
+                continue
+            for s in sub:
+                out.append(s + sframe.base_guards + guards)
+        return out or None
+
+    def same_run(self, a: Frame, b: Frame) -> bool:
+        """Whether code in frames ``a`` and ``b`` belongs to one run: the same function, methods of
+        one class, or ``a`` at module level (a test file's classes are separate runs)."""
+        if a is b or a.kind == "module":
+            return True
+        return a.kind == "function" and b.kind == "function" and a.parent is b.parent and a.parent.kind == "class"
+
+    def world_sizes(self) -> list[tuple[Value, Frame]]:
+        """Known integer world sizes passed to init_process_group, with the frame of the call."""
+        out = []
+        for c in self.by("init_process_group"):
+            v = self.arg(c, "world_size", with_span=True)
+            if v is not None and v.known and isinstance(v.value, int) and not isinstance(v.value, bool):
+                out.append((v, c.frame))
+        return out
+
+    def effective_guards(self, call: Call) -> list[tuple[Guard, ...]] | None:
+        """Every guard chain the call runs under (own function's conditions plus its callers')."""
+        ps = self.paths(call.frame)
+        if ps is None:
+            return None
+        return [p + call.frame.base_guards + call.guards for p in ps]
+
+
+class SyntaxIndex:
+    """What a file's code (not its comments) names: identifiers (names and attributes), keyword
+    argument names with their constant values, imported modules, base classes, string constants
+    and the environment variables it writes. Built with the stdlib ``ast`` (cheap next to LibCST)."""
+
+    def __init__(self, text: str) -> None:
+        import ast
+
+        self.names: set[str] = set()
+        self.keywords: dict[str, list] = {}
+        self.modules: set[str] = set()
+        self.bases: set[str] = set()
+        self.strings: set[str] = set()
+        self.env_writes: set[str] = set()
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        for node in ast.walk(tree):
+            t = type(node)
+            if t is ast.Name:
+                self.names.add(node.id)
+            elif t is ast.Attribute:
+                self.names.add(node.attr)
+            elif t is ast.keyword and node.arg:
+                v = node.value.value if isinstance(node.value, ast.Constant) else ...
+                self.keywords.setdefault(node.arg, []).append(v)
+            elif t is ast.Import:
+                self.modules.update(a.name for a in node.names)
+            elif t is ast.ImportFrom and node.module:
+                self.modules.add(node.module)
+                self.names.update(a.name for a in node.names)
+            elif t is ast.ClassDef:
+                for b in node.bases:
+                    self.bases.add(b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", ""))
+            elif t is ast.Constant and isinstance(node.value, str) and len(node.value) < 200:
+                self.strings.add(node.value)
+            elif t is ast.Assign or t is ast.AugAssign:
+                for tgt in (node.targets if t is ast.Assign else [node.target]):
+                    if isinstance(tgt, ast.Subscript) and _is_environ(tgt.value):
+                        k = tgt.slice
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                            self.env_writes.add(k.value)
+            elif t is ast.Call and isinstance(node.func, ast.Attribute):
+                f = node.func
+                if f.attr in ("update", "setdefault") and _is_environ(f.value) or (
+                        f.attr == "putenv" and isinstance(f.value, ast.Name) and f.value.id == "os"):
+                    self.env_writes.update(k.arg for k in node.keywords if k.arg)
+                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        self.env_writes.add(node.args[0].value)
+                    if node.args and isinstance(node.args[0], ast.Dict):
+                        self.env_writes.update(k.value for k in node.args[0].keys
+                                               if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+    def keyword_is(self, name: str, value) -> bool:
+        return any(v is value or (v is not ... and v == value and type(v) is type(value))
+                   for v in self.keywords.get(name, ()))
+
+
+def _is_environ(node) -> bool:
+    import ast
+
+    return (isinstance(node, ast.Attribute) and node.attr == "environ"
+            and isinstance(node.value, ast.Name) and node.value.id == "os") or (
+            isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _dotted(node) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
+    import libcst as cst
+
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _tail(node) -> str | None:
+    import libcst as cst
+
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Call):
+        return _tail(node.func)
+    return None
+
+
+def _flip(op):
+    import libcst as cst
+
+    m = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+         cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+    for a, b in m.items():
+        if isinstance(op, a):
+            return b()
+    return op
+
+
+def _int_literals(node) -> list[int] | None:
+    import libcst as cst
+
+    def one(n):
+        if isinstance(n, cst.Integer):
+            return int(n.evaluated_value)
+        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus) and isinstance(n.expression, cst.Integer):
+            return -int(n.expression.evaluated_value)
+        return None
+
+    v = one(node)
+    if v is not None:
+        return [v]
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        out = []
+        for el in node.elements:
+            x = one(el.value)
+            if x is None:
+                return None
+            out.append(x)
+        return out or None
+    return None
+
+# ---------------------------------------------------------------------------------------------
+# the script's data
+def script_of(f: FileFacts) -> Script | None:
+    """The :class:`Script` of a file read by the Python reader, else None."""
+    d = getattr(f, "data", None)
+    return d if isinstance(d, Script) else None
+
+
+def job_scripts(job) -> list[tuple[FileFacts, Script]]:
+    """(FileFacts, Script) of every Python file of ``job``, in the job's order."""
+    out = []
+    for f in getattr(job, "files", ()):
+        s = script_of(f)
+        if s is not None:
+            out.append((f, s))
+    return out
