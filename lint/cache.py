@@ -103,7 +103,7 @@ def file_digest(path: Path) -> str | None:
 class FileCache:
     """Signed per-file entries under ``folder`` for one run (rules and settings fixed)."""
 
-    def __init__(self, folder: Path, rules: Iterable[type], settings: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any]) -> None:
         self.folder = folder / FILES_DIR
         self.key = user_key()
         sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)

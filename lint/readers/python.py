@@ -362,7 +362,6 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
     import_nodes: list = []
     shapes: list | None = [] if gate is not None else None
     depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes, shapes)
-    del tree
     if depth > MAX_NESTING:
         raise _SyntaxProblem(
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
@@ -383,6 +382,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
         return None  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
     script = Script(path, text, _positions)
     script._module = module
+    script._ast = tree  # for Script.syntax_index (no second ast parse); dropped once that is built
     script.import_map = import_map
     script._evaluator = pyeval.Evaluator(script)
     collector = _Collector(script)
