@@ -451,7 +451,10 @@ class Runner:
             else:
                 pending.append(loaded)
             slots.append(c.abspath)
-        with _quiet_gc(self):
+        from contextlib import nullcontext
+
+        # (a few files, as a pre-commit hook gives: not worth a full collection up front)
+        with _quiet_gc(self) if len(pending) >= RECLAIM_EVERY else nullcontext():
             self._read_pending(pending, rules)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 
