@@ -56,6 +56,8 @@ PYTHON_NEEDLES: tuple[str, ...] = (
     "DPOConfig", "GRPOConfig", "Trainer(",
     # launchers inside the script (parallint.pylaunch)
     "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric(",
+    # TorchX components (parallint.readers.torchx)
+    "torchx.components", "torchx.specs", "torchx import",
 )
 
 SHELL_SUFFIXES = {".sh", ".bash", ".sbatch", ".slurm", ".zsh", ".ksh"}

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from parallint.estimator.params import MODEL_BOUNDS
+
 GIB = float(1 << 30)
 #: plausible bounds for the numbers of a job: beyond them a value is a typo (or a hostile file),
 #: and the estimator's per-layer tables would be huge
@@ -20,10 +22,7 @@ MAX_GPUS = 1 << 40
 _BOUNDS = {
     "parallel": {k: 1 << 20 for k in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "gpus_per_node")}
     | {"world_size": MAX_GPUS, "nodes": 1 << 30},
-    "model": {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "kv_heads": 1 << 16,
-              "head_dim": 1 << 16, "ffn": 1 << 24, "moe_ffn": 1 << 24, "shared_expert_ffn": 1 << 24,
-              "vocab": 1 << 28, "seq_len": 1 << 27, "max_position_embeddings": 1 << 27,
-              "num_experts": 1 << 16, "top_k": 1 << 16, "param_count": 10**16},
+    "model": MODEL_BOUNDS,
     "training": {"micro_batch": 1 << 24, "global_batch": 1 << 34, "grad_accum": 1 << 24,
                  "num_microbatches": 1 << 24},
 }

@@ -33,7 +33,7 @@ from parallint.model.origin import How, Origin
 
 MAX_BYTES = 2_000_000
 #: cheap text needles: a script without any of them is not parsed
-NEEDLES = ("ScalingConfig", "update_parameters", "Executor", "spawn", "WORLD_SIZE", "Fabric",
+NEEDLES = ("ScalingConfig", "ModelParallelStrategy", "update_parameters", "Executor", "spawn", "WORLD_SIZE", "Fabric",
            "CommandFunction", "tensor_model_parallel_size", "MASTER_ADDR", "_recipe")
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})
@@ -50,6 +50,9 @@ NEMO_RUN_EXECUTORS = {"nemo_run.SlurmExecutor": "slurm", "nemo_run.LocalExecutor
                       "nemo_run.core.execution.slurm.SlurmExecutor": "slurm",
                       "nemo_run.core.execution.local.LocalExecutor": "local"}
 FABRIC = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.fabric.fabric.Fabric")
+MODEL_PARALLEL = ("lightning.fabric.strategies.ModelParallelStrategy", "lightning.fabric.strategies.model_parallel."
+                  "ModelParallelStrategy", "lightning_fabric.strategies.ModelParallelStrategy",
+                  "lightning.fabric.strategies.model_parallel.ModelParallelStrategy")
 SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.spawn")
 #: NeMo recipe attribute paths (the tail of an assignment target) -> fact key
 NEMO_FIELDS = {
@@ -74,6 +77,9 @@ class PyLaunch:
     #: an unconditional ``os.environ["MASTER_ADDR"] = "localhost"`` (module level, the main guard, or
     #: the function that calls init_process_group)
     master_addr: Value | None = None
+    #: layout facts of the script's own strategy (Fabric's ``ModelParallelStrategy``): they hold
+    #: whatever launcher starts the script
+    layout: FactMap = field(default_factory=FactMap)
 
 
 _LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -258,6 +264,21 @@ class _Scan:
         self.out.kinds.add("ray")
         # one process per worker, whatever GPUs it holds (use_gpu, resources_per_worker)
         self._int("parallel.world_size", self.kw(call, "num_workers"), "ScalingConfig(num_workers=...)")
+        rpw, use_gpu = self.kw(call, "resources_per_worker"), self.kw(call, "use_gpu")
+        res = self.literal(rpw) if rpw is not None else {}
+        src = "ScalingConfig(resources_per_worker=...)"
+        if not isinstance(res, dict):
+            self.out.facts.add("hardware.gpus_per_process", Value.unknown(f"{src} is not a literal", self.span(rpw), src))
+        elif "GPU" in res:
+            g = res["GPU"]
+            if isinstance(g, int) and not isinstance(g, bool) and g > 0:
+                self.out.facts.add("hardware.gpus_per_process", Value(g, self.span(rpw), True, "", src))
+            elif not (isinstance(g, (int, float)) and not isinstance(g, bool) and g == 0):
+                self.out.facts.add("hardware.gpus_per_process",
+                                   Value.unknown(f"GPU {g!r} per worker is not a whole count", self.span(rpw), src))
+        elif use_gpu is not None and self.literal(use_gpu) is True:
+            self.out.facts.add("hardware.gpus_per_process", Value(1, self.span(use_gpu), True, "",
+                                                                  "ScalingConfig(use_gpu=True) (one GPU per worker)"))
 
     def _update_parameters(self, call: ast.Call) -> None:
         if not self._once(call, "update_parameters"):
@@ -314,12 +335,35 @@ class _Scan:
                 self.out.facts.add("parallel.procs_per_node", Value(len(v), self.span(dev), True, "", "Fabric(devices=[...])"))
             else:
                 self._int("parallel.procs_per_node", dev, "Fabric(devices=...)")
+        self._model_parallel(self.kw(call, "strategy"))
         nn = self.kw(call, "num_nodes")
         if nn is not None:
             self._int("parallel.nodes", nn, "Fabric(num_nodes=...)")
         else:
             self.out.facts.add("parallel.nodes", Value(1, self.span(call), True, "", "Fabric (num_nodes defaults to 1)",
                                                        Origin(How.DEFAULT)))
+
+    def _model_parallel(self, node: ast.AST | None) -> None:
+        """``Fabric(strategy=ModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=4))``,
+        the call written in place or bound once to a name: Lightning's layout, needing dp × tp ==
+        world. ``"auto"`` sizes (the defaults) depend on the devices that run: unknown."""
+        if isinstance(node, ast.Name):
+            binds = [n for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets)]
+            node = binds[0].value if len(binds) == 1 and id(binds[0]) not in self.loops else None
+        if not isinstance(node, ast.Call) or self.qname(node.func) not in MODEL_PARALLEL:
+            return
+        span = self.span(node)
+        self.out.layout.add("framework", Value("lightning", span, True, "", "Fabric ModelParallelStrategy"))
+        for kw, key in (("data_parallel_size", "parallel.dp"), ("tensor_parallel_size", "parallel.tp")):
+            arg = self.kw(node, kw)
+            src = f"ModelParallelStrategy({kw}=...)"
+            v = self.literal(arg) if arg is not None else "auto"
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                self.out.layout.add(key, Value(v, self.span(arg), True, "", src))
+            else:
+                self.out.layout.add(key, Value.unknown(f"{kw} is {'auto' if v == 'auto' else 'not a literal'}",
+                                                       self.span(arg) if arg is not None else span, src))
 
     def _spawn(self, call: ast.Call) -> None:
         if not self._once(call, "spawn"):
@@ -388,7 +432,7 @@ def _scan(path: str, text: str) -> PyLaunch | None:
         out = _Scan(path, tree).run()
     except RecursionError:
         return None
-    if not out.kinds and out.master_addr is None:
+    if not out.kinds and out.master_addr is None and not out.layout:
         return None
     return out
 
@@ -530,6 +574,11 @@ def attach(job, script: FileFacts | None = None, root: Path | None = None) -> No
     la = getattr(job, "launch", None)
     torchx_config(job, root)
     lightning_overrides(job)
+    for f in list(job.files):
+        if f.kind == "python" and "#L" not in str(f.abspath) and "ModelParallelStrategy" in (f.text or ""):
+            pl = scan(f.path, f.text or "")
+            if pl is not None and pl.layout:
+                job.facts.extend(pl.layout)  # the script's own layout, whatever starts it
     if la is not None and (la.launcher in FORKING or la.launcher not in ("python",)):
         return  # the launcher decides the world
     for f in list(job.files):
@@ -538,7 +587,7 @@ def attach(job, script: FileFacts | None = None, root: Path | None = None) -> No
         pl = scan(f.path, f.text or "")
         if pl is None:
             continue
-        facts = _consistent(pl.facts)
+        facts = _as_launcher(_consistent(pl.facts))
         if pl.kinds & {"ray", "submitit", "nemo_run", "fabric", "nemo_recipe"} or "environ" in pl.kinds:
             job.facts.extend(facts)
             if "nemo_recipe" in pl.kinds and any(k.startswith("parallel.") for k in facts.keys()):
@@ -549,15 +598,34 @@ def attach(job, script: FileFacts | None = None, root: Path | None = None) -> No
     plain_python_world(job, script)
 
 
+def _as_launcher(facts: FactMap) -> FactMap:
+    """The world size a script's own launcher states (Ray Train, mp.spawn, os.environ) is a fact of
+    the launcher layer (``Origin.via``), as torchrun's would be: rules that compare a script's
+    layout with the processes its launch starts take it from there."""
+    from dataclasses import replace
+
+    out = FactMap()
+    for key, vs in facts.items():
+        for v in vs:
+            out.add(key, replace(v, origin=Origin(v.origin.how, "launcher")) if key == "parallel.world_size" else v)
+    return out
+
+
 def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:
     """mp.spawn(nprocs=N) with no sign of several nodes: a world of N on this node."""
     ppn = facts.get("parallel.procs_per_node")
     if ppn is None:
         return
     job.facts.add("parallel.procs_per_node", ppn)
-    text = (f.text or "").lower()
+    text = LOOPBACK_MASTER.sub("", f.text or "").lower()
     if re.search(r"n_?nodes|num_nodes|node_rank|--nodes|^\s*[\w.]*world_size\s*=(?!=)|slurm|master_addr", text, re.M):
         return  # the script may span nodes or compute its own world
     job.facts.add("parallel.world_size", Value(ppn.value, ppn.span, True, "",
                                                f"{ppn.source} (one node: no node count in the script)",
-                                               Origin(How.INFERRED)))
+                                               Origin(How.INFERRED, "launcher")))
+
+
+#: ``os.environ["MASTER_ADDR"] = "localhost"``: a script that rendezvouses on this machine only (the
+#: PyTorch DDP tutorial's ``setup``), no sign of several nodes
+LOOPBACK_MASTER = re.compile(
+    r"""^[ \t]*os\.environ\[\s*['"]MASTER_ADDR['"]\s*\]\s*=\s*['"](?:localhost|127\.0\.0\.1)['"][ \t]*$""", re.M)

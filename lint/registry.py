@@ -105,7 +105,7 @@ def check_declarations(cls: type[Rule]) -> list[str]:
     """Unknown names in what a rule declares it needs: file kinds, call groups, facts."""
     from parallint.classify import KINDS
     from parallint.model.vocab import FACT_KEYS
-    from parallint.readers.python import GROUPS
+    from parallint.model.script import GROUPS
 
     problems = []
     for kind in sorted(set(cls.kinds) - KINDS):

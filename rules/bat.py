@@ -208,7 +208,19 @@ class DeepspeedTrainerMismatch(FactRule):
                      "deepspeed: ds_config.json\n",
         "ds_config.json": '{\n  "train_micro_batch_size_per_gpu": 16,\n  "gradient_accumulation_steps": 2,\n'
                           '  "bf16": {"enabled": "auto"},\n  "zero_optimization": {"stage": 2}\n}\n',
-    }, paths=("args.yaml",), line=2),)
+    }, paths=("args.yaml",), line=2),
+        # the commonest real setup: an HfArgumentParser script given its TrainingArguments as flags
+        Example(files={
+            "run.sh": "deepspeed --num_gpus 8 train.py --output_dir out --bf16 \\\n"
+                      "    --deepspeed ds_config.json --gradient_accumulation_steps 2\n",
+            "train.py": "from transformers import HfArgumentParser, Trainer, TrainingArguments\n\n"
+                        "parser = HfArgumentParser(TrainingArguments)\n"
+                        "(training_args,) = parser.parse_args_into_dataclasses()\n"
+                        "Trainer(model=None, args=training_args).train()\n",
+            "ds_config.json": '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": 4,\n'
+                              '  "bf16": {"enabled": "auto"}\n}\n',
+        }, paths=("run.sh",), line=3),
+    )
 
     def check_file(self, f, ctx):
         return ()

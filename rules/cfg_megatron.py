@@ -9,6 +9,19 @@ from typing import Iterable
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.rule import Example, Rule
 
+def _megatron_command(job):
+    """(launch, its Megatron flags, the flags its script accepts) for a job launched from a shell,
+    Makefile or Kubernetes command line with Megatron flags and a known argument table; else None."""
+    la = job.launch
+    if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+        return None
+    flags = getattr(la, "megatron_flags", None)
+    table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
+    if not flags or table is None:
+        return None
+    return la, flags, table
+
+
 class UnknownMegatronArgument(Rule):
     code = "CFG006"
     facts = frozenset({"framework"})
@@ -92,15 +105,10 @@ class UnknownMegatronArgument(Rule):
     )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        la = job.launch
-        if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+        found = _megatron_command(job)
+        if found is None:
             return
-        flags = getattr(la, "megatron_flags", None)
-        if not flags:
-            return
-        table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
-        if table is None:
-            return
+        la, flags, table = found
 
         for _name, fw, _val in flags:
             if not fw.known:
@@ -193,20 +201,17 @@ class OverlapParamGatherRequirements(Rule):
     )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        la = job.launch
-        if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):
+        found = _megatron_command(job)
+        if found is None:
             return
-        flags = getattr(la, "megatron_flags", None)
-        if not flags:
-            return
+        la, flags, table = found
         values = {id(val) for _, _, val in flags if val is not None}
         if any(not a.known and id(a) not in values for a in la.args or ()):
             return  # an unknown word where a flag could stand (an unexpanded $EXTRA_ARGS)
         names = {name: (fw, val) for name, fw, val in flags}
         if "overlap-param-gather" not in names or names.keys() & {"yaml-cfg", "freeze-all-layers"}:
             return
-        table = getattr(la, "megatron_table", None)  # the flags the launched script accepts (linker)
-        if table is None or "--overlap-param-gather" not in table.known:
+        if "--overlap-param-gather" not in table.known:
             return  # not Megatron-LM's flag set (Megatron-DeepSpeed has no such flag: CFG006 says so)
         at = names["overlap-param-gather"][0]
         optimizer = names.get("optimizer", (None, None))[1]

@@ -58,7 +58,8 @@ class ParallelProductMismatch(FactRule):
     `dp_replicate·dp_shard·tp·cp == num_processes`; torchtune's `ParallelDims` has torchtitan's
     rule (`data_parallel_shard_dim: -1` inferred); Lightning's `ModelParallelStrategy` needs
     `data_parallel_size × tensor_parallel_size == world`. The world comes from whichever launcher
-    starts the job: torchrun, `tune run`, `torchx run dist.ddp -j NxM`, `fabric run`, a SkyPilot
+    starts the job: torchrun, `tune run`, `torchx run dist.ddp -j NxM` (or a TorchX component
+    calling `dist.ddp(..., j="NxM")`), `fabric run`, a SkyPilot
     task, a RayJob running a Ray Train `ScalingConfig`, submitit or NeMo-Run executors.
 
     Only configs that run as written count: a base config that a tool rewrites (NeMo
@@ -113,6 +114,21 @@ class ParallelProductMismatch(FactRule):
                          "    --node_rank=$SKYPILOT_NODE_RANK --master_addr=$HEAD pretrain_gpt.py \\\n"
                          "    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4\n",
         }),
+        # submitit: the executor starts 2 nodes × 4 tasks = 8 processes of a TP 4 × PP 4 command
+        Example(files={
+            "submit.py": "import submitit\n\nexecutor = submitit.AutoExecutor(folder='logs')\n"
+                         "executor.update_parameters(nodes=2, tasks_per_node=4, gpus_per_node=4)\n"
+                         "job = executor.submit(submitit.helpers.CommandFunction(\n"
+                         "    ['python', 'pretrain_gpt.py', '--tensor-model-parallel-size', '4',\n"
+                         "     '--pipeline-model-parallel-size', '4']))\n",
+        }),
+        # a TorchX component: dist.ddp on 1 node × 4 processes, Megatron asks for TP 4 × PP 2
+        Example(files={
+            "component.py": "from torchx.components.dist import ddp\n\n\ndef trainer(*args: str):\n"
+                            "    return ddp(*args, '--tensor-model-parallel-size', '4',\n"
+                            "               '--pipeline-model-parallel-size', '2', script='pretrain_gpt.py', j='1x4')\n",
+            "pretrain_gpt.py": "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n",
+        }, paths=("component.py",)),
     )
 
     def findings(self, view: View):

@@ -22,7 +22,9 @@ class DeviceMeshSizeMismatch(Rule):
     ## What it does
     Multiplies the shape given to `init_device_mesh(device, mesh_shape)` (or the nested rank list
     of `DeviceMesh(device, [[...], ...])`) and compares it with the world size: the one passed to
-    `init_process_group(world_size=...)` in the same script, or the one the launch starts.
+    `init_process_group(world_size=...)` in the same script, or the one the launch starts (a
+    launcher inside the script counts too: Ray Train's `ScalingConfig(num_workers=...)`,
+    `mp.spawn(nprocs=...)` on one node, `os.environ["WORLD_SIZE"]`).
 
     The shape is resolved within the file: literals and constants, argparse defaults
     (`args.tp`), fields of a `@dataclass` built in the file (the keyword passed, else the field's
@@ -124,9 +126,23 @@ class DeviceMeshSizeMismatch(Rule):
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         ws, wv = job_launch_world_size(job)
         if ws is None:
+            ws, wv = _script_launcher_world(job)
+        if ws is None:
             return
         rel = [Related.at(wv.span, f"{ws} processes ({wv.source})")] if wv.span else []
         for f, s in job_scripts(job):
             if f.facts.int("parallel.world_size") is not None:
                 continue  # checked against the script's own world size
             yield from self._check(s, ws, "the number of processes the launch starts", rel)
+
+
+def _script_launcher_world(job):
+    """The world a launcher inside the job's script starts (Ray Train ``ScalingConfig``,
+    ``mp.spawn``, ``os.environ["WORLD_SIZE"]``): a known world-size fact of the launcher layer."""
+    from parallint.facts import known_int
+
+    vals = [v for v in job.facts.all("parallel.world_size") if v.origin.via == "launcher"]
+    known = {known_int(v) for v in vals}
+    if len(known) != 1 or None in known:
+        return None, None
+    return known_int(vals[0]), vals[0]

@@ -621,14 +621,18 @@ class MultiNodeRendezvous(Rule):
     name = "multi-node-rendezvous"
     severity = Severity.ERROR
     summary = "A multi-node launch with a loopback master address or one hard-coded node rank for every node."
-    kinds = LAUNCH_FILE_KINDS
+    kinds = LAUNCH_FILE_KINDS | {"python"}  # python: the command line of a TorchX component
     doc = """
     ## What it does
     For a launch on more than one node, reports a master/rendezvous address that is loopback
     (`localhost`, `127.0.0.1`, `::1`) in `--master_addr`, `--rdzv_endpoint`, `--main_process_ip` or
-    an exported `MASTER_ADDR` used by env:// rendezvous, or an `os.environ["MASTER_ADDR"] = "localhost"`
-    that the job's script always runs; and a literal `--node_rank`/`--machine_rank` in a command that
-    srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node.
+    an exported `MASTER_ADDR` used by env:// rendezvous, a `PET_MASTER_ADDR`/`PET_RDZV_ENDPOINT`
+    that torchrun reads for its options, or an `os.environ["MASTER_ADDR"] = "localhost"` that the
+    job's script always runs — in a shell script, a Kubernetes container env, a SkyPilot task's
+    `envs` or a TorchX component's command line; and a literal `--node_rank`/`--machine_rank` in a
+    command that srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node. A
+    variable that the operator sets after the container's own env (`MASTER_ADDR` under Kubeflow's
+    PyTorchJob, `PET_*` under its Trainer) is the operator's, and silent.
 
     ## Why it matters
     Every node must reach the same rendezvous on the first node; with a loopback address each node
@@ -708,6 +712,17 @@ class MultiNodeRendezvous(Rule):
                 yield self.report(v.span or la.span,
                                   f"{n} nodes use env:// rendezvous with MASTER_ADDR={v.value}: the other nodes "
                                   f"cannot reach it")
+        if la.launcher in TORCHRUN_FAMILY and not any(k in la.options for k in ("master_addr", "rdzv_endpoint")):
+            # torchrun reads PET_<OPTION> for an option not on the line (its `env` action)
+            for name in ("PET_MASTER_ADDR", "PET_RDZV_ENDPOINT"):
+                v = la.env.get(name)
+                if v is None or not v.known or not isinstance(v.value, str):
+                    continue
+                host = v.value.rsplit(":", 1)[0] if name == "PET_RDZV_ENDPOINT" and v.value.count(":") == 1 else v.value
+                if is_loopback(host.strip("[]")):
+                    yield self.report(v.span or la.span,
+                                      f"{n} nodes rendezvous at loopback address {v.value!r} ({name}, which torchrun "
+                                      f"reads for --{name[4:].lower()}): every node would wait for itself")
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
                                                                         "mpijob", "volcano", "kubejob", "skypilot")
@@ -725,6 +740,9 @@ class MultiNodeRendezvous(Rule):
                 yield self.report(v.span or la.span,
                                   f"every one of the {n} nodes runs this command with --{key.replace('_', '-')} {r}: "
                                   f"the node ranks collide")
+
+
+TORCHRUN_FAMILY = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
 
 def _one_node_step(w) -> bool:
@@ -1262,3 +1280,210 @@ class MasterAddrDiffers(Rule):
                     yield self.report(addr.span, f"node rank {r} rendezvouses at {addr.value!r} but node rank "
                                                  f"{ref[0]} at {ref[1].value!r}: the nodes of one job need one master",
                                       related=related_at(ref[1], f"node rank {ref[0]}: {ref[1].value}"))
+
+
+class MultiNodeDefaultMaster(Rule):
+    code = "LCH013"
+    name = "multi-node-default-master"
+    severity = Severity.ERROR
+    summary = "A torchrun on several Slurm or SkyPilot nodes with no master address: torchrun's default is 127.0.0.1."
+    kinds = LAUNCH_FILE_KINDS
+    doc = """
+    ## What it does
+    Reports a torchrun (or `python -m torch.distributed.run`/`launch`) with a literal `--nnodes`
+    greater than 1, started on every node by `srun` or by a SkyPilot task, that has neither
+    `--master_addr` nor `--rdzv_endpoint` (nor `--standalone`), and no `PET_MASTER_ADDR` /
+    `PET_RDZV_ENDPOINT` in its environment.
+
+    Only where nothing else can supply the address: Slurm and SkyPilot set no `PET_*` variables.
+    Under Kubeflow's PyTorchJob or Trainer, TorchX and other operators that inject `PET_MASTER_ADDR`,
+    and in a plain shell script that such an operator may run, the rule is silent; so it is when
+    an unexpanded variable sits among torchrun's options (it may carry the address).
+
+    ## Why it matters
+    torchrun's `--master_addr` defaults to `127.0.0.1` (with `--rdzv_backend c10d` an empty
+    endpoint is `localhost`), and torchrun does not read `MASTER_ADDR` from the environment: an
+    exported `MASTER_ADDR` only reaches the workers, after the rendezvous. Every node rendezvouses
+    with itself and the job hangs until the rendezvous timeout, after the nodes were allocated.
+
+    ## Example
+
+    ## How to fix
+    Pass the first node's address: `--rdzv_backend c10d --rdzv_endpoint $HEAD:29500` (under Slurm
+    `HEAD=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)`; under SkyPilot the first line
+    of `$SKYPILOT_NODE_IPS`), or `--master_addr $HEAD --node_rank $SLURM_NODEID`.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=1
+        HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+        srun torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint $HEAD:29500 train.py
+        """, filename="train.sbatch"),
+        Example("""
+        #!/bin/bash
+        torchrun --nnodes 2 --nproc_per_node 8 --node_rank $NODE_RANK train.py
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        srun torchrun --nnodes 2 --nproc_per_node 8 $DIST_ARGS train.py
+        """, filename="train.sbatch"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=1
+        export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+        srun torchrun --nnodes 2 --nproc_per_node 8 --node_rank $SLURM_NODEID train.py
+        """, filename="train.sbatch", line=5, doc=True),
+        Example("""
+        resources:
+          accelerators: A100:8
+        num_nodes: 2
+        run: |
+          torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=8 --node_rank=$SKYPILOT_NODE_RANK train.py
+        """, filename="sky.yaml", line=5),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        text = f.text or ""
+        if "PET_MASTER_ADDR" in text or "PET_RDZV_ENDPOINT" in text:
+            return  # set somewhere the evaluator may not follow (a sourced file, a function)
+        return unique(d for d in (self._check(la) for la in launches(f)) if d is not None)
+
+    def _check(self, la) -> Diagnostic | None:
+        if la.launcher not in TORCHRUN_FAMILY or "torchx" in la.options or "opaque" in la.options:
+            return None
+        if any(k in la.options for k in ("master_addr", "rdzv_endpoint", "standalone")):
+            return None
+        if any(k in (la.env or {}) for k in ("PET_MASTER_ADDR", "PET_RDZV_ENDPOINT")):
+            return None
+        nv = la.options.get("nnodes")
+        n = _int_text(nv)
+        w = la.wrapper
+        if nv is None or n is None or n <= 1 or w is None or w.launcher not in ("srun", "skypilot"):
+            return None
+        if w.wrapper is not None or (w.launcher == "srun" and _one_node_step(w)):
+            return None
+        where = "srun" if w.launcher == "srun" else "the SkyPilot task"
+        return self.report(nv.span or la.span,
+                           f"{n} nodes started by {where} with no --master_addr or --rdzv_endpoint: torchrun's "
+                           f"default master is 127.0.0.1 (it does not read MASTER_ADDR), so every node would "
+                           f"rendezvous with itself",
+                           related=related_at(Value(n, w.span), f"{where} starts it on every node"))
+
+
+RAY_MANIFEST = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: train
+spec:
+  entrypoint: python train.py
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {{}}
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.9.0
+    workerGroupSpecs:
+      - replicas: 2
+        groupName: gpu-group
+        rayStartParams: {{}}
+        template:
+          spec:
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.9.0-gpu
+                resources:
+                  limits:
+                    nvidia.com/gpu: {gpus}
+"""
+RAY_SCRIPT = """\
+from ray.train import ScalingConfig
+from ray.train.torch import TorchTrainer
+
+
+def train_func():
+    pass
+
+
+trainer = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers={workers}, use_gpu=True,
+                                                                resources_per_worker={{"GPU": {per}}}))
+trainer.fit()
+"""
+
+
+class RayWorkersExceedCluster(Rule):
+    code = "LCH014"
+    facts = frozenset({"parallel.world_size", "hardware.gpus_per_process", "hardware.cluster_gpus",
+                       "hardware.node_gpus_max"})
+    name = "ray-workers-exceed-cluster"
+    severity = Severity.ERROR
+    summary = "Ray Train workers need more GPUs than the RayJob's own cluster can ever offer."
+    kinds = frozenset({"kube"})
+    doc = """
+    ## What it does
+    For a KubeRay `RayJob` that creates its own cluster (`rayClusterSpec`) and runs a Ray Train
+    script (`ScalingConfig(num_workers=N, use_gpu=True, resources_per_worker={"GPU": g})` given to a
+    `TorchTrainer`), reports a worker that needs more GPUs than the largest pod of the cluster has
+    (g > GPUs of any one pod), or workers that together need more GPUs than the whole cluster
+    offers (N × g > the head's and every worker group's GPUs, at `maxReplicas` when the autoscaler
+    is on, else at `replicas`). A pod's GPUs are its `rayStartParams.num-gpus` when given, else its
+    `nvidia.com/gpu` request. Any count that is not a literal keeps the rule silent.
+
+    ## Why it matters
+    Each Ray Train worker is one placement-group bundle that must fit on one node. A bundle that
+    fits nowhere, or more bundles than the cluster holds, are never placed: the trainer waits for
+    resources ("No available node types can fulfill resource request") until someone kills the job,
+    while the pods already hold their GPUs.
+
+    ## Example
+
+    ## How to fix
+    Ask for at most the GPUs one pod has per worker, and for no more workers than the cluster's
+    GPUs allow; or add worker replicas (raise `maxReplicas` with the autoscaler on).
+    """
+    valid = (
+        Example(files={"rayjob.yaml": RAY_MANIFEST.format(gpus=4), "train.py": RAY_SCRIPT.format(workers=8, per=1)}),
+        Example(files={"rayjob.yaml": RAY_MANIFEST.format(gpus="$(GPUS)"),
+                       "train.py": RAY_SCRIPT.format(workers=16, per=1)}),
+    )
+    invalid = (
+        Example(files={"rayjob.yaml": RAY_MANIFEST.format(gpus=4), "train.py": RAY_SCRIPT.format(workers=4, per=8)},
+                doc=True),
+        Example(files={"rayjob.yaml": RAY_MANIFEST.format(gpus=4), "train.py": RAY_SCRIPT.format(workers=16, per=1)}),
+    )
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        la = job.launch
+        if la is None or la.launcher != "python":
+            return
+        w = la.wrapper
+        while w is not None and w.launcher != "rayjob":
+            w = w.wrapper
+        if w is None:
+            return
+        per = job.facts.get("hardware.gpus_per_process")
+        cap, big = job.facts.get("hardware.cluster_gpus"), job.facts.get("hardware.node_gpus_max")
+        worlds = [v for v in job.facts.all("parallel.world_size") if v.origin.via == "launcher"]
+        g, c, m = known_int(per), known_int(cap), known_int(big)
+        if per is None or g is None or g < 1 or c is None or m is None:
+            return
+        if g > m:
+            yield self.report(per.span or la.span,
+                              f"each Ray Train worker reserves {g} GPUs but the largest pod of the RayJob's cluster "
+                              f"has {m}: no worker can be placed, the trainer waits for resources forever",
+                              related=related_at(big, f"largest pod: {m} GPUs"))
+            return
+        n = known_int(worlds[0]) if len({known_int(v) for v in worlds}) == 1 else None
+        if n is not None and n * g > c:
+            yield self.report(worlds[0].span or la.span,
+                              f"{n} Ray Train workers × {g} GPUs = {n * g} GPUs, but the RayJob's cluster offers "
+                              f"{c}: the workers that do not fit are never placed and the trainer waits forever",
+                              related=related_at(cap, f"{c} GPUs in the cluster"))

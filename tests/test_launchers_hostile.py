@@ -25,11 +25,19 @@ HOSTILE = {
                 "    init_args: [1, 2]\nmodel:\n  class_path: x\n",
     "ray.yaml": "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  entrypoint: [python, x.py]\n  runtimeEnvYAML: '!!python/object/apply:os.system [\"echo\"]'\n"
                 "  rayClusterSpec:\n    workerGroupSpecs: {a: 1}\n",
+    "ray3.yaml": "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  entrypoint: python x.py\n  rayClusterSpec:\n"
+                 "    enableInTreeAutoscaling: yes-ish\n    headGroupSpec: [1]\n    workerGroupSpecs:\n"
+                 "      - {numOfHosts: [2], maxReplicas: -1, rayStartParams: {num-gpus: {a: 1}}}\n      - 7\n",
     "ray2.yaml": "apiVersion: ray.io/v1\nkind: RayCluster\nspec:\n  workerGroupSpecs:\n    - replicas: x\n      template: 5\n",
     "run.sh": "tune run --nproc_per_node\ntorchx run dist.ddp -j\ntorchx run dist.ddp -j 0x0 --script\nfabric run --devices\n"
               "torchx run -s\ntune run\n./run.sh\nbash run.sh\nNGPU=2 ./missing.sh\n",
     "bin.sh": "#!/bin/bash\ntorchrun train.py\n\x00\x01\x02",
     ".torchxconfig": "[component:dist.ddp\nj = = 2x\n",
+    "component.py": "import torchx.specs as specs\nfrom torchx.components import dist\n"
+                    "dist.ddp(**{'j': '2x2'}, script=None)\ndist.ddp(*[1], j=2, script=3)\ndist.spmd(j='x', m=[])\n"
+                    "specs.Role(entrypoint=1, args='torchrun', num_replicas=-1, resource=specs.Resource(gpu='a'))\n"
+                    "specs.Role(entrypoint='torchrun', args=[None, b'x', 1.5], num_replicas=True)\n"
+                    "dist.ddp(" + "(" * 150 + "1" + ")" * 150 + ", j='99999999999999999999x1')\n",
 }
 
 

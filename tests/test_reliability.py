@@ -4,6 +4,7 @@ estimate/plan. (tests/hostile/ runs the hostile inputs end to end.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -11,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import PLANTED_DDP_SCRIPT, ROOT, write_tree
+from conftest import PLANTED_DDP_SCRIPT, ROOT, run_cli, write_tree
 from parallint import guards
 from parallint.config import Config
 from parallint.discover import compile_patterns, is_test_path, _matches
@@ -356,3 +358,46 @@ def test_slow_native_shell_parse_is_killed(tmp_path, cli):
     slow = [d for d in items if d["path"] == "slow.sh"]
     assert [d["code"] for d in slow] == ["SYN002"] and "timed out after 2 s" in slow[0]["message"]
     assert any(d["code"] == "DDP001" for d in items)
+
+
+# ----------------------------------------------------------------------------- absurd sizes in a job
+ABSURD = [("model", "layers", 3299999999999999999999), ("model", "hidden", 4 * 10**100),
+          ("model", "vocab", 10**40), ("training", "micro_batch", 10**30)]
+
+
+@pytest.mark.parametrize("section,key,value", ABSURD)
+def test_absurd_sizes_are_a_shape_error_not_an_overflow(section, key, value):
+    """Found by the mutation fuzzer (jobspec inputs 32091, 56868, 64960, 92352): a 22-digit layer
+    count made the estimator allocate a per-layer table (OverflowError, MemoryError), a 100-digit
+    hidden size overflowed float division, and MEM001/MEM002 reported internal errors."""
+    from parallint.estimator.memory import estimate
+    from parallint.estimator.params import ShapeError
+
+    spec = {"model": {"layers": 32, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096},
+            "parallel": {"tp": 2, "pp": 2, "world_size": 16}, "training": {"micro_batch": 1},
+            "hardware": {"gpu": "H100-80GB"}}
+    spec[section][key] = value
+    with pytest.raises(ShapeError):
+        estimate(spec, lower_bound=True)
+
+
+@pytest.mark.parametrize("section,key,value", ABSURD)
+def test_a_job_spec_with_absurd_sizes_gets_one_finding_naming_the_bound(tmp_path, section, key, value):
+    job = {"model": {"layers": 32, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096},
+           "parallel": {"tp": 2, "pp": 2, "world_size": 16}, "training": {"micro_batch": 1},
+           "hardware": {"gpu": "H100-80GB"}}
+    job[section][key] = value
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    r = run_cli("check", str(tmp_path), "--format", "json")
+    found = json.loads(r.stdout)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [d["code"] for d in found] == ["SYN001"]
+    assert f"{section}.{key}" in found[0]["message"] and "maximum" in found[0]["message"]
+
+
+def test_job_schema_maxima_are_the_estimators_bounds():
+    from parallint.estimator.params import MODEL_BOUNDS
+
+    schema = json.loads((ROOT / "schemas" / "job.schema.json").read_text())
+    model = schema["properties"]["model"]["properties"]
+    assert {k: model[k]["maximum"] for k in MODEL_BOUNDS} == MODEL_BOUNDS

@@ -12,7 +12,7 @@ import pytest
 from parallint.classify import PYTHON_NEEDLES
 from parallint.model import calls as callmod
 from parallint.model.vocab import FACT_KEYS
-from parallint.readers.python import GROUPS
+from parallint.model.script import GROUPS
 from parallint.registry import Registry, RegistryError, get_registry
 from parallint.rule import Rule
 
@@ -27,7 +27,9 @@ READER_GROUPS = ("init_process_group", "ddp", "fsdp", "fully_shard", "init_devic
 READER_NEEDLES = ("DDP", "FSDP", "sampler", "find_unused_parameters", "deepspeed", "initialize_model_parallel",
                   "torch.distributed",
                   # launchers inside the script (parallint.pylaunch): Ray Train, submitit, NeMo-Run, mp.spawn, Fabric
-                  "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric")
+                  "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric",
+                  # TorchX components (parallint.readers.torchx)
+                  "torchx")
 
 
 def test_every_rule_declares_only_known_names():

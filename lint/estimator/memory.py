@@ -35,7 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from parallint.estimator.gpus import GIB, Gpu, resolve_gpu
-from parallint.estimator.params import Breakdown, ShapeError, breakdown, shape_of
+from parallint.estimator.params import MODEL_BOUNDS, Breakdown, ShapeError, breakdown, shape_of
 from parallint.estimator.spec import normalize
 
 __all__ = ["Estimate", "estimate", "activation_per_layer", "model_state_bytes_per_param"]
@@ -210,6 +210,11 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
     Raises :class:`ShapeError` when neither the shape nor ``model.param_count`` is known.
     """
     spec = normalize(spec)
+    for section, key, high in (("training", "micro_batch", 1 << 24), ("training", "num_microbatches", 1 << 24),
+                               ("model", "param_count", MODEL_BOUNDS["param_count"])):
+        v = spec[section].get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) <= high:
+            raise ShapeError(f"{section}.{key} = {v}: more than {high}, not a real job")
     job = _job(spec, accounting, lower_bound)
     model, hw = spec["model"], spec["hardware"]
     try:

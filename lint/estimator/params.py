@@ -41,12 +41,24 @@ def _is_llama_style(model: dict) -> bool:
     return str(model.get("mlp") or "").lower() == "swiglu"
 
 
+#: plausible upper bounds of a model's sizes: beyond them a value is a typo (or a hostile file), and
+#: the per-layer tables and float arithmetic of the estimate would blow up
+MODEL_BOUNDS = {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "kv_heads": 1 << 16, "head_dim": 1 << 16,
+                "ffn": 1 << 24, "moe_ffn": 1 << 24, "shared_expert_ffn": 1 << 24, "vocab": 1 << 28,
+                "seq_len": 1 << 27, "max_position_embeddings": 1 << 27, "num_experts": 1 << 16,
+                "top_k": 1 << 16, "param_count": 10**16}
+
+
 def _int(model: dict, key: str, default=None) -> int | None:
     v = model.get(key, default)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) \
+            or int(v) != v or v < 0:
         raise ShapeError(f"model.{key} must be a non-negative integer, not {v!r}")
+    high = MODEL_BOUNDS.get(key)
+    if high is not None and v > high:
+        raise ShapeError(f"model.{key} = {int(v)}: more than {high}, not a real model")
     return int(v)
 
 

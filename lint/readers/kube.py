@@ -158,8 +158,25 @@ def _k8s_word(text: str, span: Span, env: dict[str, Value]) -> Word:
     return Word(out, span, segs)
 
 
+#: the variables each operator sets in every pod, after the container's own env (the later entry of
+#: a name wins in Kubernetes): Kubeflow's PyTorchJob (MASTER_ADDR, WORLD_SIZE, RANK and the elastic
+#: PET_* ones), Kubeflow Trainer's TrainJob (PET_*), the MPI operator, Volcano's pytorch plugin
+OPERATOR_SETS: dict[str, tuple[str, ...]] = {
+    "pytorchjob": ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "PET_NNODES", "PET_NPROC_PER_NODE",
+                   "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND"),
+    "trainjob": ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
+    "mpijob": ("OMPI_MCA_orte_default_hostfile", "K_MPI_JOB_ROLE"),
+    "volcano": ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"),
+}
+
+
 def _launches_of_container(container, wrapper: Launch, path: str, abspath: Path) -> list[Launch]:
     env = _env(container)
+    operator = _outermost(wrapper).launcher
+    for name in OPERATOR_SETS.get(operator, ()):
+        if name in env:  # the operator appends its own value after the container's: its value wins
+            env[name] = Value.unknown(f"{name} is set by the {operator} operator (it overrides the container's "
+                                      f"{name})", env[name].span, name)
     words, nodes, first = _command_words(container, env)
     if not words:
         return []

@@ -295,6 +295,10 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
         from parallint.readers.submitit import command_facts
 
         f.facts.extend(command_facts(path, text))
+    if "torchx" in text:  # a TorchX component: the launch it describes
+        from parallint.readers.torchx import component_launches
+
+        f.launches.extend(component_launches(path, abspath, text))
     return f
 
 

@@ -57,6 +57,8 @@ def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
         job.facts.add("hardware.gpus_per_node_requested", v)
     if product is not None:
         job.facts.add("hardware.gpu", product)
+    if cluster is not None and cluster.is_map:
+        _capacity(job, cluster, doc.span)
     as_outer_layer(job)
     ep = spec.get("entrypoint") if kind == "RayJob" else None
     if ep is None or not isinstance(ep.value, str) or not ep.value.strip():
@@ -70,6 +72,61 @@ def manifest_launches(doc, path: str, abspath: Path) -> list[Launch]:
         env.update(env_vars)
     ev_launches = shell_launches(ep, env, job, path, abspath)
     return ev_launches or [job]
+
+
+def _pod_gpus(group, container_name: str, source: str) -> int | None:
+    """The GPUs Ray counts on one pod of a group: ``rayStartParams.num-gpus`` when given, else the
+    container's ``nvidia.com/gpu`` request (0 when it requests none); None when not a literal."""
+    from parallint.readers import kubepod as kube
+
+    params = group.get("rayStartParams")
+    if params is not None and params.is_map and params.get("num-gpus") is not None:
+        v = kube._int(params.get("num-gpus"), f"{source} rayStartParams.num-gpus")
+        return v.value if v is not None and v.known else None
+    tmpl = group.get("template")
+    pod = tmpl.get("spec") if tmpl is not None and tmpl.is_map else None
+    c = kube._main_container(pod, container_name)
+    if c is None:
+        return None
+    g = kube._gpu_request(c, source)
+    if g is None:
+        return 0
+    return g.value if g.known else None
+
+
+def _capacity(job: Launch, cluster, span) -> None:
+    """``hardware.cluster_gpus`` (head + every worker group at its largest size: ``maxReplicas`` with
+    the autoscaler on, else ``replicas``; × ``numOfHosts``) and ``hardware.node_gpus_max`` (the
+    largest pod). Any count that is not a literal leaves both unknown."""
+    from parallint.readers import kubepod as kube
+
+    head = cluster.get("headGroupSpec")
+    head_gpus = _pod_gpus(head, "ray-head", "Ray headGroupSpec") if head is not None and head.is_map else 0
+    auto = cluster.get("enableInTreeAutoscaling")
+    autoscaling = auto is not None and auto.value is True
+    if head_gpus is None or (auto is not None and not isinstance(auto.value, bool)):
+        return
+    total, largest = head_gpus, head_gpus
+    groups = cluster.get("workerGroupSpecs")
+    for g in (groups.value if groups is not None and groups.is_seq else []):
+        if not g.is_map:
+            return
+        name = g.get("groupName")
+        source = f"Ray workerGroupSpecs[{name.value if name is not None else 'worker'}]"
+        per_pod = _pod_gpus(g, "ray-worker", source)
+        key = "maxReplicas" if autoscaling else "replicas"
+        n = kube._int(g.get(key), f"{source} {key}") if g.get(key) is not None else (
+            None if autoscaling else Value(1, g.span, True, "", f"{source} replicas (default 1)"))
+        hosts = kube._int(g.get("numOfHosts"), f"{source} numOfHosts") if g.get("numOfHosts") is not None else \
+            Value(1, g.span, True, "", "numOfHosts (default 1)")
+        if per_pod is None or n is None or hosts is None or not n.known or not hosts.known:
+            return
+        total += per_pod * n.value * hosts.value
+        largest = max(largest, per_pod)
+    job.facts.add("hardware.cluster_gpus", Value(total, span, True, "",
+                                                 f"the Ray cluster's GPUs (head and worker groups at "
+                                                 f"{'maxReplicas' if autoscaling else 'replicas'})"))
+    job.facts.add("hardware.node_gpus_max", Value(largest, span, True, "", "the Ray cluster's largest pod"))
 
 
 def _runtime_env(node) -> dict[str, Value] | None:

@@ -311,9 +311,24 @@ spec:
                 resources: {limits: {nvidia.com/gpu: 4}}
 """
 
+TORCHX_COMPONENT = """\
+import torchx.specs as specs
+from torchx.components.dist import ddp
+
+
+def trainer(*args: str) -> specs.AppDef:
+    return ddp(*args, "--tensor-model-parallel-size", "4", script="train.py", j="2x4")
+
+
+def role() -> specs.AppDef:
+    return specs.AppDef(name="t", roles=[specs.Role(
+        name="t", image="i", entrypoint="torchrun", args=["--nnodes", "2", "train.py"], num_replicas=2,
+        resource=specs.Resource(cpu=1, gpu=8, memMB=1))])
+"""
+
 #: reader target -> (kinds the text is read as, file name, seed texts)
 FILES = {
-    "python": (("python",), "train.py", (PYTHON,)),
+    "python": (("python",), "train.py", (PYTHON, TORCHX_COMPONENT)),
     "torchtitan_py": (("torchtitan_py",), "config_registry.py", (
         "import torchtitan\nfrom torchtitan.config import JobConfig, ParallelismConfig\n\n"
         "def llama3_8b() -> JobConfig:\n    return JobConfig(parallelism=ParallelismConfig(\n"
