@@ -459,8 +459,9 @@ class Runner:
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 
     def _read_pending(self, pending: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
-        python = [p for p in pending if p[3] in PARALLEL_KINDS]
-        others = [p for p in pending if p[3] not in PARALLEL_KINDS]
+        # Python files that can state a launch (TorchX components) are read with the launch files
+        python = [p for p in pending if p[3] in PARALLEL_KINDS and "torchx" not in p[2]]
+        others = [p for p in pending if p[3] not in PARALLEL_KINDS or "torchx" in p[2]]
         risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
         if risky:
             self._probe_in_workers(risky)
@@ -595,7 +596,7 @@ class Runner:
                     out.add((self.config.base / p).resolve())
         roots: dict[Path, Path] = {}
         for f in list(self.cache.values()):
-            if f is None or f.kind in PARALLEL_KINDS or not (f.launches or f.links):
+            if f is None or not (f.launches or f.links):
                 continue
             base = f.abspath.parent
             root = roots.get(base)

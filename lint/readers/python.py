@@ -146,6 +146,10 @@ class CallGate:
         return False
 
 
+#: what ``_parse`` returns for a file the gate keeps from LibCST (no Script, no facts from calls)
+_GATED: Any = object()
+
+
 def _slicey(node) -> bool:
     """``x[a:b]``, or a call with such an argument (``Sequential(*x[a:b])``): a partition slice,
     as far as the ``ast`` shows (a superset of what the collector takes)."""
@@ -286,11 +290,13 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
         return f
     if script is None:
         return f
-    f.data = script
-    try:
-        _facts(script, f)
-    except RecursionError:  # pragma: no cover - pathological nesting
-        pass
+    if script is not _GATED:
+        f.data = script
+        try:
+            _facts(script, f)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            pass
+    # what the text states without the tree (read whether or not the gate let LibCST run)
     if "CommandFunction" in text:  # a submitit command line the script submits
         from parallint.readers.submitit import command_facts
 
@@ -374,7 +380,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
     import_map: dict[str, set[str]] = {}
     _collect_imports(import_nodes, import_map)
     if gate is not None and not gate.wanted(shapes or [], import_map):
-        return None  # nothing here for a rule (see CallGate)
+        return _GATED  # nothing here for a rule (see CallGate)
     del shapes
     import libcst as cst
 
