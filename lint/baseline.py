@@ -2,10 +2,21 @@
 
 ``--write-baseline FILE`` records every current finding by a fingerprint that survives line
 shifts: the rule code, the path (relative to the baseline file's folder), the message with its
-numbers normalised away, and a hash of the flagged line's stripped text. ``--baseline FILE`` then
+numbers normalised away and without its fix clause, and a hash of the flagged line's stripped text. ``--baseline FILE`` then
 drops the findings whose fingerprint is recorded (as many times as it is recorded), so code moved
 up or down keeps its findings baselined, while a new finding or an edit of a flagged line shows.
 The same fingerprint goes into SARIF ``partialFingerprints``.
+
+Every message ends with a fix clause: ``"<what is wrong>; <what to change>"``, the change starting
+with an imperative verb from :data:`FIX_VERBS` (``tests/test_messages_fix.py`` holds every rule to
+it). The fix clause is not part of the fingerprint, so rewording the advice, or the values it
+suggests, keeps a baseline valid; rewording what is wrong makes the finding new.
+
+Version 1 baselines (written before the fingerprint left the fix clause out) still load: an entry
+whose fingerprint no longer matches is matched on rule code, path and the recorded message, which
+must begin with the finding's message without its fix clause (numbers normalised). That is looser
+than a fingerprint (the flagged line's text is not compared); ``--write-baseline`` again writes a
+version 2 file.
 """
 
 from __future__ import annotations
@@ -18,8 +29,27 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-VERSION = 1
+VERSION = 2
+_READS = (1, 2)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
+
+#: The verbs a message's fix clause may start with (the clause after the last "; ").
+FIX_VERBS = frozenset("""
+add assign call change choose declare disable drop enable exclude export fix give guard list lower
+make move pass raise rebalance remove rename request set simplify split start unset use
+""".split())
+_FIX = re.compile(r"; (?:(?:" + "|".join(sorted(FIX_VERBS)) + r")\b)")
+
+
+def split_fix(message: str) -> tuple[str, str]:
+    """(what is wrong, what to change): the message split at its last ``"; <verb>"``; the fix is
+    ``""`` when the message has no fix clause."""
+    last = None
+    for last in _FIX.finditer(message):
+        pass
+    if last is None:
+        return message, ""
+    return message[: last.start()], message[last.start() + 2:]
 
 
 class BaselineError(Exception):
@@ -27,7 +57,8 @@ class BaselineError(Exception):
 
 
 def normalise(message: str) -> str:
-    return " ".join(_NUM.sub("N", message).split())
+    """The message as fingerprinted: without its fix clause, numbers as N, spaces collapsed."""
+    return " ".join(_NUM.sub("N", split_fix(message)[0]).split())
 
 
 class Lines:
@@ -91,7 +122,33 @@ def write(path: str, diags: list, cwd: Path) -> int:
     return len(entries)
 
 
-def load(path: str, cwd: Path) -> tuple[Counter, Path]:
+class Known:
+    """A loaded baseline: fingerprints, and for a version 1 file its entries' (code, path,
+    normalised message) for the looser match."""
+
+    def __init__(self, fps: Counter, legacy: list[tuple[str, str, str, str]]) -> None:
+        self.fps = fps  # version 2
+        self.legacy = legacy  # version 1: (fingerprint, code, path, normalised message)
+
+    def take(self, d, fp: str, rel_path: str) -> bool:
+        """Whether ``d`` is recorded; each record covers one finding."""
+        if self.fps[fp] > 0:
+            self.fps[fp] -= 1
+            return True
+        if not self.legacy:
+            return False
+        hit = next((i for i, e in enumerate(self.legacy) if e[0] == fp), None)
+        if hit is None:
+            head = normalise(d.message)
+            hit = next((i for i, (_, code, path, msg) in enumerate(self.legacy)
+                        if code == d.code and path == rel_path and msg.startswith(head)), None)
+        if hit is None:
+            return False
+        del self.legacy[hit]
+        return True
+
+
+def load(path: str, cwd: Path) -> tuple[Known, Path]:
     target = Path(path) if Path(path).is_absolute() else cwd / path
     try:
         doc = json.loads(target.read_text("utf-8"))
@@ -101,9 +158,15 @@ def load(path: str, cwd: Path) -> tuple[Counter, Path]:
         raise BaselineError(f"{path}: not a parallint baseline (invalid JSON: {exc})") from None
     if not isinstance(doc, dict) or doc.get("tool") != "parallint" or not isinstance(doc.get("findings"), list):
         raise BaselineError(f"{path}: not a parallint baseline (write one with --write-baseline)")
-    if doc.get("version") != VERSION:
-        raise BaselineError(f"{path}: baseline version {doc.get('version')} is not {VERSION}; write it again")
-    return Counter(e.get("fingerprint") for e in doc["findings"] if isinstance(e, dict)), target.resolve().parent
+    version = doc.get("version")
+    if version not in _READS:
+        raise BaselineError(f"{path}: baseline version {version} is not {VERSION}; write it again")
+    entries = [e for e in doc["findings"] if isinstance(e, dict)]
+    if version == 1:
+        legacy = [(str(e.get("fingerprint")), str(e.get("code")), str(e.get("path")),
+                   " ".join(_NUM.sub("N", str(e.get("message", ""))).split())) for e in entries]
+        return Known(Counter(), legacy), target.resolve().parent
+    return Known(Counter(e.get("fingerprint") for e in entries), []), target.resolve().parent
 
 
 def filter_new(diags: list, path: str, cwd: Path) -> tuple[list, int]:
@@ -111,8 +174,6 @@ def filter_new(diags: list, path: str, cwd: Path) -> tuple[list, int]:
     known, base = load(path, cwd)
     out = []
     for d, fp in zip(diags, fingerprints(diags, cwd, base)):
-        if known[fp] > 0:
-            known[fp] -= 1
-            continue
-        out.append(d)
+        if not known.take(d, fp, _rel(d.span.path, cwd, base)):
+            out.append(d)
     return out, len(diags) - len(out)

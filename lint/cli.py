@@ -99,6 +99,7 @@ def check(
     include_tests: bool = typer.Option(False, "--include-tests", help="Also check test files and folders found by walking a folder (tests/, test_*.py, conftest.py ...)."),
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Files larger than this are not analysed (SYN002), e.g. 4MB; default 2MB."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
+    related_findings: bool = typer.Option(False, "--related-findings", help="For files given by name: also report findings elsewhere in their jobs that cite them (a launch edit that breaks a config's batch identity)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache (.parallint_cache/: per-file results and the link index)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
     write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
@@ -177,11 +178,23 @@ def check(
     result, rules, failing, levels = Result([], 0), [], False, {}
     for config, group_paths, with_stdin in groups:
         group_rules, level = selection(config)
+        run_codes, part_levels = None, {}
+        if not config_path:  # configurations nested in walked folders: run what any of them selects
+            from parallint.index import nested_configs
+
+            try:
+                nested = nested_configs(group_paths, config)
+            except ConfigError as exc:
+                raise _fail(str(exc))
+            if nested:
+                run_codes = {r.code for r in group_rules}
+                group_rules = list(group_rules) + [r for c in nested for r in selection(c)[0] if r not in group_rules]
         if with_stdin and stdin is not None:
             stdin = (stdin[0], _read_stdin(config.settings))
         try:
             part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
-                               all_job_findings=all_job_findings, use_cache=not no_cache)
+                               all_job_findings=all_job_findings, use_cache=not no_cache,
+                               related_findings=related_findings)
         except Exception as exc:  # pragma: no cover - last line of defence
             import os
 
@@ -192,11 +205,12 @@ def check(
             from parallint.index import nested_settings_filter
 
             try:
-                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection)
+                part.diagnostics = nested_settings_filter(part.diagnostics, config, selection,
+                                                          levels=part_levels, run_codes=run_codes)
             except ConfigError as exc:
                 raise _fail(str(exc))
-        failing = failing or any(d.severity >= level for d in part.diagnostics)
-        levels.update((id(d), level) for d in part.diagnostics)
+        levels.update((id(d), part_levels.get(id(d), level)) for d in part.diagnostics)
+        failing = failing or any(d.severity >= levels[id(d)] for d in part.diagnostics)
         result.diagnostics.extend(part.diagnostics)
         result.files_checked += part.files_checked
         result.errors.extend(part.errors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,17 +162,79 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> Confi
         path = find_config(start)
         if path is None:
             return Config(None, start, {})
+    settings = _load_settings(path, bool(explicit), ())
+    if settings is None:
+        return Config(None, start, {})
+    return Config(path.resolve(), path.resolve().parent, settings)
+
+
+MAX_EXTEND_DEPTH = 10
+
+
+def _load_settings(path: Path, explicit: bool, chain: tuple[Path, ...]) -> dict | None:
+    """The validated settings of ``path``, with what it ``extend``s merged underneath."""
     data = _read_toml(path)
     settings = _settings_from(path, data)
     if settings is None:
-        if explicit:
+        if explicit or chain:
             raise ConfigError(f"{path}: no [tool.parallint] table")
-        return Config(None, start, {})
+        return None
     try:
         validate(settings, str(path))
     except RecursionError:
         raise ConfigError(f"{path}: [tool.parallint] nested too deeply") from None
-    return Config(path.resolve(), path.resolve().parent, settings)
+    if "extend" not in settings:
+        return settings
+    here = path.resolve()
+    target = Path(settings["extend"]).expanduser()
+    target = Path(os.path.abspath(here.parent / target))
+    if target in chain or target == here:
+        raise ConfigError(f"{path}: 'extend' makes a cycle through {target}")
+    if len(chain) >= MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{path}: 'extend' chains more than {MAX_EXTEND_DEPTH} configurations")
+    if not target.is_file():
+        raise ConfigError(f"{path}: 'extend' names {settings['extend']}, which is not a file")
+    base = _load_settings(target, True, chain + (here,)) or {}
+    return merge_extended(base, target.parent, settings, here.parent)
+
+
+def merge_extended(base: dict, base_dir: Path, child: dict, child_dir: Path) -> dict:
+    """Ruff's ``extend``: the child's settings replace the base's; ``extend-select``,
+    ``extend-exclude`` and ``links`` add up; ``per-file-ignores`` merge by pattern (the child's
+    win). The base's paths are rebased onto the child's folder: a link's files exactly, a glob
+    when it starts with the child's folder (other globs match by file name as before)."""
+    try:
+        prefix = child_dir.relative_to(base_dir).as_posix() + "/"
+    except ValueError:
+        prefix = None
+    prefix = None if prefix == "./" else prefix
+
+    def glob(g: str) -> str:
+        g2 = g[2:] if g.startswith("./") else g
+        return g2[len(prefix):] if prefix and g2.startswith(prefix) else g
+
+    def path(p: str) -> str:
+        return Path(os.path.relpath(base_dir / p, child_dir)).as_posix()
+
+    merged = {k: v for k, v in base.items() if k != "extend"}
+    for key in ("exclude", "extend-exclude"):
+        if key in merged:
+            merged[key] = [glob(g) for g in merged[key]]
+    if "per-file-ignores" in merged:
+        merged["per-file-ignores"] = {glob(g): v for g, v in merged["per-file-ignores"].items()}
+    if "links" in merged:
+        merged["links"] = [{**ln, **({"launch": path(ln["launch"])} if "launch" in ln else {}),
+                            "files": [path(f) for f in ln.get("files", [])]} for ln in merged["links"]]
+    for key, value in child.items():
+        if key == "extend":
+            continue
+        if key in ("extend-select", "extend-exclude", "links"):
+            merged[key] = list(merged.get(key, [])) + list(value)
+        elif key == "per-file-ignores":
+            merged[key] = {**merged.get(key, {}), **value}
+        else:
+            merged[key] = value
+    return merged
 
 
 def configs_for(paths: list[str], stdin_name: str | None = None, explicit: str | None = None,

@@ -10,7 +10,8 @@ def gpu_error(name: str) -> str | None:
     """None when ``name`` is a GPU of the catalogue, else a one-line message with suggestions."""
     from parallint.estimator.gpus import _norm, catalogue, resolve_gpu
 
-    if resolve_gpu(name) is not None:
+    g = resolve_gpu(name)
+    if g is not None and not _size_disagrees(name, g):
         return None
     names = [g.name for g in catalogue()]
     keys = {}
@@ -92,3 +93,19 @@ def smallest_fit(spec: dict, gpus: int, gpu: str, headroom: float, gpus_per_node
         if layouts:
             return n, layouts[0]
     return None
+
+
+def _size_disagrees(name: str, gpu) -> bool:
+    """A typed name that states a memory size (``...40GB``, or a typo such as ``4OGB``) the
+    catalogue entry it fell back to does not have: ``A100-41GB`` is not the A100-80GB."""
+    import re
+
+    from parallint.estimator.gpus import GIB, _index, _norm
+
+    if _norm(name) in _index():
+        return False
+    low = name.lower()
+    if not re.search(r"[0-9o]{2,3}\s*gi?b?\b", low[3:]):  # after the family token's start
+        return False
+    size = re.search(r"(\d{2,3})\s*gi?b?\b", low)
+    return size is None or int(size.group(1)) != round(gpu.memory_bytes / GIB)

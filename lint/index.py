@@ -289,10 +289,12 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
-                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None):
+                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
+                related_findings: bool = False):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
-    jobs with ``all_job_findings``). Folders among ``paths`` are checked as usual. ``buffers``
+    jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
+    a given file: a launch edit that breaks a config). Folders are checked as usual. ``buffers``
     (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents)."""
     from parallint.runner import Runner
 
@@ -344,7 +346,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     def located(path: str) -> bool:
         return path in keep_files or any(path.startswith(k) or k == "./" for k in keep_dirs)
 
-    result.diagnostics = [d for d in result.diagnostics if located(d.span.path)]
+    result.diagnostics = [d for d in result.diagnostics if located(d.span.path) or (
+        related_findings and any(r.path in keep_files for r in d.related))]
     return result
 
 
@@ -363,10 +366,56 @@ def display(p: Path, cwd: Path) -> str:
     return display_path(p, cwd)
 
 
-def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None) -> list:
+#: folders no check walks (discover.DEFAULT_EXCLUDE's plain names)
+_NEVER_WALKED = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
+                           ".mypy_cache", ".pytest_cache", ".ruff_cache", ".parallint_cache", "site-packages", ".eggs"})
+
+
+def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
+    """The configurations below the folders among ``paths``, other than the run's own, except
+    those the run excludes (its patterns, .gitignore). Only the few configuration files found
+    are tested against the excludes, so this costs one walk of the folder names."""
+    from parallint.config import find_config, load_config
+    from parallint.discover import Excluder
+
+    cwd = cwd or Path.cwd()
+    folders = [Path(os.path.abspath(cwd / p)) for p in paths if (cwd / p).is_dir()]
+    if not folders:
+        return []
+    excluder = Excluder(config.exclude, config.base, bool(config.get("respect-gitignore", True)), include_tests=True)
+    run = config.path.resolve() if config.path else None
+    out, seen, visited = [], set(), set()
+    for top in folders:
+        for dirpath, dirnames, filenames in os.walk(top):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                dirnames[:] = []
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                dirnames[:] = []
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            d = Path(dirpath)
+            dirnames[:] = [n for n in dirnames if n not in _NEVER_WALKED]
+            if d != top and ("pyproject.toml" in filenames or "parallint.toml" in filenames):
+                name = "parallint.toml" if "parallint.toml" in filenames else "pyproject.toml"
+                if excluder.excluded(d / name, False):
+                    continue
+                found = find_config(d)
+                if found is not None and found.resolve() != run and found.resolve() not in seen:
+                    seen.add(found.resolve())
+                    out.append(load_config(str(found)))
+    return out
+
+
+def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None,
+                           levels: dict | None = None, run_codes: set | None = None) -> list:
     """Settings per file inside a walked folder, as Ruff does: a finding in a file whose nearest
     configuration is not the run's is kept only if that configuration selects its rule and its
-    ``per-file-ignores`` do not cover it. ``selection(config)`` -> (rules, fail level)."""
+    ``per-file-ignores`` do not cover it; ``levels`` (id of a finding -> fail level) gets that
+    configuration's fail level. ``selection(config)`` -> (rules, fail level). ``run_codes``: the
+    run's own selection, when the rules that ran are more (the union with nested selections)."""
     from parallint.config import find_config, load_config
     from parallint.registry import get_registry
 
@@ -384,15 +433,18 @@ def nested_settings_filter(diags: list, config, selection, cwd: Path | None = No
             nearest[folder] = found.resolve() if found else None
         found = nearest[folder]
         if found is None or found == run:
-            out.append(d)
+            if run_codes is None or d.code in run_codes:
+                out.append(d)
             continue
         if found not in chosen:
             c = load_config(str(found))
-            rules, _ = selection(c)
-            chosen[found] = (c, {r.code for r in rules})
-        c, codes = chosen[found]
+            rules, level = selection(c)
+            chosen[found] = (c, {r.code for r in rules}, level)
+        c, codes, level = chosen[found]
         if d.code not in codes:
             continue
+        if levels is not None:
+            levels[id(d)] = level
         pfi = c.per_file_ignores(d.span.path, ap)
         if pfi and reg.covers(pfi, d.code):
             continue

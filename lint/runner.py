@@ -171,7 +171,18 @@ def not_analysed(path: str, reason: str, line: int = 1) -> Diagnostic:
     from parallint.limits import clean_text
 
     return Diagnostic("SYN002", "not-analysed", Severity.WARNING,
-                      clean_text(f"not analysed: {reason}"), Span(path, line, 1))
+                      clean_text(f"not analysed: {reason}; {_not_analysed_fix(reason)}"), Span(path, line, 1))
+
+
+def _not_analysed_fix(reason: str) -> str:
+    """SYN002's fix clause, by the reason's first words."""
+    for start, fix in (("too large", "raise max-file-size or exclude the file"),
+                       ("timed out", "raise file-timeout or exclude the file"),
+                       ("too complex", "simplify the file or exclude it"),
+                       ("unreadable", "make the file readable or exclude it")):
+        if reason.startswith(start):
+            return fix
+    return "exclude the file (`exclude` in the configuration)"
 
 
 def _printable(d: Diagnostic) -> Diagnostic:

@@ -5,6 +5,12 @@ stands for the file everywhere, also as the other side of a cross-file finding).
 checked in every job that includes it, as ``parallint check FILE`` does; the other files of those
 jobs are re-published too, so editing ``ds_config.json`` updates the launch file and the script,
 and the reverse. Code actions add ``# noqa: CODE`` to a finding's line.
+
+Edits are debounced: a change (or save) schedules the document's analysis
+``PARALLINT_LSP_DEBOUNCE_MS`` (default 250) milliseconds later, and a newer change of the same
+document within that time replaces it, so a burst of keystrokes gives one analysis of the last
+text. An analysis that finishes after a newer change was made publishes nothing (the newer one
+will). Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,14 @@ import threading
 from pathlib import Path
 
 SOURCE = "parallint"
+
+
+def debounce_seconds() -> float:
+    try:
+        ms = float(os.environ.get("PARALLINT_LSP_DEBOUNCE_MS", "250"))
+    except ValueError:
+        ms = 250.0
+    return min(max(ms, 0.0), 10_000.0) / 1000.0
 
 
 def _path_of(uri: str) -> Path | None:
@@ -129,11 +143,34 @@ def make_server():
 
     server = LanguageServer("parallint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
     state = {"linter": Linter(Path.cwd())}
+    pending = {}  # uri -> its scheduled analysis (an asyncio.Task)
+    edits = {}  # uri -> how many edits so far (an analysis of an older one is stale)
+    delay = debounce_seconds()
 
     def linter() -> Linter:
         return state["linter"]
 
-    async def publish(ls, uri: str) -> None:
+    def schedule(ls, uri: str) -> None:
+        """Analyse ``uri`` after the debounce delay, replacing an analysis not yet started."""
+        old = pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        edits[uri] = edits.get(uri, 0) + 1
+        seen = edits[uri]
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                return
+            if pending.get(uri) is task:
+                del pending[uri]
+            await publish(ls, uri, lambda: edits.get(uri) != seen)
+
+        task = asyncio.ensure_future(later())
+        pending[uri] = task
+
+    async def publish(ls, uri: str, stale=lambda: False) -> None:
         path = _path_of(uri)
         if path is None:
             return
@@ -144,6 +181,9 @@ def make_server():
             ls.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
                                                          message=f"parallint: {type(exc).__name__}: {exc}"))
             return
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=f"parallint: analysed {path}"))
+        if stale():
+            return  # a newer edit is scheduled; it publishes
         for p, diags in sorted(results.items()):
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=_uri_of(p), diagnostics=[_to_lsp(d) for d in diags]))
@@ -172,14 +212,17 @@ def make_server():
         doc = ls.workspace.get_text_document(params.text_document.uri)
         if path is not None:
             linter().buffers[path] = doc.source
-        await publish(ls, params.text_document.uri)
+        schedule(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls, params: types.DidSaveTextDocumentParams):
-        await publish(ls, params.text_document.uri)
+        schedule(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls, params: types.DidCloseTextDocumentParams):
+        old = pending.pop(params.text_document.uri, None)
+        if old is not None:
+            old.cancel()
         path = _path_of(params.text_document.uri)
         if path is not None:
             linter().buffers.pop(path, None)

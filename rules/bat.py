@@ -81,13 +81,14 @@ class DeepspeedBatchIdentity(FactRule):
             if mb is not None and ga is not None:
                 if mb * ga * dp != tb:
                     yield Finding(tb_v, f"train_batch_size {tb} != micro batch {mb} × gradient accumulation "
-                                        f"{ga} × data-parallel size {dp} = {mb * ga * dp}", rel + dp_rel)
+                                        f"{ga} × data-parallel size {dp} = {mb * ga * dp}; {_batch_fix(tb, mb, ga, dp)}", rel + dp_rel)
                 return
             known = mb if mb is not None else ga
             if known is not None and tb % (known * dp):
                 what = "micro batch" if mb is not None else "gradient accumulation"
                 yield Finding(tb_v, f"train_batch_size {tb} is not divisible by {what} {known} × data-parallel "
-                                    f"size {dp}: the missing value cannot be an integer", rel + dp_rel)
+                                    f"size {dp}: the missing value cannot be an integer; set train_batch_size to "
+                                    f"{_multiple(known * dp, tb)}", rel + dp_rel)
             return
         # no world size: only what no data-parallel size can fix
         prod = (mb or 1) * (ga or 1)
@@ -95,7 +96,8 @@ class DeepspeedBatchIdentity(FactRule):
             parts = " × ".join(x for x in (f"micro batch {mb}" if mb is not None else "",
                                             f"gradient accumulation {ga}" if ga is not None else "") if x)
             yield Finding(tb_v, f"train_batch_size {tb} is not divisible by {parts} = {prod}: no "
-                                f"data-parallel size satisfies DeepSpeed's batch identity", rel)
+                                f"data-parallel size satisfies DeepSpeed's batch identity; set train_batch_size to "
+                                f"{_multiple(prod, tb)}", rel)
 
 
 class GlobalBatchNotDivisible(FactRule):
@@ -146,10 +148,12 @@ class GlobalBatchNotDivisible(FactRule):
         if dp is not None:
             if gb % (mb * dp):
                 yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb} × data-parallel "
-                                    f"size {dp} = {mb * dp}", [(mb_v, f"micro batch {mb}")] + dp_rel)
+                                    f"size {dp} = {mb * dp}; set the global batch size to {_multiple(mb * dp, gb)}",
+                              [(mb_v, f"micro batch {mb}")] + dp_rel)
             return
         if gb % mb:
-            yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb}",
+            yield Finding(gb_v, f"global batch {gb} is not divisible by micro batch {mb}; set the global batch size "
+                                f"to {_multiple(mb, gb)}",
                           [(mb_v, f"micro batch {mb}")])
 
 
@@ -245,14 +249,16 @@ class DeepspeedTrainerMismatch(FactRule):
             a, b = ds.get(key), hf.get(key)
             ai, bi = known_int(a), known_int(b)
             if ai is not None and bi is not None and ai != bi:
-                yield Finding(a, f"DeepSpeed {dsname}={ai} contradicts the {hfname} {bi} of {src(b)}",
+                yield Finding(a, f"DeepSpeed {dsname}={ai} contradicts the {hfname} {bi} of {src(b)}; set both "
+                                 f"to the same value (or {dsname} to \"auto\")",
                               [(b, f"{hfname} {bi}")])
         dsp = {str(v.value): v for v in ds.known("training.precision")}
         hfp = {str(v.value): v for v in hf.known("training.precision")}
         for mode in ("fp16", "bf16"):
             if mode in dsp and hfp and mode not in hfp and ("fp16" in hfp or "bf16" in hfp):
                 other = next(iter(hfp.values()))
-                yield Finding(dsp[mode], f"DeepSpeed enables {mode} but {src(other)} trains in {other.value}",
+                yield Finding(dsp[mode], f"DeepSpeed enables {mode} but {src(other)} trains in {other.value}; enable the "
+                                             f"same precision in both (or set it to \"auto\" in the DeepSpeed config)",
                               [(other, str(other.value))])
         tb = ds.get("training.train_batch_size")
         mb, ga = known_int(hf.get("training.micro_batch")), known_int(hf.get("training.grad_accum"))
@@ -265,7 +271,7 @@ class DeepspeedTrainerMismatch(FactRule):
             expect = mb * (ga or 1) * known_int(w)
             if ga is not None and expect != known_int(tb):
                 yield Finding(tb, f"DeepSpeed train_batch_size={known_int(tb)} but the Trainer computes "
-                                  f"{mb} × {ga} × {known_int(w)} = {expect}",
+                                  f"{mb} × {ga} × {known_int(w)} = {expect}; set train_batch_size to {expect} (or \"auto\")",
                               [(hf.get("training.micro_batch"), f"per-device batch {mb}"), (w, f"world size {known_int(w)}")])
 
 
@@ -395,7 +401,8 @@ class RampupBatchNotDivisible(Rule):
         if gb >= start and (gb - start) % incr:
             yield self.report(word.span, f"--rampup-batch-size goes from {start} in steps of {incr} but the "
                                          f"global batch {gb} is not on that ramp ({gb} - {start} is not a "
-                                         f"multiple of {incr}): Megatron asserts at start-up")
+                                         f"multiple of {incr}): Megatron asserts at start-up; set the global batch size to "
+                                         f"{start} plus a multiple of {incr} ({_on_ramp(start, incr, gb)})")
             return
         sizes = rampup_batch_sizes(start, incr, samples, gb)
         if not sizes:
@@ -407,4 +414,27 @@ class RampupBatchNotDivisible(Rule):
         if bad is None:
             return
         yield self.report(word.span, f"the batch-size ramp reaches a global batch of {bad}, which is not "
-                                     f"divisible by {what}: Megatron asserts when the ramp gets there")
+                                     f"divisible by {what}: Megatron asserts when the ramp gets there; make the ramp's start "
+                                     f"and increment multiples of {div}")
+
+
+def _multiple(k: int, near: int) -> str:
+    """'a multiple of k (lo or hi)': the multiples of k next to ``near``, for a fix clause."""
+    lo = near // k * k
+    choices = [x for x in (lo, lo + k) if x > 0]
+    return f"a multiple of {k} ({' or '.join(map(str, choices))})"
+
+
+def _on_ramp(start: int, incr: int, gb: int) -> str:
+    lo = start + (gb - start) // incr * incr
+    return " or ".join(str(x) for x in (lo, lo + incr) if x > 0)
+
+
+def _batch_fix(tb: int, mb: int, ga: int, dp: int) -> str:
+    """What makes train_batch_size == micro × accumulation × DP: the batch, else the accumulation."""
+    alts = [f"set train_batch_size to {mb * ga * dp}"]
+    if tb % (mb * dp) == 0:
+        alts.append(f"gradient_accumulation_steps to {tb // (mb * dp)}")
+    elif tb % (ga * dp) == 0:
+        alts.append(f"train_micro_batch_size_per_gpu to {tb // (ga * dp)}")
+    return " or ".join(alts)

@@ -92,7 +92,8 @@ def _explain(err, tree, unknown_reason):
             span = node.key_spans.get(key) if node is not None else None
             if span is None:
                 continue
-            hint = f"; did you mean '{guess[0]}'?" if guess else ""
+            hint = (f"; rename it to '{guess[0]}'" if guess else
+                    "; remove it or correct its name (`parallint rule CFG001` names the framework's schema)")
             what = "silently ignored" if not strict else "rejected"
             yield "unknown", span, f"unknown key '{key}' in {where} ({what} by the framework){hint}"
         return
@@ -112,13 +113,15 @@ def _explain(err, tree, unknown_reason):
     key = _dotted(path) or "value"
     if err.validator == "enum":
         allowed = ", ".join(repr(x) for x in err.validator_value if x is not None and x is not False)
-        msg = f"{key} = {inst!r} is not one of {allowed}"
+        close = difflib.get_close_matches(str(inst), [str(x) for x in err.validator_value if isinstance(x, str)], n=1)
+        msg = f"{key} = {inst!r} is not one of {allowed}; " + (f"set it to {close[0]!r}" if close else "set it to one of them")
     elif err.validator in ("minimum", "maximum"):
-        msg = f"{key} = {inst!r} is out of range ({err.validator} {err.validator_value})"
+        bound = "at least" if err.validator == "minimum" else "at most"
+        msg = f"{key} = {inst!r} is out of range ({err.validator} {err.validator_value}); set it to {bound} {err.validator_value}"
     elif err.validator == "const":
-        msg = f"{key} = {inst!r}; expected {err.validator_value!r}"
+        msg = f"{key} = {inst!r}; set it to {err.validator_value!r}"
     elif err.validator == "not":
-        msg = f"{key} = {inst!r} is not allowed"
+        msg = f"{key} = {inst!r} is not allowed; choose another value"
     elif err.validator == "anyOf":
         kinds = []
         for sub in err.validator_value:
@@ -128,13 +131,20 @@ def _explain(err, tree, unknown_reason):
                 t = sub["type"]
                 kinds.append(("a non-negative " if sub.get("minimum") == 0 else "a positive " if sub.get("minimum") == 1 else "")
                              + (t if isinstance(t, str) else "/".join(t)))
-        msg = f"{key} = {inst!r}; expected {' or '.join(kinds) or 'another value'}"
+        msg = f"{key} = {inst!r}; set it to {' or '.join(_a(k) for k in kinds) or 'another value'}"
     elif err.validator == "type":
         t = err.validator_value
-        msg = f"{key} = {inst!r}; expected {t if isinstance(t, str) else ' or '.join(t)}"
+        msg = f"{key} = {inst!r}; set it to {_a(t) if isinstance(t, str) else ' or '.join(_a(x) for x in t)}"
     else:
-        msg = f"{key}: {err.message}"
+        msg = f"{key}: {err.message}; fix the value"
     yield "invalid", node.span, msg
+
+
+def _a(kind: str) -> str:
+    """A JSON Schema type name with its article ('an integer'); other words unchanged."""
+    names = {"integer": "an integer", "string": "a string", "boolean": "a boolean (true or false)",
+             "number": "a number", "object": "a mapping", "array": "a list", "null": "null"}
+    return names.get(kind, kind)
 
 
 class _SchemaRule(Rule):
@@ -257,7 +267,8 @@ class Fp16AndBf16(Rule):
         if fp16 and bf16:
             at, other = max(fp16[0], bf16[0], key=lambda v: (v.span.line, v.span.column)), None
             other = fp16[0] if at is bf16[0] else bf16[0]
-            yield self.report(at.span, "fp16 and bf16 are both enabled; they are mutually exclusive",
+            yield self.report(at.span, "fp16 and bf16 are both enabled; they are mutually exclusive; disable one of them "
+                                        "(bf16 where the GPUs support it)",
                               [Related.at(other.span, f"{other.value} enabled here")])
 
     def check_file(self, f, ctx):
@@ -321,13 +332,14 @@ class OffloadParamIgnored(Rule):
                 return
             span = zero.key_spans.get("offload_param", off.span)
             yield self.report(span, f"offload_param ({dev.value}) is ignored with ZeRO stage {stage.value}; "
-                                    f"only stage 3 offloads parameters",
+                                    f"only stage 3 offloads parameters; set zero_optimization.stage to 3 or remove offload_param",
                               [Related.at(stage.span, f"ZeRO stage {stage.value}")])
         legacy = zero.get("cpu_offload_param")
         if legacy is not None and legacy.value is True:
             span = zero.key_spans.get("cpu_offload_param", legacy.span)
             yield self.report(span, f"cpu_offload_param is ignored with ZeRO stage {stage.value}; only stage 3 "
-                                    f"offloads parameters", [Related.at(stage.span, f"ZeRO stage {stage.value}")])
+                                    f"offloads parameters; set zero_optimization.stage to 3 or remove cpu_offload_param",
+                              [Related.at(stage.span, f"ZeRO stage {stage.value}")])
 
 
 class DuplicateKey(Rule):
@@ -374,12 +386,12 @@ class DuplicateKey(Rule):
                 if a is not None and a == b and f.kind != "deepspeed":  # DeepSpeed refuses even these
                     yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}), with "
                                              f"the same value {b}: the loader keeps one, and an edit to only "
-                                             f"one of them is silently lost",
+                                             f"one of them is silently lost; remove the repeat",
                                       [Related.at(first, f"first '{key}'")], severity=Severity.WARNING)
                     continue
                 what = f": {a} at line {first.line}, then {b}" if a is not None and b is not None else ""
                 yield self.report(again, f"duplicate key '{key}'{where} (first at line {first.line}){what}; "
-                                         f"the frameworks reject it or silently keep the last value",
+                                         f"the frameworks reject it or silently keep the last value; remove one of them",
                                   [Related.at(first, f"first '{key}'")])
 
 
@@ -488,14 +500,16 @@ class ConflictingDeepSpeedSettings(Rule):
             what = _NO_ZERO_OPTIMIZERS.get(typ.value.strip().lower())
             if what is not None:
                 yield self.report(typ.span, f"{what} ({typ.value}) is not compatible with ZeRO: DeepSpeed refuses "
-                                            f"ZeRO stage {stage} with it at start-up",
+                                            f"ZeRO stage {stage} with it at start-up; set zero_optimization.stage to 0 or use "
+                                            f"another optimizer",
                                   [Related.at(stage_n.span, f"ZeRO stage {stage}")])
         off = zero.get("offload_optimizer")
         ratio = off.get("ratio") if off is not None and off.is_map else None
         if ratio is not None and isinstance(ratio.value, (int, float)) and not isinstance(ratio.value, bool) \
                 and ratio.value < 1 and stage is not None and stage != 3:
             yield self.report(ratio.span, f"partial optimizer offload (ratio {ratio.value}) needs ZeRO stage 3; "
-                                          f"DeepSpeed refuses it with stage {stage}",
+                                          f"DeepSpeed refuses it with stage {stage}; set zero_optimization.stage to 3 or remove "
+                                          f"offload_optimizer.ratio",
                               [Related.at(stage_n.span, f"ZeRO stage {stage}")])
 
     def _accelerate(self, tree):

@@ -128,7 +128,7 @@ class UnknownMegatronArgument(Rule):
                                            f"(unrecognized arguments); {hint}")
                 continue
             close = difflib.get_close_matches(raw, table.known, n=1, cutoff=0.8)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            hint = f"; rename it to {close[0]}" if close else "; remove it or add it to the script's own parser"
             yield self.report(fw.span, f"{raw} is not an argument of {table.what} or of the script: argparse "
                                        f"stops at start-up (unrecognized arguments){hint}")
 

@@ -191,7 +191,8 @@ class MissingDistributedSampler(Rule):
             yield self.report(
                 c.span,
                 "DataLoader without a DistributedSampler in a script that wraps its model in "
-                f"{'DDP' if s.has('ddp') else 'FSDP'}: every rank iterates the same samples",
+                f"{'DDP' if s.has('ddp') else 'FSDP'}: every rank iterates the same samples; pass "
+                "sampler=DistributedSampler(dataset) to the DataLoader",
             )
 
 
@@ -390,7 +391,7 @@ class SamplerWithShuffle(Rule):
                     yield self.report(
                         s.arg_span(c, "shuffle", 2),
                         f"DataLoader got both {kw}= and shuffle=True: PyTorch raises \"{kw} option is "
-                        "mutually exclusive with shuffle\"",
+                        "mutually exclusive with shuffle\"; remove shuffle=True (let the sampler shuffle)",
                     )
                     break
 
@@ -518,6 +519,7 @@ class DoubleSharding(Rule):
                 prep.span,
                 "this DataLoader already has a DistributedSampler (line "
                 f"{sampler.span.line}) and accelerator.prepare() shards it again: each process sees "
-                "1/N of its 1/N share, the job trains on 1/N of the data per epoch",
+                "1/N of its 1/N share, the job trains on 1/N of the data per epoch; drop the "
+                "DistributedSampler and let accelerator.prepare() shard the loader",
                 related=[Related.at(sampler.span, "DistributedSampler here"), Related.at(dl.span, "DataLoader here")],
             )

@@ -297,7 +297,7 @@ class FindUnusedParameters(Rule):
                 span,
                 f"find_unused_parameters=True, but the model DDP wraps is {what} built here: every "
                 "parameter takes part in each forward pass, so DDP searches the autograd graph after "
-                "every step for nothing and delays the gradient all-reduce",
+                "every step for nothing and delays the gradient all-reduce; remove find_unused_parameters=True",
             )
 
 
@@ -603,7 +603,8 @@ class MultipleDeviceIds(Rule):
                 yield self.report(
                     s.arg_span(c, "device_ids", 1),
                     f"DistributedDataParallel got device_ids with {len(v.value)} devices "
-                    f"({list(v.value)!r}); DDP accepts one device per process",
+                    f"({list(v.value)!r}); DDP accepts one device per process; pass device_ids=[local_rank] and "
+                    "start one process per GPU",
                 )
 
 

@@ -112,7 +112,7 @@ class NcclTransportDisabled(Rule):
                         "NCCL_SHM_DISABLE": "shared-memory transfers",
                         "NCCL_IB_DISABLE": "InfiniBand/RoCE between nodes"}[name]
                 yield self.report(v.span or la.span, f"{name}={v.value} turns off {what}: collectives fall back "
-                                                     f"to a slower path")
+                                                     f"to a slower path; remove {name} (or set it only while debugging)")
 
 
 def _net_plugin(la, f) -> bool:
@@ -195,7 +195,8 @@ class VisibleDevicesFewerThanProcs(Rule):
             yield self.report(
                 v.span or la.span,
                 f"CUDA_VISIBLE_DEVICES={v.value} shows {len(devs)} device(s) but {pi} processes start on this node "
-                f"({p.source})",
+                f"({p.source}); list {pi} devices or start {len(devs)} "
+                f"{'process' if len(devs) == 1 else 'processes'} per node",
                 related=related_at(p, f"{p.source} = {pi}"),
             )
 
@@ -264,7 +265,8 @@ class NcclSocketLoopback(Rule):
                     seen.add(v.span)
                     yield self.report(v.span or la.span,
                                       f"NCCL_SOCKET_IFNAME={v.value} keeps NCCL on the loopback interface but the "
-                                      f"job spans {n} nodes: the other nodes cannot connect")
+                                      f"job spans {n} nodes: the other nodes cannot connect; set it to the interface "
+                                      f"between the nodes (e.g. eth0, ib0) or unset it")
 
 
 BLACKWELL_PREFIXES = ("b100", "b200", "b300", "gb200", "gb300", "rtx50", "rtx pro 6000")
@@ -366,10 +368,11 @@ class CudaDeviceMaxConnections(Rule):
                 set_not_exported = any(n == "CUDA_DEVICE_MAX_CONNECTIONS" for n, _ in getattr(data, "assignments", []))
                 extra = " (it is set but not exported)" if set_not_exported else ""
                 yield self.report(la.span, f"Megatron with {what} requires CUDA_DEVICE_MAX_CONNECTIONS=1 in the "
-                                           f"environment{extra}; its argument check stops every rank")
+                                           f"environment{extra}; its argument check stops every rank; export "
+                                           f"CUDA_DEVICE_MAX_CONNECTIONS=1 before the launch")
             elif v.known and str(v.value).strip() != "1":
                 yield self.report(v.span or la.span, f"CUDA_DEVICE_MAX_CONNECTIONS={v.value}, but Megatron with {what} "
-                                                     f"requires 1; its argument check stops every rank")
+                                                     f"requires 1; its argument check stops every rank; set it to 1")
 
 
 TORCH_NCCL = frozenset("""
@@ -465,7 +468,7 @@ class UnknownNcclVariable(Rule):
             close = difflib.get_close_matches(name, list(pool), n=1, cutoff=0.88)
             if not close or _edit_distance(name, close[0]) > 2:
                 continue
-            yield self.report(v.span, f"{name} is not a variable NCCL or PyTorch reads; did you mean {close[0]}?")
+            yield self.report(v.span, f"{name} is not a variable NCCL or PyTorch reads; rename it to {close[0]}")
 
 
 def _edit_distance(a: str, b: str) -> int:

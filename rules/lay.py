@@ -144,7 +144,10 @@ class ParallelProductMismatch(FactRule):
                 prod = view.i("parallel.dp") * view.i("parallel.tp") * view.i("parallel.pp")
                 if prod != lw.value:
                     yield Finding(dp, f"nanotron dp×tp×pp = {prod} but the job runs {lw.value} processes "
-                                      f"({src(lw)}); nanotron needs them equal",
+                                      f"({src(lw)}); nanotron needs them equal; "
+                                      + (f"set dp to {lw.value // (prod // view.i('parallel.dp'))}"
+                                         if isinstance(lw.value, int) and lw.value % (prod // view.i("parallel.dp")) == 0
+                                         else f"make dp×tp×pp equal {lw.value}"),
                                   [(lw, "world size"), (tp, "tp"), (pp, "pp")])
             return
         if view.fw("lightning") and view.stated("parallel.tp") and view.stated("parallel.dp"):
@@ -167,9 +170,11 @@ class ParallelProductMismatch(FactRule):
         at = max(known, key=lambda t: t[2])[1]
         desc = " × ".join(f"{k.split('.')[1].upper()} {i}" for k, _, i in known if i > 1)
         if prod > w:
-            msg = f"{desc} = {prod} GPUs per model replica, but the world size is {w}"
+            msg = (f"{desc} = {prod} GPUs per model replica, but the world size is {w}; start a multiple of {prod} "
+                   f"processes or lower the degrees to divide {w}")
         else:
-            msg = f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits"
+            msg = (f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits; start a "
+                   f"multiple of {prod} processes or change the degrees to divide {w}")
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
 
@@ -179,7 +184,9 @@ class ParallelProductMismatch(FactRule):
         if w is None or dp is None or tp is None or dp * tp == w:
             return
         yield Finding(view.v("parallel.tp"), f"Lightning ModelParallelStrategy needs data_parallel_size × "
-                                             f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}",
+                                             f"tensor_parallel_size == world size: {dp} × {tp} = {dp * tp} != {w}; "
+                                             + (f"set data_parallel_size to {w // tp}" if w % tp == 0 else
+                                                f"make data_parallel_size × tensor_parallel_size equal {w}"),
                       [(view.world, f"world size {w}"), (view.v("parallel.dp"), f"data_parallel_size {dp}")])
 
     def _accelerate(self, view: View):
@@ -204,7 +211,7 @@ class ParallelProductMismatch(FactRule):
         at = max(zip(keys, sizes), key=lambda t: t[1])[0]
         desc = " × ".join(f"{n} {i}" for n, i in zip(names, sizes))
         yield Finding(view.v(at), f"accelerate parallelism_config {desc} = {total}, but num_processes is {w}; "
-                                  f"accelerate needs them equal",
+                                  f"accelerate needs them equal; " + _accelerate_fix(names, sizes, w),
                       [(view.world, f"{w} processes")] + [(view.v(k), f"{n} {i}") for k, n, i in zip(keys, names, sizes)
                                                          if k != at and i > 1])
 
@@ -235,7 +242,10 @@ class ParallelProductMismatch(FactRule):
             prod = others * shard
             if prod != w:
                 yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
-                                       f"{prod} != {w}", [(world, f"world size {w}")] + rel)
+                                       f"{prod} != {w}; " + (f"set the dp_shard degree to {w // others} (or -1)" if w % others == 0
+                                                          else f"start a multiple of {others} processes or change "
+                                                               f"the degrees to divide {w}"),
+                              [(world, f"world size {w}")] + rel)
             return
         if not inferred:
             return
@@ -245,7 +255,8 @@ class ParallelProductMismatch(FactRule):
             if at is None:
                 return
             yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
-                              f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1)",
+                              f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1); start a multiple of {others} "
+                              f"processes or change the degrees to divide {w}",
                           [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
 
 
@@ -281,7 +292,8 @@ class TensorParallelAcrossNodes(FactRule):
             return
         if tp > g:
             yield Finding(view.v("parallel.tp"), f"tensor-parallel degree {tp} is larger than the {g} GPUs "
-                                                 f"per node: tensor-parallel all-reduces leave NVLink",
+                                                 f"per node: tensor-parallel all-reduces leave NVLink; lower TP to {g} or less "
+                                                 f"and use pipeline or data parallelism across nodes",
                           [(gpn, f"{g} GPUs per node")])
 
 
@@ -322,7 +334,7 @@ class HeadsNotDivisibleByTp(FactRule):
             return
         if heads % tp:
             yield Finding(view.v("parallel.tp"), f"{heads} attention heads are not divisible by "
-                                                 f"tensor-parallel degree {tp}",
+                                                 f"tensor-parallel degree {tp}; set TP to {_divisors(heads, tp)}",
                           [(view.v("model.heads"), f"{heads} attention heads")])
 
 
@@ -374,11 +386,13 @@ class LayersNotDivisibleByPp(FactRule):
             stages = pp * vpp
             if layers % stages:
                 yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into "
-                                                     f"PP {pp} × VPP {vpp} = {stages} stages",
+                                                     f"PP {pp} × VPP {vpp} = {stages} stages; make the layers a multiple of {stages} "
+                                                     f"or pick PP × VPP dividing {layers}",
                               [(view.v("model.layers"), f"{layers} layers"), (vpp_v, f"VPP {vpp}")])
             return
         if layers % pp:
-            yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into {pp} pipeline stages",
+            yield Finding(view.v("parallel.pp"), f"{layers} layers do not split evenly into {pp} pipeline stages; set PP to "
+                                                 f"{_divisors(layers, pp)}, or give an uneven layout",
                           [(view.v("model.layers"), f"{layers} layers")])
 
 
@@ -426,7 +440,8 @@ class SequenceParallelWithoutTp(FactRule):
             return
         tp = view.i("parallel.tp")
         if tp == 1:
-            yield Finding(sp, "sequence parallelism needs tensor parallelism; with TP 1 Megatron turns it off",
+            yield Finding(sp, "sequence parallelism needs tensor parallelism; with TP 1 Megatron turns it off; "
+                              "remove sequence parallelism or raise TP above 1",
                           [(view.v("parallel.tp"), "TP 1")])
 
 
@@ -509,7 +524,7 @@ class ZeroWithPipeline(FactRule):
             return
         if z >= 2 and pp > 1:
             yield Finding(view.v("parallel.zero_stage"), f"ZeRO stage {z} is incompatible with DeepSpeed "
-                                                        f"pipeline parallelism (PP {pp})",
+                                                        f"pipeline parallelism (PP {pp}); set the ZeRO stage to 0 or 1, or PP to 1",
                           [(view.v("parallel.pp"), f"PP {pp}")])
 
 
@@ -550,11 +565,13 @@ class ExpertsNotDivisible(FactRule):
         ne = view.i("model.num_experts")
         stated = view.facts.all("model.num_experts")
         if stated and all((not v.known) and v.why == "null" for v in stated):
-            yield Finding(ep_v, f"expert-parallel degree {ep} but the model has no experts (num_experts is null)",
+            yield Finding(ep_v, f"expert-parallel degree {ep} but the model has no experts (num_experts is null); set "
+                                f"the expert-parallel degree to 1 or num_experts to a multiple of {ep}",
                           [(stated[0], "num_experts: null")])
             return
         if ne is not None and ne > 0 and ne % ep:
-            yield Finding(ep_v, f"{ne} experts are not divisible by expert-parallel degree {ep}",
+            yield Finding(ep_v, f"{ne} experts are not divisible by expert-parallel degree {ep}; set EP to "
+                                f"{_divisors(ne, ep)}",
                           [(view.v("model.num_experts"), f"{ne} experts")])
         w = view.world_int
         if w is None or not view.fw("megatron", "nemo"):
@@ -572,7 +589,8 @@ class ExpertsNotDivisible(FactRule):
             return
         grid = etp * ep * pp
         if w % grid:
-            yield Finding(ep_v, f"world size {w} is not divisible by expert grid ETP {etp} × EP {ep} × PP {pp} = {grid}",
+            yield Finding(ep_v, f"world size {w} is not divisible by expert grid ETP {etp} × EP {ep} × PP {pp} = {grid}; "
+                                f"start a multiple of {grid} processes or lower the degrees to divide {w}",
                           [(view.world, f"world size {w}")])
 
 
@@ -605,7 +623,8 @@ class ContextParallelSeqLen(FactRule):
         if not view.fw("megatron", "nemo", "torchtitan"):
             return
         if seq % (2 * cp):
-            yield Finding(view.v("model.seq_len"), f"sequence length {seq} is not divisible by 2×CP = {2 * cp}",
+            yield Finding(view.v("model.seq_len"), f"sequence length {seq} is not divisible by 2×CP = {2 * cp}; set it to a multiple of "
+                                                   f"{2 * cp} ({_near_multiples(seq, 2 * cp)})",
                           [(view.v("parallel.cp"), f"CP {cp}")])
 
 
@@ -638,7 +657,8 @@ class KvGroupsVsTp(FactRule):
             return
         if kv % tp and tp % kv:
             yield Finding(view.v("parallel.tp"), f"{kv} KV heads (query groups) are neither a multiple nor a "
-                                                 f"divisor of tensor-parallel degree {tp}",
+                                                 f"divisor of tensor-parallel degree {tp}; set TP to {_divisors(kv, tp)}, or a "
+                                                 f"multiple of {kv}",
                           [(view.v("model.kv_heads"), f"{kv} KV heads")])
 
 
@@ -669,7 +689,8 @@ class VirtualPipelineWithoutPp(FactRule):
         vpp, pp = view.i("parallel.vpp"), view.i("parallel.pp")
         if vpp is None or vpp <= 1 or pp != 1:
             return
-        yield Finding(view.v("parallel.vpp"), f"virtual pipeline size {vpp} needs pipeline parallelism, but PP is 1",
+        yield Finding(view.v("parallel.vpp"), f"virtual pipeline size {vpp} needs pipeline parallelism, but PP is 1; remove the "
+                                              f"virtual pipeline size or raise PP",
                       [(view.v("parallel.pp"), "PP 1")])
 
 
@@ -703,7 +724,8 @@ class HiddenNotDivisibleByHeads(FactRule):
         if any(v.known or not v.why.startswith(("null", "unset")) for v in view.facts.all("model.head_dim")):
             return  # an explicit (or unresolvable) head dimension
         if h % a:
-            yield Finding(view.v("model.hidden"), f"hidden size {h} is not divisible by {a} attention heads",
+            yield Finding(view.v("model.hidden"), f"hidden size {h} is not divisible by {a} attention heads; set the heads to "
+                                                  f"{_divisors(h, a)}, or give the head dimension (kv_channels)",
                           [(view.v("model.heads"), f"{a} heads")])
 
 
@@ -779,7 +801,8 @@ class TpCommOverlapWithoutSequenceParallel(FactRule):
             if why:
                 yield self.report(args.key_spans.get("--tp-comm-overlap", node.span),
                                   f"--tp-comm-overlap {why}: Megatron stops at start-up (\"Tensor parallel "
-                                  f"communication/GEMM overlap can happen only when sequence parallelism is enabled\")")
+                                  f"communication/GEMM overlap can happen only when sequence parallelism is enabled\"); "
+                                  f"{_TP_OVERLAP_FIX}")
         elif f.kind == "nemo":
             model = tree.get("model")
             node = model.get("ub_tp_comm_overlap") if model is not None and model.is_map else None
@@ -790,7 +813,8 @@ class TpCommOverlapWithoutSequenceParallel(FactRule):
                 return
             yield self.report(model.key_spans.get("ub_tp_comm_overlap", node.span),
                               "ub_tp_comm_overlap without sequence_parallel: NeMo switches the overlap off "
-                              "(it needs sequence parallelism's all-gather/reduce-scatter)",
+                              "(it needs sequence parallelism's all-gather/reduce-scatter); set model.sequence_parallel "
+                              "to true or remove ub_tp_comm_overlap",
                               severity=Severity.WARNING)
 
     def check_job(self, job, ctx):
@@ -816,4 +840,34 @@ class TpCommOverlapWithoutSequenceParallel(FactRule):
         if why:
             yield self.report(flag.span, f"--tp-comm-overlap {why}: Megatron stops at start-up (\"Tensor parallel "
                                          f"communication/GEMM overlap can happen only when sequence parallelism "
-                                         f"is enabled\")")
+                                         f"is enabled\"); {_TP_OVERLAP_FIX}")
+
+
+def _accelerate_fix(names: tuple, sizes: list, w: int) -> str:
+    """Set dp_shard so the parallelism_config product is the process count, when an integer does it."""
+    others = 1
+    for n, i in zip(names, sizes):
+        if n != "dp_shard":
+            others *= i
+    if w % others == 0:
+        return f"set dp_shard to {w // others}"
+    return f"make {' × '.join(names)} equal {w}"
+
+
+_TP_OVERLAP_FIX = "add --sequence-parallel with TP > 1, or remove --tp-comm-overlap"
+
+
+def _divisors(n: int, near: int) -> str:
+    """A fix clause's choice of degrees: the divisors of ``n`` next to ``near`` ('4 or 2')."""
+    if n > 1_000_000:  # a hostile value: no search
+        return f"a divisor of {n}"
+    divs = [d for d in range(2, n + 1) if n % d == 0] or [1]
+    below = [d for d in divs if d < near][-2:][::-1]
+    above = [d for d in divs if near < d <= 2 * near][:1]
+    pick = (below + above)[:2] or [1]
+    return " or ".join(map(str, pick)) if len(pick) < 2 or pick[0] != pick[1] else str(pick[0])
+
+
+def _near_multiples(n: int, k: int) -> str:
+    lo = n // k * k
+    return " or ".join(str(x) for x in (lo, lo + k) if x > 0)

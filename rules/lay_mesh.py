@@ -111,7 +111,8 @@ class DeviceMeshSizeMismatch(Rule):
                 shape = "×".join(str(d) for d in m.shape)
                 yield self.report(
                     m.span,
-                    f"device mesh {shape} covers {n} ranks but {what} is {ws}",
+                    f"device mesh {shape} covers {n} ranks but {what} is {ws}; change the mesh "
+                    f"shape so its product is {ws}",
                     related=related,
                 )
 

@@ -222,13 +222,15 @@ class LauncherWorldSizeMismatch(Rule):
             yield self.report(
                 own.span or la.span,
                 f"{desc(own)} is {own.value} but {desc(outer)} gives {outer.value} node(s): the "
-                f"rendezvous {'waits for nodes that never join' if own.value > outer.value else 'leaves allocated nodes idle'}",
+                f"rendezvous {'waits for nodes that never join' if own.value > outer.value else 'leaves allocated nodes idle'}; "
+                f"set {desc(own)} to {outer.value}",
                 related=related_at(outer, f"{desc(outer)} = {outer.value}"),
             )
         if srun is not None and sched is not None and srun.value > sched.value:
             yield self.report(
                 srun.span or la.span,
-                f"srun asks for {srun.value} nodes but the allocation (#SBATCH --nodes) has {sched.value}",
+                f"srun asks for {srun.value} nodes but the allocation (#SBATCH --nodes) has {sched.value}; "
+                f"set srun --nodes to {sched.value} or less",
                 related=related_at(sched, f"#SBATCH --nodes = {sched.value}"),
             )
         pl = by_layer(la, "parallel.procs_per_node")
@@ -277,7 +279,7 @@ class LauncherWorldSizeMismatch(Rule):
                         yield self.report(
                             v.span,
                             f"Trainer({what}={n}) but the launch gives {launch_v.value} ({desc(launch_v)}): "
-                            f"Lightning and the launcher disagree on the world size",
+                            f"Lightning and the launcher disagree on the world size; set {what} to {launch_v.value}",
                             related=related_at(launch_v, f"{desc(launch_v)} = {launch_v.value}"),
                         )
 
@@ -296,7 +298,8 @@ class LauncherWorldSizeMismatch(Rule):
             if n is not None and n != outer.value and (on_every_node or n > outer.value):
                 yield self.report(
                     v.span,
-                    f"accelerate num_machines is {n} but {desc(outer)} gives {outer.value} node(s)",
+                    f"accelerate num_machines is {n} but {desc(outer)} gives {outer.value} node(s); set "
+                    f"num_machines to {outer.value}",
                     related=related_at(outer, f"{desc(outer)} = {outer.value}"),
                 )
 
@@ -414,7 +417,8 @@ class MoreProcessesThanGpus(Rule):
                 yield self.report(
                     p.span or la.span,
                     f"{pi} processes per node ({desc(p)}) but only {gi} GPU(s) requested per "
-                    f"{who or 'node'} ({desc(g)}): ranks would share a GPU",
+                    f"{who or 'node'} ({desc(g)}): ranks would share a GPU; start {gi} processes per node or "
+                    f"request {pi} GPUs",
                     related=related_at(g, f"{desc(g)} = {gi}"),
                 )
 
@@ -495,7 +499,8 @@ class DoubleLaunch(Rule):
             yield self.report(
                 tpn.span or la.span,
                 f"{w.launcher} starts {t} tasks per node ({desc(tpn)}) and each runs {la.launcher} with "
-                f"{pi} processes: {t * pi} processes per node in {t} separate rendezvous",
+                f"{pi} processes: {t * pi} processes per node in {t} separate rendezvous; start one task per "
+                f"node (--ntasks-per-node=1) or drop the launcher and let {w.launcher} start the ranks",
                 related=related_at(p, f"{desc(p)} = {pi}"),
             )
 
@@ -541,7 +546,7 @@ class DeprecatedLauncher(Rule):
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         for la in launches(f):
             if la.launcher == "torch.distributed.launch":
-                yield self.report(la.span, "python -m torch.distributed.launch is deprecated: use torchrun "
+                yield self.report(la.span, "python -m torch.distributed.launch is deprecated; use torchrun "
                                            "(and read LOCAL_RANK from the environment)")
 
 
@@ -611,8 +616,8 @@ class PyTorchJobMasterReplicas(Rule):
             v = job.options.get("replicas.Master")
             n = known_int(v)
             if n is not None and n != 1:
-                yield self.report(v.span, f"PyTorchJob Master.replicas is {n}; it must be 1 (use Worker.replicas "
-                                          f"for the other nodes)")
+                yield self.report(v.span, f"PyTorchJob Master.replicas is {n}; it must be 1; set it to 1 and count "
+                                          f"the other nodes in Worker.replicas")
 
 
 class MultiNodeRendezvous(Rule):
@@ -684,7 +689,8 @@ class MultiNodeRendezvous(Rule):
         for v in getattr(job, "loopback_masters", ()):  # found by the linker in the job's scripts
             if v.span is not None:
                 yield self.report(v.span, f"the script sets MASTER_ADDR={v.value!r} for a job on {n} nodes: "
-                                          f"every node would rendezvous with itself",
+                                          f"every node would rendezvous with itself; set it to the first node's "
+                                          f"address (e.g. from the scheduler)",
                                   related=related_at(Value(n, la.span), f"{n} nodes"))
 
     def _multi_node(self, f) -> Iterable[Diagnostic]:
@@ -705,13 +711,13 @@ class MultiNodeRendezvous(Rule):
             if is_loopback(host):
                 yield self.report(v.span or la.span,
                                   f"{n} nodes rendezvous at loopback address {v.value!r} ({v.source}): every node "
-                                  f"would wait for itself")
+                                  f"would wait for itself; set it to the first node's address (e.g. from the scheduler)")
         if la.launcher == "python" and la.wrapper is not None:
             v = la.env.get("MASTER_ADDR")
             if v is not None and v.known and is_loopback(str(v.value)):
                 yield self.report(v.span or la.span,
                                   f"{n} nodes use env:// rendezvous with MASTER_ADDR={v.value}: the other nodes "
-                                  f"cannot reach it")
+                                  f"cannot reach it; set it to the first node's address (e.g. from the scheduler)")
         if la.launcher in TORCHRUN_FAMILY and not any(k in la.options for k in ("master_addr", "rdzv_endpoint")):
             # torchrun reads PET_<OPTION> for an option not on the line (its `env` action)
             for name in ("PET_MASTER_ADDR", "PET_RDZV_ENDPOINT"):
@@ -722,7 +728,8 @@ class MultiNodeRendezvous(Rule):
                 if is_loopback(host.strip("[]")):
                     yield self.report(v.span or la.span,
                                       f"{n} nodes rendezvous at loopback address {v.value!r} ({name}, which torchrun "
-                                      f"reads for --{name[4:].lower()}): every node would wait for itself")
+                                      f"reads for --{name[4:].lower()}): every node would wait for itself; set it to "
+                                      f"the first node's address (e.g. from the scheduler)")
         # a literal node rank in a command that every node runs
         every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
                                                                         "mpijob", "volcano", "kubejob", "skypilot")
@@ -739,7 +746,7 @@ class MultiNodeRendezvous(Rule):
             if r is not None:
                 yield self.report(v.span or la.span,
                                   f"every one of the {n} nodes runs this command with --{key.replace('_', '-')} {r}: "
-                                  f"the node ranks collide")
+                                  f"the node ranks collide; pass each node's own rank (e.g. $SLURM_NODEID under srun)")
 
 
 TORCHRUN_FAMILY = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
@@ -839,7 +846,9 @@ class AccelerateProcessesPerMachine(Rule):
         why = "fewer processes than machines" if p < m else f"{p} is not divisible by {m}"
         return self.report(
             np_.span,
-            f"accelerate num_processes is the total over all machines: {p} processes on {m} machines ({why})",
+            f"accelerate num_processes is the total over all machines: {p} processes on {m} machines ({why}); "
+            f"set num_processes to {m} × the processes per machine ("
+            + (f"{m}" if p < m else f"{p // m * m} or {p // m * m + m}") + ")",
             related=[Related.at(nm.span, f"num_machines = {m}")] if nm.span and nm.span != np_.span else (),
         )
 
@@ -978,14 +987,14 @@ class GpuLimitsRequestsMismatch(Rule):
                     continue
                 if lim is None:
                     found.append(self.report(req.span, f"{res} is requested ({req.value if req.known else '?'}) "
-                                                       f"without a limit: the API server rejects the pod (set "
-                                                       f"the GPUs under resources.limits)"))
+                                                       f"without a limit: the API server rejects the pod; set "
+                                                       f"the GPUs under resources.limits"))
                     continue
                 li, ri = known_int(lim), known_int(req)
                 if li is not None and ri is not None and li != ri:
                     found.append(self.report(
                         req.span, f"{res} requests {ri} but limits {li}: GPUs cannot be overcommitted, the API "
-                                  f"server rejects the pod (give the count under limits only)",
+                                  f"server rejects the pod; give the count under limits only",
                         related=related_at(lim, f"limits {res} = {li}")))
         return sorted(found, key=lambda d: (d.span.line, d.span.column))
 
@@ -1055,7 +1064,8 @@ class SbatchTooFewTasks(Rule):
         if a is None or b is None or n is None or a >= n * b:
             return
         yield self.report(nt.span, f"#SBATCH --ntasks={a} is fewer than --nodes={n} × --ntasks-per-node={b} = {n * b}: "
-                                   f"Slurm starts {a} tasks and treats --ntasks-per-node as a maximum",
+                                   f"Slurm starts {a} tasks and treats --ntasks-per-node as a maximum; set --ntasks to {n * b} "
+                                   f"or drop it",
                           related=[Related.at(v.span, m) for v, m in ((nodes, f"--nodes={n}"),
                                                                       (tpn, f"--ntasks-per-node={b}")) if v.span])
 
@@ -1126,7 +1136,8 @@ class NodeRankOutOfRange(Rule):
                 continue
             seen.add((rv.span, nv.span))
             yield self.report(rv.span or la.span,
-                              f"--{names[0]} {r} with --{names[1]} {text}: node ranks run from 0 to {n - 1}",
+                              f"--{names[0]} {r} with --{names[1]} {text}: node ranks run from 0 to {n - 1}; set "
+                              f"--{names[0]} below {n} or raise --{names[1]}",
                               related=related_at(nv, f"--{names[1]} {text}"))
 
 
@@ -1190,7 +1201,7 @@ class MasterPortOutOfRange(Rule):
                     continue
                 seen.add(v.span)
                 yield self.report(v.span or la.span, f"{what} {p} is not a TCP port (0-65535): the rendezvous "
-                                                     f"store cannot listen on it")
+                                                     f"store cannot listen on it; use a port from 1024 to 65535 (e.g. 29500)")
 
 
 class MasterAddrDiffers(Rule):
@@ -1278,7 +1289,8 @@ class MasterAddrDiffers(Rule):
             for r, addr in members:
                 if addr.value != ref[1].value:
                     yield self.report(addr.span, f"node rank {r} rendezvouses at {addr.value!r} but node rank "
-                                                 f"{ref[0]} at {ref[1].value!r}: the nodes of one job need one master",
+                                                 f"{ref[0]} at {ref[1].value!r}: the nodes of one job need one master; set every "
+                                                 f"node's master address to {ref[1].value!r}",
                                       related=related_at(ref[1], f"node rank {ref[0]}: {ref[1].value}"))
 
 
@@ -1372,7 +1384,8 @@ class MultiNodeDefaultMaster(Rule):
         return self.report(nv.span or la.span,
                            f"{n} nodes started by {where} with no --master_addr or --rdzv_endpoint: torchrun's "
                            f"default master is 127.0.0.1 (it does not read MASTER_ADDR), so every node would "
-                           f"rendezvous with itself",
+                           f"rendezvous with itself; pass --master_addr (or --rdzv_endpoint) with the first node's "
+                           f"address",
                            related=related_at(Value(n, w.span), f"{where} starts it on every node"))
 
 
@@ -1478,12 +1491,14 @@ class RayWorkersExceedCluster(Rule):
         if g > m:
             yield self.report(per.span or la.span,
                               f"each Ray Train worker reserves {g} GPUs but the largest pod of the RayJob's cluster "
-                              f"has {m}: no worker can be placed, the trainer waits for resources forever",
+                              f"has {m}: no worker can be placed, the trainer waits for resources forever; lower "
+                              f"resources_per_worker to at most {m} GPUs or request larger worker pods",
                               related=related_at(big, f"largest pod: {m} GPUs"))
             return
         n = known_int(worlds[0]) if len({known_int(v) for v in worlds}) == 1 else None
         if n is not None and n * g > c:
             yield self.report(worlds[0].span or la.span,
                               f"{n} Ray Train workers × {g} GPUs = {n * g} GPUs, but the RayJob's cluster offers "
-                              f"{c}: the workers that do not fit are never placed and the trainer waits forever",
+                              f"{c}: the workers that do not fit are never placed and the trainer waits forever; "
+                              f"lower num_workers to {c // g} or raise the worker group's replicas",
                               related=related_at(cap, f"{c} GPUs in the cluster"))

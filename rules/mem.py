@@ -376,9 +376,13 @@ class PredictedOom(Rule):
             layouts = plan(spec, int(world), spec["hardware"].get("gpu"), headroom)
             if layouts:
                 best = layouts[0]
-                msg += (f"; a layout of {world} GPUs that fits: {best.describe()} "
+                msg += (f"; use a layout of {world} GPUs that fits: {best.describe()} "
                         f"({_gib(best.estimate.total)} GiB)")
             else:
-                msg += f"; no layout of {world} GPUs fits this model on the {gpu_name}"
+                msg += (f"; use more GPUs or a larger GPU: no layout of {world} GPUs fits this model on the "
+                        f"{gpu_name} (`parallint plan` finds the smallest count)")
+        else:
+            msg += ("; lower the micro batch, recompute activations or shard the model further "
+                    "(`parallint plan` lists layouts that fit)")
         span = _anchor(job)
         yield self.report(span, msg, related=_related(job, span))

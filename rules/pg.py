@@ -183,7 +183,7 @@ class NcclWithoutSetDevice(Rule):
                 c.span,
                 f"NCCL process group initialised but the script never calls torch.cuda.set_device(), "
                 f"and it uses the current device ({use[1]}, line {use[0].span.line}): every rank does that "
-                "on GPU 0",
+                "on GPU 0; call torch.cuda.set_device(local_rank) before it",
                 related=[Related.at(use[0].span, "runs on the current device: GPU 0 on every rank")],
             )
 
@@ -353,7 +353,8 @@ class WorldSizeConflict(Rule):
                     if v.value != ws:
                         yield self.report(
                             s.arg_span(c, "world_size"),
-                            f"init_process_group(world_size={v.value}) but the launch starts {ws} processes",
+                            f"init_process_group(world_size={v.value}) but the launch starts {ws} processes; remove "
+                            f"world_size= (the launcher sets WORLD_SIZE) or set it to {ws}",
                             related=related,
                         )
                 r = s.arg(c, "rank")
@@ -361,7 +362,7 @@ class WorldSizeConflict(Rule):
                     yield self.report(
                         s.arg_span(c, "rank"),
                         f"init_process_group(rank={r.value}) is a constant but the launch starts {ws} "
-                        "processes: every process claims the same rank",
+                        "processes: every process claims the same rank; remove rank= (the launcher sets RANK)",
                         related=related,
                     )
 
@@ -459,7 +460,8 @@ class EnvRendezvousWithoutLauncher(Rule):
                 yield self.report(
                     c.span,
                     "init_process_group() uses env:// rendezvous but the launch starts the script with "
-                    "plain python and sets none of MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE",
+                    "plain python and sets none of MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; start it with "
+                    "torchrun (or set those variables)",
                     related=[Related.at(launch.span, "started here by plain python")],
                 )
 
@@ -701,4 +703,5 @@ class CollectiveInRankBranch(Rule):
                        f"(line {site.span.line})")
                 related = [Related.at(site.span, f"{c.frame.name}() called only on some ranks"),
                            Related.at(g.span, "rank-dependent condition")]
-            yield self.report(c.span, msg + "; the other ranks never enter it and the job hangs", related=related)
+            yield self.report(c.span, msg + "; the other ranks never enter it and the job hangs; move it out of the branch so "
+                              "every rank calls it", related=related)

@@ -237,13 +237,13 @@ class PartitionGapOrOverlap(Rule):
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         for span, msg in _config_problems(f, self.code):
-            yield self.report(span, f"pipeline partition: {msg}")
+            yield self.report(span, f"pipeline partition: {msg}; {_COVER_FIX}")
         s = script_of(f)
         if s is None:
             return
         for p in _partitions(s):
             for i, msg in _problems(p):
-                yield self.report(p.slices[i].span, f"pipeline partition: {msg}")
+                yield self.report(p.slices[i].span, f"pipeline partition: {msg}; {_COVER_FIX}")
 
 
 def _sizes(p: Partition) -> list[int] | None:
@@ -371,7 +371,8 @@ class PartitionCountMismatch(Rule):
                 rl.span,
                 f"`{rl.name}` has {shape}, indexed by the {'pipeline ' if rank == 'pipeline' else ''}rank, "
                 f"but {what} is {n}: "
-                + ("the last ranks index past the list (IndexError)" if short else "some entries are never used"),
+                + ("the last ranks index past the list (IndexError)" if short else "some entries are never used")
+                + f"; give it {want} entries",
                 related=related,
             )
 
@@ -388,13 +389,15 @@ class PartitionCountMismatch(Rule):
                 yield self.report(
                     p.span,
                     f"pipeline partition has {k} stages, chosen by rank, but {what} is {n}: "
-                    + ("ranks beyond the last stage index past the list" if k < n else f"{k - n} stage(s) never run"),
+                    + ("ranks beyond the last stage index past the list" if k < n else f"{k - n} stage(s) never run")
+                    + f"; split the layers into {n} stages",
                     related=related,
                 )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         for span, msg in _config_problems(f, self.code):
-            yield self.report(span, f"pipeline partition: {msg}")
+            yield self.report(span, f"pipeline partition: {msg}; change the number of model parts to what the "
+                                    f"schedule needs")
         s = script_of(f)
         if s is None:
             return
@@ -468,5 +471,13 @@ class PartitionImbalance(Rule):
                 yield self.report(
                     p.span,
                     f"pipeline stages of {p.base} hold {sizes} layers: the largest stage sets the pace "
-                    "and the others idle",
+                    f"and the others idle; rebalance them to {_even(sum(sizes), len(sizes))} layers",
                 )
+
+
+_COVER_FIX = "assign each layer to exactly one stage"
+
+
+def _even(total: int, k: int) -> list[int]:
+    """Stage sizes that differ by at most one layer."""
+    return [total // k + (1 if i < total % k else 0) for i in range(k)]

@@ -69,7 +69,8 @@ class FewerMicrobatchesThanStages(FactRule):
             ga = known_int(ga_v)
             if ga is not None and 0 < ga < pp:
                 yield Finding(ga_v, f"{ga} microbatches (gradient accumulation steps) per step for {pp} "
-                                    f"pipeline stages: most of every step is pipeline bubble",
+                                    f"pipeline stages: most of every step is pipeline bubble; raise gradient_accumulation_steps "
+                                    f"to {pp} or more",
                               [(pp_v, f"PP {pp}")])
             return
         if view.fw("megatron", "nemo"):
@@ -81,7 +82,8 @@ class FewerMicrobatchesThanStages(FactRule):
             n = gb // (mb * dp)
             if n < pp:
                 yield Finding(gb_v, f"{n} microbatches per step (global {gb} / (micro {mb} × DP {dp})) for {pp} "
-                                    f"pipeline stages: most of every step is pipeline bubble",
+                                    f"pipeline stages: most of every step is pipeline bubble; raise the global batch to "
+                                    f"{pp * mb * dp} or more (or lower the micro batch)",
                               [(pp_v, f"PP {pp}"), (mb_v, f"micro batch {mb}")] + rel)
 
     def _torchtitan(self, view: View, pp: int):
@@ -95,5 +97,6 @@ class FewerMicrobatchesThanStages(FactRule):
         n = local // mbs
         if n < pp:
             yield Finding(mbs_v, f"{n} microbatches per step (local batch {local} / microbatch size {mbs}) for "
-                                 f"{pp} pipeline stages: most of every step is pipeline bubble",
+                                 f"{pp} pipeline stages: most of every step is pipeline bubble; lower the microbatch size "
+                                 f"so the local batch gives {pp} or more microbatches",
                           [(view.v("parallel.pp"), f"PP {pp}"), (local_v, f"local batch {local}")])

@@ -53,3 +53,36 @@ def test_counts_duplicates_and_rejects_bad_files(tmp_path, cli):
     for bad in ("missing.json", "bad.json"):
         p = cli("check", "--baseline", bad, "a.py", cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.startswith("parallint: error: ") and len(p.stderr.splitlines()) == 1
+
+
+def test_fingerprint_leaves_out_the_fix_clause():
+    from parallint.baseline import normalise, split_fix
+
+    wrong = "global batch 36 is not divisible by micro batch 2 × data-parallel size 4 = 8"
+    assert split_fix(wrong + "; set the global batch size to a multiple of 8 (32 or 40)") == (
+        wrong, "set the global batch size to a multiple of 8 (32 or 40)")
+    # rewording the advice (or the values it suggests) keeps the fingerprint; the problem does not
+    assert normalise(wrong + "; set it to 32") == normalise(wrong + "; use 40 instead") == normalise(wrong)
+    assert normalise(wrong) != normalise(wrong.replace("global", "local"))
+    # a "; " inside what is wrong is not a fix clause
+    assert split_fix("fp16 and bf16 are both enabled; they are mutually exclusive") == (
+        "fp16 and bf16 are both enabled; they are mutually exclusive", "")
+
+
+def test_version_1_baseline_still_matches(tmp_path, cli):
+    """A baseline written before fingerprints left out the fix clause (version 1, messages without
+    one) keeps its findings baselined: matched on code, path and the start of the message."""
+    write_tree(tmp_path, {"a.py": DDP_SCRIPT, "b.py": DDP_SCRIPT, ".git/x": ""})
+    assert cli("check", "--write-baseline", "b1.json", "a.py", "b.py", cwd=tmp_path).returncode == 0
+    doc = json.loads((tmp_path / "b1.json").read_text())
+    assert doc["version"] == 2 and len(doc["findings"]) == 2
+    from parallint.baseline import split_fix
+
+    doc["version"] = 1
+    for e in doc["findings"]:  # as version 1 wrote them: the message of the day, another fingerprint
+        e["message"] = split_fix(e["message"])[0]
+        e["fingerprint"] = "0" * 32
+    doc["findings"] = [e for e in doc["findings"] if e["path"] == "a.py"]
+    (tmp_path / "b1.json").write_text(json.dumps(doc))
+    p = cli("check", "--baseline", "b1.json", "a.py", "b.py", cwd=tmp_path)
+    assert p.returncode == 1 and _codes_at(p) == ["b.py"], p.stdout + p.stderr

@@ -39,3 +39,17 @@ def test_plan_says_the_smallest_gpu_count_that_fits(cli):
     # and that count really has a layout that fits
     q = cli("plan", "--preset", "llama-3-70b", "--gpus", str(n), "--gpu", "A100-80GB", "--format", "json")
     assert q.returncode == 0 and json.loads(q.stdout)[0]["layouts"]
+
+
+def test_a_typed_gpu_size_the_catalogue_entry_lacks_is_an_error(cli):
+    """A name with a memory size that does not match (a typo like 4OGB, or 41GB) is not silently
+    the family's largest card (A100-80GB)."""
+    from parallint.estimate_ux import gpu_error
+
+    for bad, hint in (("A100-4OGB", "'A100-40GB'"), ("A100-41GB", "'A100-40GB'")):
+        msg = gpu_error(bad)
+        assert msg is not None and msg.startswith(f"unknown GPU '{bad}'") and hint in msg, msg
+    for good in ("A100-40GB", "A100", "a100", "NVIDIA-A100-SXM4-80GB", "h100-sxm5-80gb", "A10G", "MI300X"):
+        assert gpu_error(good) is None, good
+    p = cli("plan", "--preset", "llama-3-8b", "--gpus", "8", "--gpu", "A100-4OGB")
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "did you mean 'A100-40GB'" in p.stderr

@@ -103,3 +103,28 @@ async def test_code_action_adds_noqa(client: LanguageClient):
     (action,) = actions
     (edit,) = action.edit.changes[script.as_uri()]
     assert edit.new_text.endswith("find_unused_parameters=True)  # noqa: DDP001")
+
+
+def _analyses(client) -> int:
+    return sum(1 for m in client.log_messages if m.message.startswith("parallint: analysed "))
+
+
+@pytest.mark.asyncio
+async def test_a_burst_of_edits_gives_one_analysis(client: LanguageClient):
+    """didChange is debounced: five quick edits are analysed once, with the last text."""
+    import asyncio
+
+    ds = WORK / "job" / "ds_config.json"
+    original = ds.read_text()
+    _open(client, ds, lang="json")
+    await _published(client, ds.as_uri())
+    before = _analyses(client)
+    assert before >= 1
+    client.diagnostics.clear()
+    for version, batch in enumerate((40, 48, 56, 64, 16), start=2):  # 64 would be right; 16 is last
+        _change(client, ds, original.replace('"train_batch_size": 32', f'"train_batch_size": {batch}'), version)
+        await asyncio.sleep(0.02)
+    diags = await _published(client, ds.as_uri())
+    assert [d.code for d in diags] == ["BAT001"] and "train_batch_size 16 " in diags[0].message
+    await asyncio.sleep(0.6)  # longer than the debounce delay: nothing else was scheduled
+    assert _analyses(client) - before == 1, [m.message for m in client.log_messages]

@@ -82,7 +82,7 @@ def test_bundled_tables_hold_real_flags_and_renames():
 def test_typo_gets_a_did_you_mean(tmp_path):
     found = _cfg006(tmp_path, {"run.sh": LAUNCH.format(script="/opt/Megatron-LM/pretrain_gpt.py",
                                                         extra="--pipeline-model-paralel-size 2")})
-    assert len(found) == 1 and "did you mean --pipeline-model-parallel-size" in found[0][1]
+    assert len(found) == 1 and "rename it to --pipeline-model-parallel-size" in found[0][1]
 
 
 def test_deepspeed_signals_pick_the_megatron_deepspeed_table(tmp_path):

@@ -62,7 +62,7 @@ def test_deepspeed_typical_config_is_clean():
 def test_deepspeed_top_level_typo_gets_a_suggestion_custom_key_does_not():
     got = problems('{\n  "train_micro_batch_size_per_gpus": 2,\n  "my_own_setting": 1\n}\n', "json", "deepspeed.schema.json")
     assert got == [("unknown", 2, "unknown key 'train_micro_batch_size_per_gpus' in top level (silently ignored by "
-                                  "the framework); did you mean 'train_micro_batch_size_per_gpu'?")]
+                                  "the framework); rename it to 'train_micro_batch_size_per_gpu'")]
 
 
 def test_deepspeed_strict_section_reports_every_unknown_key():
