@@ -79,7 +79,7 @@ def check(
     max_file_size: Optional[str] = typer.Option(None, "--max-file-size", help="Files larger than this are not analysed (SYN002), e.g. 4MB; default 2MB."),
     all_job_findings: bool = typer.Option(False, "--all-job-findings", help="For files given by name: report every finding of the jobs that include them, not only those located in them."),
     related_findings: bool = typer.Option(False, "--related-findings", help="For files given by name: also report findings elsewhere in their jobs that cite them (a launch edit that breaks a config's batch identity)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the link index cache (.parallint_cache/)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache (.parallint_cache/: per-file results and the link index)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
     write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
     add_noqa: bool = typer.Option(False, "--add-noqa", help="Write '# noqa: CODE' on the line of each finding (not in JSON or inside strings) and exit 0."),
@@ -266,6 +266,25 @@ def server() -> None:
     from parallint.server import main as serve
 
     serve()
+
+
+@app.command("cache")
+def cache_command(
+    action: str = typer.Argument(..., help="clean: remove the cache of the repository PATH is in."),
+    path: str = typer.Argument(".", help="A path inside the repository (default: the working directory)."),
+) -> None:
+    """Manage the cache (.parallint_cache/, or $PARALLINT_CACHE_DIR): per-file results and the link index."""
+    if action != "clean":
+        raise _fail(f"unknown cache action '{action}' (expected: clean)")
+    import os
+    from pathlib import Path
+
+    from parallint.cache import clean
+    from parallint.index import cache_dir, find_root
+
+    folder = cache_dir(find_root(Path(os.path.abspath(path))))
+    removed = clean(folder)
+    typer.echo(f"removed {folder}" if removed else f"no cache at {folder}")
 
 
 def main() -> None:

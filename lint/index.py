@@ -300,6 +300,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
 
     runner = Runner(config, cwd)
     cwd = runner.cwd
+    if use_cache and not buffers and stdin is None:
+        runner.store = content_cache(runner, paths, rules)
     for ap, text in (buffers or {}).items():
         runner.stdin[Path(os.path.abspath(ap))] = text
     given: list[Path] = []  # files named (or the stdin file)
@@ -347,6 +349,15 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     result.diagnostics = [d for d in result.diagnostics if located(d.span.path) or (
         related_findings and any(r.path in keep_files for r in d.related))]
     return result
+
+
+def content_cache(runner, paths: list[str], rules):
+    """The per-file content cache (parallint.cache) of the repository the first path is in,
+    next to the link index."""
+    from parallint.cache import FileCache
+
+    first = Path(os.path.abspath(runner.cwd / paths[0])) if paths else runner.cwd
+    return FileCache(cache_dir(find_root(first)), rules, runner.config.settings)
 
 
 def display(p: Path, cwd: Path) -> str:

@@ -82,6 +82,27 @@ class PyLaunch:
     layout: FactMap = field(default_factory=FactMap)
 
 
+_LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` in :func:`ast.walk`'s order (breadth first), as a list: one pass
+    without ast.walk's generators, reused by every loop of the scan."""
+    AST = ast.AST
+    out = [tree]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                out.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                out.append(v)
+    return out
+
+
 def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
@@ -106,7 +127,8 @@ class _Scan:
 
     # -- names
     def imports(self) -> None:
-        for node in ast.walk(self.tree):
+        self.nodes = _walk(self.tree)  # every node, in ast.walk's order, listed once
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -114,7 +136,7 @@ class _Scan:
                 for a in node.names:
                     self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
         counts: dict[str, int] = {}
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -126,22 +148,25 @@ class _Scan:
                 if counts.get(name) == 1 and isinstance(node.value, ast.Constant):
                     self.consts[name] = node.value
         self.always = {id(st) for st in self.tree.body}
-        for node in ast.walk(self.tree):
-            body = None
+        # one pass (a walk per function or loop was quadratic in nesting): the bodies of `if
+        # __name__ == "__main__":` and of every function with an init_process_group call anywhere
+        # inside (nested functions included) always run; every node inside a loop is in a loop
+        setup: dict[int, ast.AST] = {}
+        stack: list[tuple[ast.AST, tuple, bool]] = [(self.tree, (), False)]
+        while stack:
+            node, funcs, in_loop = stack.pop()
+            if in_loop:
+                self.loops.add(id(node))
             if isinstance(node, ast.If) and _is_main_guard(node.test):
-                body = node.body
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    isinstance(c, ast.Call) and self.qname(c.func).endswith("init_process_group")
-                    for c in ast.walk(node)):
-                body = node.body  # the function that sets up the process group
-            for st in body or ():
-                self.always.add(id(st))
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp,
-                                 ast.GeneratorExp)):
-                for sub in ast.walk(node):
-                    if sub is not node:
-                        self.loops.add(id(sub))
+                self.always.update(id(st) for st in node.body)
+            elif funcs and isinstance(node, ast.Call) and self.qname(node.func).endswith("init_process_group"):
+                setup.update((id(fn), fn) for fn in funcs)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                funcs = funcs + (node,)
+            in_loop = in_loop or isinstance(node, _LOOPS)
+            stack.extend((c, funcs, in_loop) for c in ast.iter_child_nodes(node))
+        for fn in setup.values():
+            self.always.update(id(st) for st in fn.body)  # type: ignore[attr-defined]
 
     def qname(self, func: ast.AST) -> str:
         parts: list[str] = []
@@ -184,7 +209,7 @@ class _Scan:
         self.imports()
         scaling: list[ast.Call] = []
         trainers = False
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Call):
                 q = self.qname(node.func)
                 if q in RAY_SCALING:

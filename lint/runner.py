@@ -16,6 +16,7 @@ alarm that readers cannot swallow.
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import re
@@ -25,7 +26,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from parallint.classify import READERS, claims_suffix, classify
 from parallint.config import Config
@@ -81,6 +82,8 @@ class Result:
 #: kinds parsed in worker processes when a run has many of them (LibCST dominates run time)
 PARALLEL_KINDS = frozenset({"python"})
 PARALLEL_MIN_FILES = 24
+#: dropped syntax trees between two runs of the garbage collector while it is paused
+RECLAIM_EVERY = 16
 _WORKER: "tuple[Runner, list] | None" = None
 
 
@@ -103,27 +106,58 @@ def _probe(item: tuple[Path, str, str, str]) -> bool:
 
 
 def _work(item: tuple[Path, str, str, str]):
-    """In a worker: parse one file and run the file rules on it; the syntax tree stays here."""
-    from parallint.link import standalone_job
-
+    """In a worker: parse one file and run the file rules on it, and the job rules on the job the
+    file makes on its own; the syntax tree stays here (dropped once those rules are done)."""
     runner, rules = _WORKER
     f = runner._parse(*item)
-    diags: list[Diagnostic] = []
-    job_diags: list[Diagnostic] = []
+    early = None
     if f is not None:
         runner.cache[f.abspath] = f
-        ctx = Context(runner.config.settings, runner.cwd, runner)
-        for rule in rules:
-            if f.kind in rule.kinds:
-                diags.extend(runner._run(rule, "check_file", f, ctx, f.path))
-        # the job the file makes on its own, in case no launch takes it in (decided later)
-        job = standalone_job(f, runner.read)
-        for rule in rules:
-            job_diags.extend(runner._run(rule, "check_job", job, ctx, job.name))
-        f.data = None
+        early = runner._alone(f, rules)
+        _drop(f)
+    runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
-    return f, (diags, job_diags), errors
+    return f, early, errors
+
+
+def _gate(rules: list[type]) -> Any:
+    """The Python reader's CallGate for ``rules`` (their declared qualified names added), or None
+    when a rule may look at Python files without declaring what it matches: a plugin rule for
+    Python files that declares no calls, or a plugin job rule (it may read any script)."""
+    from parallint.readers.python import CallGate
+    from parallint.rule import Rule
+
+    extra: set[str] = set()
+    for r in rules:
+        builtin = r.__module__.startswith("parallint.rules.")
+        if not builtin and (("python" in r.kinds and not r.calls) or r.check_job is not Rule.check_job):
+            return None
+        extra.update(c for c in r.calls if "." in c)
+    return CallGate(extra)
+
+
+def _launches_inside(display: str, text: str) -> bool:
+    """Whether a Python file states launch facts of its own (a submitted command line, Ray
+    Train, submitit, NeMo-Run, Fabric, mp.spawn ... see parallint.pylaunch) or holds a word a
+    plugin asks for: its standalone job then has facts that job rules read, so it is read whole."""
+    from parallint.classify import PLUGIN_NEEDLES
+    from parallint.pylaunch import scan
+
+    if "CommandFunction" in text or any(n in text for n in PLUGIN_NEEDLES["python"]):
+        return True
+    return scan(display, text) is not None
+
+
+def _drop(f: FileFacts) -> None:
+    """Drop the reader's payload (the Python reader's Script and its syntax tree) once the file's
+    rules are done. The Script and its calls, guards and frames point at each other; emptying it
+    breaks those cycles, so the tree is freed at once by reference counting instead of waiting
+    for (and costing) a scan of the cyclic garbage collector."""
+    data, f.data = f.data, None
+    attrs = getattr(data, "__dict__", None)
+    if f.kind in PARALLEL_KINDS and isinstance(attrs, dict):
+        attrs.clear()
 
 
 def _syn(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -172,6 +206,25 @@ _LIMIT_MESSAGE = re.compile(
     r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
 
 
+@contextmanager
+def _quiet_gc(runner: "Runner") -> Iterator[None]:
+    """Pause the cyclic garbage collector while files are read: what exists now (modules, rule
+    tables) is frozen out of its scans, and the dropped syntax trees are collected every
+    :data:`RECLAIM_EVERY` files (:meth:`Runner._reclaim`) instead of the whole heap being rescanned
+    as the trees pile up. Nested or re-entrant use leaves the collector as it found it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 class _Timeout(BaseException):
     """Raised by the alarm; a BaseException, so a reader's ``except Exception`` cannot swallow it."""
 
@@ -210,7 +263,15 @@ class Runner:
         self.debug = bool(os.environ.get("PARALLINT_DEBUG"))
         self.early: dict[Path, list[Diagnostic]] = {}  # file-rule findings made in workers
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
-        self.stripped: set[Path] = set()  # parsed in a worker: no syntax tree here
+        self.stripped: set[Path] = set()  # checked on its own and dropped: no syntax tree here
+        self.alone: dict[Path, tuple[Path, ...]] = {}  # the files of the file's standalone job
+        self.dropped = 0  # files read (see _reclaim)
+        self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
+        self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
+        self.gated: set[Path] = set()  # Python files read through the gate
+        self.store: Any = None  # parallint.cache.FileCache when the run uses the content cache
+        self._keys: dict[Path, str] = {}  # cache keys of the files checked on their own
+        self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
 
@@ -324,9 +385,13 @@ class Runner:
         if isinstance(cap, int) and len(text) > cap:
             return self._skipped(abspath, display, f"too large ({len(text)} characters; the {kind} reader "
                                  f"stops at {cap})", kind)
+        gate = None
+        if kind in PARALLEL_KINDS and abspath in self.gated and not _launches_inside(display, text):
+            gate = self.gate
         try:
             with _time_limit(self.timeout):
-                facts = reader.read(display, abspath, text)
+                facts = reader.read(display, abspath, text) if gate is None else \
+                    reader.read(display, abspath, text, gate=gate)
         except _Timeout:
             return self._skipped(abspath, display, f"timed out after {self.timeout:g} s (setting file-timeout)", kind)
         except RecursionError:
@@ -364,9 +429,16 @@ class Runner:
 
     # the pipeline -------------------------------------------------------------------------
     def collect(self, paths: list[str], rules: list[type] = ()) -> list[FileFacts]:
-        """Every file below ``paths`` that a reader takes. With ``rules`` and enough Python files
-        (or a large one), the Python files are parsed (and their file rules run) in worker
-        processes that are killed when they overrun the time limit."""
+        """Every file below ``paths`` that a reader takes.
+
+        Files that are not Python are read first, here: their launches and links say which
+        Python scripts a job links. With ``rules``, every other Python file is read once and
+        checked at once (its file rules and the rules of the job it makes on its own), and its
+        syntax tree is dropped; with enough of them (or a large one) that happens in worker
+        processes that are killed when they overrun the time limit. The linked scripts are read
+        here (while the workers run) and keep their syntax tree for the job rules: no file is
+        parsed twice. The cyclic garbage collector is paused while reading (the trees are large
+        and mostly short-lived); garbage is collected every few files instead."""
         excluder = Excluder(
             self.config.exclude, self.config.base, self.config.get("respect-gitignore", True),
             bool(self.config.get("include-tests", False)),
@@ -390,24 +462,168 @@ class Runner:
             else:
                 pending.append(loaded)
             slots.append(c.abspath)
-        python = [p for p in pending if p[3] in PARALLEL_KINDS]
-        if rules and python:
-            if not (len(python) >= PARALLEL_MIN_FILES and _workers() > 1):
-                python = [p for p in python if len(p[2]) > RISKY_BYTES]  # small run: only big files
-            if python:
-                from parallint import workers
+        from contextlib import nullcontext
 
-                if workers.available():  # (multiprocessing is only imported here)
-                    self._parse_in_workers(python, rules)
-                    done = {p[0] for p in python}
-                    pending = [p for p in pending if p[0] not in done]
-        risky = [p for p in pending if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
+        # (a few files, as a pre-commit hook gives: not worth a full collection up front)
+        with _quiet_gc(self) if len(pending) >= RECLAIM_EVERY else nullcontext():
+            self._read_pending(pending, rules)
+        return [f for f in (self.cache.get(a) for a in slots) if f is not None]
+
+    def _read_pending(self, pending: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
+        # Python files that can state a launch (TorchX components) are read with the launch files
+        python = [p for p in pending if p[3] in PARALLEL_KINDS and "torchx" not in p[2]]
+        others = [p for p in pending if p[3] not in PARALLEL_KINDS or "torchx" in p[2]]
+        risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
         if risky:
             self._probe_in_workers(risky)
-        for item in pending:
+        for item in others:
             if item[0] not in self.cache:
                 self.cache[item[0]] = self._parse(*item)
-        return [f for f in (self.cache.get(a) for a in slots) if f is not None]
+                self._reclaim()
+        if not (rules and python):
+            for item in python:
+                if item[0] not in self.cache:
+                    self.cache[item[0]] = self._parse(*item)
+            return
+        linked = self._linked({p[0] for p in python})
+        if self.store is not None and self.store.usable:
+            python = [p for p in python if p[0] in linked or not self._cached(p)]
+        self.gate = _gate(rules)
+        if self.gate is not None:
+            self.gated = {p[0] for p in python if p[0] not in linked}
+        from parallint import workers
+
+        many = len(python) >= PARALLEL_MIN_FILES and _workers() > 1
+        remote: list[tuple[Path, str, str, str]] = []
+        if workers.available():  # (multiprocessing is only imported here)
+            remote = [p for p in python if len(p[2]) > RISKY_BYTES or (many and p[0] not in linked)]
+        far = {p[0] for p in remote}
+        local = iter([p for p in python if p[0] not in far])
+        instances = [r() for r in rules]
+
+        def one() -> bool:
+            """Read the next local file (between the workers' results); False when none is left."""
+            item = next(local, None)
+            if item is None:
+                return False
+            if item[0] not in self.cache:
+                self._read_local(item, instances, keep=item[0] in linked)
+            return True
+
+        if remote:
+            self._parse_in_workers(remote, rules, one)
+        while one():
+            pass
+        if self._keys:
+            self._store_results()
+
+    def _cached(self, item: tuple[Path, str, str, str]) -> bool:
+        """Take a file's results from the content cache (parallint.cache); False on a miss (its
+        key is kept, to store the results once the file is checked)."""
+        abspath, display, text, _kind = item
+        key = self.store.entry_key(abspath, display, text)
+        hit = self.store.get(key)
+        if hit is not None:
+            try:
+                f, early = hit
+                f.text = text
+                self.cache[abspath] = f
+                self._keep_early(abspath, early)
+                self.stripped.add(abspath)
+                return True
+            except Exception:  # noqa: BLE001 - an entry of another shape: a miss
+                self.cache.pop(abspath, None)
+        self._keys[abspath] = key
+        return False
+
+    def _store_results(self) -> None:
+        from copy import copy
+
+        for abspath, key in self._keys.items():
+            f = self.cache.get(abspath)
+            if f is None or abspath not in self.early or abspath in self._erred:
+                continue
+            bare = copy(f)
+            bare.text, bare.data = "", None
+            members = self.alone.get(abspath, ())
+            early = (self.early[abspath], self.early_job[abspath], members)
+            self.store.put(key, (bare, early), [m for m in members if m != abspath])
+        self._keys.clear()
+
+    def _read_local(self, item: tuple[Path, str, str, str], rules: list, keep: bool) -> None:
+        """Read one Python file here. A linked script keeps its syntax tree (its job's rules need
+        it; its own rules run with the others); any other file is checked now and then dropped."""
+        f = self._parse(*item)
+        self.cache[item[0]] = f
+        if f is not None and not keep:
+            errors = len(self.errors)
+            self._keep_early(f.abspath, self._alone(f, rules))
+            if len(self.errors) > errors:
+                self._erred.add(f.abspath)
+            if f.data is not None:
+                _drop(f)
+                self.stripped.add(f.abspath)
+        self._reclaim()
+
+    def _alone(self, f: FileFacts, rules: list) -> tuple[list[Diagnostic], list[Diagnostic], tuple[Path, ...]]:
+        """The findings of the file rules on ``f`` and of the job rules on the job ``f`` makes on
+        its own (in case no launch takes it in: decided after linking), with that job's files."""
+        from parallint.link import standalone_job
+
+        ctx = Context(self.config.settings, self.cwd, self)
+        diags: list[Diagnostic] = []
+        for rule in rules:
+            if f.kind in rule.kinds:
+                diags.extend(self._run(rule, "check_file", f, ctx, f.path))
+        job = standalone_job(f, self.read)
+        job_diags: list[Diagnostic] = []
+        for rule in rules:
+            job_diags.extend(self._run(rule, "check_job", job, ctx, job.name))
+        return diags, job_diags, tuple(x.abspath for x in job.files)
+
+    def _keep_early(self, abspath: Path, early) -> None:
+        diags, job_diags, members = early
+        self.early[abspath], self.early_job[abspath] = diags, job_diags
+        self.alone[abspath] = members
+
+    def _reclaim(self) -> None:
+        """While the collector is paused: collect what is left of the dropped trees (and any other
+        cyclic garbage) every few files read, and freeze what survives (so that it is not scanned
+        again)."""
+        self.dropped += 1
+        if self.dropped % RECLAIM_EVERY == 0 and not gc.isenabled():
+            gc.collect()
+            gc.freeze()
+
+    def _linked(self, python: set[Path]) -> set[Path]:
+        """The Python files among ``python`` that the files read so far (launch files, configs)
+        or the configured links name: the scripts whose syntax tree job rules need."""
+        from parallint.link import repo_root, resolve_link
+
+        out: set[Path] = set()
+        for entry in self.config.get("links", []) or []:
+            for p in [entry.get("launch")] + list(entry.get("files", [])):
+                if p:
+                    out.add((self.config.base / p).resolve())
+        roots: dict[Path, Path] = {}
+        for f in list(self.cache.values()):
+            if f is None or not (f.launches or f.links):
+                continue
+            base = f.abspath.parent
+            root = roots.get(base)
+            if root is None:
+                root = roots[base] = repo_root(base)
+            for launch in f.launches:
+                if launch.script is not None:
+                    hit = resolve_link(launch.script, base, root, module=bool(launch.is_module))
+                    if hit is not None:
+                        out.add(hit)
+                for link in launch.links:
+                    out.add(resolve_link(link, base, root))  # type: ignore[arg-type]
+            for link in f.links:
+                out.add(resolve_link(link, base, root))  # type: ignore[arg-type]
+        out.discard(None)  # type: ignore[arg-type]
+        return {p for p in out if p in python} | {p for p in python if p.resolve() in out}
 
     def _reason(self, payload: str) -> str:
         if payload.startswith("timed out"):  # the worker is killed a second after the limit
@@ -440,7 +656,10 @@ class Runner:
         finally:
             _WORKER = None
 
-    def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type]) -> None:
+    def _parse_in_workers(self, items: list[tuple[Path, str, str, str]], rules: list[type],
+                          idle: Callable[[], bool] | None = None) -> None:
+        """Parse ``items`` in workers (and run their file rules and standalone-job rules there);
+        ``idle()`` is work for this process while it waits for them."""
         from parallint import workers
 
         global _WORKER
@@ -454,16 +673,18 @@ class Runner:
             except ImportError:
                 pass
         try:
-            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1):
+            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1, idle):
                 item = items[idx]
                 if not ok:
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
                     continue
-                f, diags, errors = payload
+                f, early, errors = payload
                 self.cache[item[0]] = f
-                if f is not None:
-                    self.early[item[0]], self.early_job[item[0]] = diags
+                if f is not None and early is not None:
+                    self._keep_early(item[0], early)
                     self.stripped.add(item[0])
+                if errors:
+                    self._erred.add(item[0])
                 self.errors.extend(errors)
         except Exception:  # workers that cannot start: parse here instead
             if self.debug:
@@ -475,11 +696,13 @@ class Runner:
             _WORKER = None
 
     def rehydrate(self, f: FileFacts) -> FileFacts:
-        """A file parsed in a worker comes back without its syntax tree; job rules that need it
-        get it parsed again here (only scripts that a launch links)."""
+        """A file checked on its own comes back without its syntax tree; a job rule that needs it
+        after all (a script that only a file read later links) gets it parsed again here."""
         if f.abspath not in self.stripped:
             return f
         self.stripped.discard(f.abspath)
+        self.reparsed += 1
+        self.gated.discard(f.abspath)
         fresh = self._parse(f.abspath, f.path, f.text, f.kind) or f
         self.cache[f.abspath] = fresh
         return fresh
@@ -506,8 +729,10 @@ class Runner:
                     diags.extend(self._run(rule, "check_file", f, ctx, f.path))
         jobs = self.jobs(files) if files else []
         for job in jobs:
-            if job.launch is None and job.root.abspath in self.early_job:
-                diags.extend(self.early_job.pop(job.root.abspath))
+            root = job.root.abspath
+            if job.launch is None and root in self.early_job and \
+                    self.alone.get(root) == tuple(x.abspath for x in job.files):
+                diags.extend(self.early_job.pop(root))  # the job the file makes on its own
                 continue
             if self.stripped:
                 job.files = [self.rehydrate(f) for f in job.files]

@@ -92,10 +92,13 @@ def _death(proc) -> str:
     return f"parser crashed (worker exited with status {code})"
 
 
-def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: float
-        ) -> Iterator[tuple[int, bool, Any]]:
+def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: float,
+        idle: Callable[[], bool] | None = None) -> Iterator[tuple[int, bool, Any]]:
     """Apply ``fn`` to every item in forked workers; yields (index, True, result) or
-    (index, False, reason) in completion order. At most ``timeout`` seconds per item."""
+    (index, False, reason) in completion order. At most ``timeout`` seconds per item.
+
+    ``idle()``, when given, is work for this process: it is called whenever every worker is busy
+    (one small unit each time; it returns False when there is no more), instead of waiting."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -123,8 +126,10 @@ def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: f
                 busy[w.conn] = w
             if not busy:
                 continue
+            if idle is not None and not idle():
+                idle = None
             now = time.monotonic()
-            wait_for = max(0.0, min(w.deadline for w in busy.values()) - now)
+            wait_for = 0.0 if idle is not None else max(0.0, min(w.deadline for w in busy.values()) - now)
             ready = wait(list(busy), timeout=wait_for)
             for conn in ready:
                 w = busy.pop(conn)

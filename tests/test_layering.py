@@ -58,6 +58,7 @@ LAYER_OF = {
     "parallint.suppress": "engine",
     "parallint.baseline": "engine",
     "parallint.index": "engine",
+    "parallint.cache": "engine",
     "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
     "parallint.workers": "engine",
     "parallint.examples": "engine",

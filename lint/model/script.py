@@ -351,7 +351,9 @@ class Script:
         """Identifiers, keyword arguments, string constants and environment writes of the file,
         from its syntax tree (comments and docstrings are not code). Computed once, on demand."""
         if getattr(self, "_syntax_index", None) is None:
-            self._syntax_index = SyntaxIndex(self.text)
+            # the reader's ``ast`` tree of the file when it kept it (no second parse), else parsed here
+            self._syntax_index = SyntaxIndex(self.text, getattr(self, "_ast", None))
+            self._ast = None
         return self._syntax_index
 
     def env_writes(self) -> set[str]:
@@ -695,7 +697,8 @@ class SyntaxIndex:
     argument names with their constant values, imported modules, base classes, string constants
     and the environment variables it writes. Built with the stdlib ``ast`` (cheap next to LibCST)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, tree: Any = None) -> None:
+        """``tree``: the file's ``ast`` module when the caller has it (else ``text`` is parsed)."""
         import ast
 
         self.names: set[str] = set()
@@ -704,10 +707,11 @@ class SyntaxIndex:
         self.bases: set[str] = set()
         self.strings: set[str] = set()
         self.env_writes: set[str] = set()
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return
         for node in ast.walk(tree):
             t = type(node)
             if t is ast.Name:

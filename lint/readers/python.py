@@ -66,12 +66,14 @@ def _positions(module) -> Any:
 from parallint.model.pyshared import MULTI  # noqa: E402,F401 - one sentinel for the reader and the evaluator
 
 
-def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
+def _ast_depth(tree, limit: int, imports: list | None = None, shapes: list | None = None) -> int:
     """Depth of a stdlib ``ast`` tree (iterative; stops counting at ``limit``). The same pass
-    gathers the Import/ImportFrom nodes into ``imports`` when given."""
+    gathers the Import/ImportFrom nodes into ``imports`` when given, and the nodes the gate of
+    :class:`CallGate` looks at (calls, list/tuple displays, ``if`` statements) into ``shapes``."""
     import ast
 
     AST, Import, ImportFrom = ast.AST, ast.Import, ast.ImportFrom
+    want = (ast.Call, ast.List, ast.Tuple, ast.If) if shapes is not None else ()
     best, stack = 0, [(tree, 1)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -83,6 +85,8 @@ def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
         t = type(node)
         if imports is not None and (t is Import or t is ImportFrom):
             imports.append(node)
+        elif t in want:
+            shapes.append(node)  # type: ignore[union-attr]
         d += 1
         for name in node._fields:
             v = getattr(node, name, None)
@@ -93,6 +97,72 @@ def _ast_depth(tree, limit: int, imports: list | None = None) -> int:
             elif isinstance(v, AST):
                 push((v, d))
     return best
+
+
+class CallGate:
+    """Which Python files need the concrete syntax tree at all, decided on the ``ast`` pass.
+
+    The rules match calls by qualified name (their declared ``calls``: groups of :data:`GROUPS`
+    or qualified names), and the facts this reader states come from those calls too. A file none
+    of whose calls resolves, through its imports, to one of those names (nor to Megatron's
+    ``initialize_model_parallel``), and that holds no hand-written pipeline partition (a list of
+    two or more slices, or slices chosen by ``if rank == k:`` branches: PIP001/PIP003 need no
+    call), gives no rule anything to match and states no fact: it is not parsed with LibCST.
+    The runner uses the gate only for files that no launch or config links (a linked script's
+    job rules look at its device expressions and more) and only when every rule in force
+    declares what it matches."""
+
+    __slots__ = ("qnames",)
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self.qnames = frozenset(_BY_QNAME) | frozenset(extra)
+
+    def wanted(self, shapes: list, import_map: dict[str, set[str]]) -> bool:
+        import ast
+
+        qnames, maps = self.qnames, import_map
+        for node in shapes:
+            t = type(node)
+            if t is ast.Call:
+                func, parts = node.func, []
+                while type(func) is ast.Attribute:
+                    parts.append(func.attr)
+                    func = func.value
+                if type(func) is not ast.Name:
+                    continue
+                bases = maps.get(func.id)
+                if not bases:
+                    continue
+                tail = ".".join(reversed(parts))
+                for b in bases:
+                    q = f"{b}.{tail}" if tail else b
+                    if q in qnames or q.endswith(_MP_SUFFIXES):
+                        return True
+            elif t is ast.If:
+                if node.orelse and any(type(st) is ast.Assign and _slicey(st.value) for st in node.body):
+                    return True
+            elif len(node.elts) >= 2 and all(_slicey(e) for e in node.elts):
+                return True
+        return False
+
+
+#: what ``_parse`` returns for a file the gate keeps from LibCST (no Script, no facts from calls)
+_GATED: Any = object()
+
+
+def _slicey(node) -> bool:
+    """``x[a:b]``, or a call with such an argument (``Sequential(*x[a:b])``): a partition slice,
+    as far as the ``ast`` shows (a superset of what the collector takes)."""
+    import ast
+
+    t = type(node)
+    if t is ast.Call:
+        return any(_slicey(a.value if type(a) is ast.Starred else a)
+                   for a in list(node.args) + [k.value for k in node.keywords] if type(a) is not ast.Call)
+    if t is not ast.Subscript:
+        return False
+    sl = node.slice
+    return type(sl) is ast.Slice or (type(sl) is ast.Tuple and len(sl.elts) == 1 and type(sl.elts[0]) is ast.Slice)
 
 
 def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
@@ -200,12 +270,15 @@ class _Walker:
 
 
 # ---------------------------------------------------------------------------------------------
-def read(path: str, abspath: Path, text: str) -> FileFacts:
+def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) -> FileFacts:
+    """The facts and the :class:`Script` of one file. With ``gate``, a file that the gate says no
+    rule can use (see :class:`CallGate`) is not parsed with LibCST: no Script, and no facts,
+    which only those calls state."""
     f = FileFacts(path=path, abspath=abspath, kind="python", text=text)
     if len(text) > MAX_BYTES:
         return f
     try:
-        script = _parse(path, text)
+        script = _parse(path, text, gate)
     except _SyntaxProblem as e:
         f.diagnostics.append(Diagnostic("SYN001", "parse-error", Severity.ERROR, e.message, e.span))
         return f
@@ -217,11 +290,13 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
         return f
     if script is None:
         return f
-    f.data = script
-    try:
-        _facts(script, f)
-    except RecursionError:  # pragma: no cover - pathological nesting
-        pass
+    if script is not _GATED:
+        f.data = script
+        try:
+            _facts(script, f)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            pass
+    # what the text states without the tree (read whether or not the gate let LibCST run)
     if "CommandFunction" in text:  # a submitit command line the script submits
         from parallint.readers.submitit import command_facts
 
@@ -268,7 +343,7 @@ def _newer_python(text: str) -> bool:
     return True
 
 
-def _parse(path: str, text: str) -> Script | None:
+def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | None:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
     the process on pathological nesting. Only then LibCST, for the tree the rules walk."""
@@ -295,13 +370,18 @@ def _parse(path: str, text: str) -> Script | None:
         col = i - (text.rfind("\n", 0, i) + 1) + 1
         raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: {exc}", Span(path, line, col)) from None
     import_nodes: list = []
-    depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes)
-    del tree
+    shapes: list | None = [] if gate is not None else None
+    depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes, shapes)
     if depth > MAX_NESTING:
         raise _SyntaxProblem(
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
             Span(path, 1, 1),
         )
+    import_map: dict[str, set[str]] = {}
+    _collect_imports(import_nodes, import_map)
+    if gate is not None and not gate.wanted(shapes or [], import_map):
+        return _GATED  # nothing here for a rule (see CallGate)
+    del shapes
     import libcst as cst
 
     from parallint.model import pyeval
@@ -312,7 +392,8 @@ def _parse(path: str, text: str) -> Script | None:
         return None  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
     script = Script(path, text, _positions)
     script._module = module
-    _collect_imports(import_nodes, script.import_map)
+    script._ast = tree  # for Script.syntax_index (no second ast parse); dropped once that is built
+    script.import_map = import_map
     script._evaluator = pyeval.Evaluator(script)
     collector = _Collector(script)
     collector.walk(module)
