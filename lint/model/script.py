@@ -30,11 +30,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.model.pyshared import MULTI
+
+if TYPE_CHECKING:  # pragma: no cover - LibCST is imported at run time only where needed
+    import ast
+
+    import libcst as cst
 
 # ---------------------------------------------------------------------------------------------
 # canonical qualified names, grouped by what the rules care about
@@ -125,7 +130,7 @@ class Guard:
 
     __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main")
 
-    def __init__(self, script: "Script", node, rank: bool, zero: bool | None, if_id: int, branch: bool,
+    def __init__(self, script: "Script", node: cst.CSTNode, rank: bool, zero: bool | None, if_id: int, branch: bool,
                  early: bool = False, main: bool = False) -> None:
         self._script, self._node = script, node
         self.rank, self.zero, self.if_id, self.branch, self.early, self.main = rank, zero, if_id, branch, early, main
@@ -147,7 +152,7 @@ class Loop:
 
     __slots__ = ("_script", "_node", "names", "epoch", "node_id")
 
-    def __init__(self, script: "Script", node, names: frozenset[str], epoch: bool) -> None:
+    def __init__(self, script: "Script", node: cst.CSTNode, names: frozenset[str], epoch: bool) -> None:
         self._script, self._node, self.names, self.epoch, self.node_id = script, node, names, epoch, id(node)
 
     @property
@@ -164,12 +169,12 @@ class Frame:
     name: str
     parent: "Frame | None" = field(repr=False)
     cls: str | None = None
-    bindings: dict[str, list] = field(default_factory=dict, repr=False)
+    bindings: dict[str, list[Any]] = field(default_factory=dict, repr=False)
     params: set[str] = field(default_factory=set)
     base_guards: tuple[Guard, ...] = ()
-    imports: dict[str, set] = field(default_factory=dict, repr=False)
+    imports: dict[str, set[str]] = field(default_factory=dict, repr=False)
     #: the expressions of the function's `return` statements (None for a bare `return`)
-    returns: list = field(default_factory=list, repr=False)
+    returns: list[Any] = field(default_factory=list, repr=False)
     #: a class decorated with @dataclass (its annotated class attributes are field defaults)
     dataclass: bool = False
     #: the function's parameters have defaults / *args: calls may bind them
@@ -200,7 +205,7 @@ class Call:
     def func_text(self) -> str:
         return self.script.code(self.node.func)
 
-    def arg_node(self, keyword: str | None = None, pos: int | None = None):
+    def arg_node(self, keyword: str | None = None, pos: int | None = None) -> Any:
         """The expression passed for ``keyword`` (or positional index ``pos``), or None."""
         positional = 0
         for a in self.node.args:
@@ -234,7 +239,7 @@ class Slice:
     start: int | None
     stop: int | None
     node: Any = field(repr=False)
-    script: Any = field(repr=False)
+    script: "Script" = field(repr=False)
 
     @property
     def span(self) -> Span:
@@ -248,7 +253,7 @@ class Partition:
     base: str
     slices: list[Slice]
     node: Any = field(repr=False)
-    script: Any = field(repr=False)
+    script: "Script" = field(repr=False)
     total: int | None = None  # number of layers of `base` when the script shows it
     total_source: str = ""
     selector: str | None = None  # "rank" when chosen by a rank expression
@@ -270,7 +275,7 @@ class RankList:
     name: str
     length: int
     node: Any = field(repr=False)
-    script: Any = field(repr=False)
+    script: "Script" = field(repr=False)
     frame: Frame | None = field(default=None, repr=False)
     #: "global" (dist.get_rank(), RANK) or "pipeline" (pp_rank, stage_id ...)
     rank: str = "global"
@@ -310,18 +315,18 @@ class Script:
         self.meshes: list[Mesh] = []
         self.argparse: dict[str, Any] = {}
         self.args_names: set[str] = set()
-        self.attr_bindings: dict[str, list] = {}
+        self.attr_bindings: dict[str, list[Any]] = {}
         self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]
         self.fstrings: list[tuple[Any, Span, Frame, tuple[Guard, ...]]] = []  # f"cuda:{x}"
-        self.layer_lists: dict[str, list] = {}
+        self.layer_lists: dict[str, list[Any]] = {}
         self._positions: Any = None
         self._locate = locate
         self.import_map: dict[str, set[str]] = {}  # local name -> qualified names it may stand for
         self._module: Any = None
         self._by_group: dict[str, list[Call]] = {}
         self._evaluator: Any = None
-        self._pending_guards: list = []  # guards to classify again once the whole file is read
-        self._rank_index: list = []  # (name, index expression, frame) of name[<rank>]
+        self._pending_guards: list[Any] = []  # guards to classify again once the whole file is read
+        self._rank_index: list[Any] = []  # (name, index expression, frame) of name[<rank>]
         #: literal per-rank lists (`layers_per_stage = [8, 8, 8]`) indexed by a rank
         self.rank_lists: list[RankList] = []
 
@@ -387,7 +392,7 @@ class Script:
                                           "colossalai", "ignite", "mmengine", "detectron2", "deepspeed",
                                           "torchtnt", "megatron", "nemo", "torchtitan"})
 
-    def span_of(self, node) -> Span:
+    def span_of(self, node: cst.CSTNode) -> Span:
         if self._positions is None:  # positions cost a full code generation: only when needed
             self._positions = self._locate(self._module) if self._locate is not None else {}
         r = self._positions.get(node)
@@ -395,7 +400,7 @@ class Script:
             return Span(self.path, 1, 1)
         return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
 
-    def qnames(self, node, frame: "Frame | None" = None) -> frozenset[str]:
+    def qnames(self, node: cst.CSTNode, frame: "Frame | None" = None) -> frozenset[str]:
         """Qualified names of a dotted expression through the file's imports (``dist.barrier`` ->
         ``torch.distributed.barrier``). Empty when its base name is not imported."""
         import libcst as cst
@@ -412,7 +417,7 @@ class Script:
         tail = ".".join(reversed(parts))
         return frozenset(f"{b}.{tail}" if tail else b for b in bases)
 
-    def qname_in(self, node, names: set[str] | frozenset[str]) -> bool:
+    def qname_in(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> bool:
         import libcst as cst
 
         qs = self.qnames(node)
@@ -423,7 +428,7 @@ class Script:
             return node.value in names or f"builtins.{node.value}" in names
         return False
 
-    def is_builtin(self, node) -> bool:
+    def is_builtin(self, node: cst.CSTNode) -> bool:
         import libcst as cst
 
         if not isinstance(node, cst.Name):
@@ -431,13 +436,13 @@ class Script:
         qs = self.qnames(node)
         return not qs or f"builtins.{node.value}" in qs or qs == {node.value}
 
-    def code(self, node) -> str:
+    def code(self, node: cst.CSTNode) -> str:
         try:
-            return self._module.code_for_node(node)
+            return cast(str, self._module.code_for_node(node))
         except Exception:  # pragma: no cover
             return ""
 
-    def binding(self, name: str, frame: Frame):
+    def binding(self, name: str, frame: Frame) -> tuple[Any, Frame] | None:
         """(expr, frame) when ``name`` is bound exactly once by a plain assignment in its scope."""
         f: Frame | None = frame
         first = True
@@ -473,8 +478,8 @@ class Script:
             f = f.parent
         return False
 
-    def value(self, node, frame: Frame, with_span: bool = True) -> Value:
-        return self._evaluator.value(node, frame, with_span=with_span)
+    def value(self, node: cst.CSTNode, frame: Frame, with_span: bool = True) -> Value:
+        return cast(Value, self._evaluator.value(node, frame, with_span=with_span))
 
     def arg(self, call: Call, keyword: str | None = None, pos: int | None = None,
             with_span: bool = False) -> Value | None:
@@ -509,7 +514,7 @@ class Script:
         return self.span_of(node) if node is not None else call.span
 
     # ---------------------------------------------------------------- rank expressions
-    def rank_kind(self, node, frame: Frame | None, depth: int = 0) -> str | None:
+    def rank_kind(self, node: cst.CSTNode | None, frame: Frame | None, depth: int = 0) -> str | None:
         """'global' / 'local' when ``node`` is the global / local rank as far as the code shows."""
         import libcst as cst
 
@@ -539,7 +544,7 @@ class Script:
                 return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
         return None
 
-    def rankish(self, node, frame: Frame | None = None) -> bool:
+    def rankish(self, node: cst.CSTNode, frame: Frame | None = None) -> bool:
         """A rank-looking expression (by name or by source): for guards, where silence is the error."""
         import libcst as cst
 
@@ -563,7 +568,7 @@ class Script:
         t = _tail(node)
         return t is not None and _RANK_NAME.match(t) is not None
 
-    def rank0ish(self, node) -> bool:
+    def rank0ish(self, node: cst.CSTNode) -> bool:
         import libcst as cst
 
         if isinstance(node, cst.Call):
@@ -571,7 +576,7 @@ class Script:
         t = _tail(node)
         return t is not None and _RANK0_NAME.match(t) is not None
 
-    def classify_test(self, node, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
+    def classify_test(self, node: cst.CSTNode, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
         """(depends on rank, True-branch is rank-0 only / rank 0 never takes it / unknown)."""
         import libcst as cst
 
@@ -635,7 +640,8 @@ class Script:
                 return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
         return False, None
 
-    def _classify_all(self, exprs, frame, depth, frames=None) -> tuple[bool, bool | None]:
+    def _classify_all(self, exprs: list[Any] | None, frame: Frame | None, depth: int,
+                      frames: list[Frame] | None = None) -> tuple[bool, bool | None]:
         """A name bound several times: a rank-0 guard when every binding says rank 0 only."""
         if not exprs or len(exprs) > 4 or any(e is MULTI for e in exprs):
             return False, None
@@ -645,7 +651,7 @@ class Script:
         return False, None
 
     # ---------------------------------------------------------------- reachability
-    def paths(self, frame: Frame, _seen: frozenset = frozenset()) -> list[tuple[Guard, ...]] | None:
+    def paths(self, frame: Frame, _seen: frozenset[int] = frozenset()) -> list[tuple[Guard, ...]] | None:
         """The guard chains under which ``frame``'s body runs when started from module level.
 
         None when the script never calls the function (or passes it around): unknown.
@@ -673,7 +679,7 @@ class Script:
         one class, or ``a`` at module level (a test file's classes are separate runs)."""
         if a is b or a.kind == "module":
             return True
-        return a.kind == "function" and b.kind == "function" and a.parent is b.parent and a.parent.kind == "class"
+        return a.kind == "function" and b.kind == "function" and a.parent is b.parent and cast(Frame, a.parent).kind == "class"
 
     def world_sizes(self) -> list[tuple[Value, Frame]]:
         """Known integer world sizes passed to init_process_group, with the frame of the call."""
@@ -702,7 +708,7 @@ class SyntaxIndex:
         import ast
 
         self.names: set[str] = set()
-        self.keywords: dict[str, list] = {}
+        self.keywords: dict[str, list[Any]] = {}
         self.modules: set[str] = set()
         self.bases: set[str] = set()
         self.strings: set[str] = set()
@@ -712,6 +718,8 @@ class SyntaxIndex:
                 tree = ast.parse(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return
+        # dispatch on the exact node type (cheaper than isinstance chains), which mypy does not narrow
+        node: Any
         for node in ast.walk(tree):
             t = type(node)
             if t is ast.Name:
@@ -748,12 +756,12 @@ class SyntaxIndex:
                         self.env_writes.update(k.value for k in node.args[0].keys
                                                if isinstance(k, ast.Constant) and isinstance(k.value, str))
 
-    def keyword_is(self, name: str, value) -> bool:
+    def keyword_is(self, name: str, value: Any) -> bool:
         return any(v is value or (v is not ... and v == value and type(v) is type(value))
                    for v in self.keywords.get(name, ()))
 
 
-def _is_environ(node) -> bool:
+def _is_environ(node: ast.AST) -> bool:
     import ast
 
     return (isinstance(node, ast.Attribute) and node.attr == "environ"
@@ -761,7 +769,7 @@ def _is_environ(node) -> bool:
             isinstance(node, ast.Name) and node.id == "environ")
 
 
-def _dotted(node) -> str | None:
+def _dotted(node: cst.CSTNode) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
     import libcst as cst
 
@@ -775,7 +783,7 @@ def _dotted(node) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _tail(node) -> str | None:
+def _tail(node: cst.CSTNode) -> str | None:
     import libcst as cst
 
     if isinstance(node, cst.Name):
@@ -787,10 +795,10 @@ def _tail(node) -> str | None:
     return None
 
 
-def _flip(op):
+def _flip(op: cst.BaseCompOp) -> cst.BaseCompOp:
     import libcst as cst
 
-    m = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+    m: dict[type[cst.BaseCompOp], Callable[[], cst.BaseCompOp]] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
          cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
     for a, b in m.items():
         if isinstance(op, a):
@@ -798,10 +806,10 @@ def _flip(op):
     return op
 
 
-def _int_literals(node) -> list[int] | None:
+def _int_literals(node: cst.CSTNode) -> list[int] | None:
     import libcst as cst
 
-    def one(n):
+    def one(n: cst.CSTNode) -> int | None:
         if isinstance(n, cst.Integer):
             return int(n.evaluated_value)
         if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus) and isinstance(n.expression, cst.Integer):
@@ -829,7 +837,7 @@ def script_of(f: FileFacts) -> Script | None:
     return d if isinstance(d, Script) else None
 
 
-def job_scripts(job) -> list[tuple[FileFacts, Script]]:
+def job_scripts(job: Any) -> list[tuple[FileFacts, Script]]:
     """(FileFacts, Script) of every Python file of ``job``, in the job's order."""
     out = []
     for f in getattr(job, "files", ()):
