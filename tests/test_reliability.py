@@ -401,3 +401,15 @@ def test_job_schema_maxima_are_the_estimators_bounds():
     schema = json.loads((ROOT / "schemas" / "job.schema.json").read_text())
     model = schema["properties"]["model"]["properties"]
     assert {k: model[k]["maximum"] for k in MODEL_BOUNDS} == MODEL_BOUNDS
+
+
+def test_plan_of_a_shapeless_model_on_a_highly_divisible_gpu_count_answers_within_a_second():
+    """Found by the mutation fuzzer (estimate/plan input 29155: 1.27 s of CPU): a model known only by
+    its parameter count has no head count to bound TP, and 720,720 GPUs have 240 divisors, each a
+    candidate the layout rules were run on. TP is bounded by the node as well."""
+    from parallint.layouts import plan
+
+    t = time.process_time()
+    layouts = plan({"model": {"param_count": 10**9}, "training": {"precision": "fp16"}}, 720720, "H100-80GB")
+    assert time.process_time() - t < 1.0
+    assert layouts and all(lay.tp <= 8 for lay in layouts)

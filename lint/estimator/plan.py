@@ -2,7 +2,8 @@
 
 A layout is TP x PP x DP (x the job's CP and EP), a ZeRO stage and a recompute mode. This module
 enumerates the candidates (the divisors of the GPU count, from its prime factors; no more TP
-ranks than heads, no more pipeline stages than layers, no ZeRO without ranks to shard over) and
+ranks than heads or than one node has, no more pipeline stages than layers, no ZeRO without ranks
+to shard over) and
 estimates their memory. Which candidates obey the layout rules is not decided here: the caller's
 ``accept`` does, and :func:`parallint.layouts.plan` passes one that runs the real LAY and BAT
 rules on each candidate's facts (TP divides the heads, stays in a node, matches the GQA groups;
@@ -136,8 +137,8 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
     gb = tr.get("global_batch")
     out: list[Layout] = []
     for tp in _divisors(gpus // cp):
-        if shape is not None and tp > shape.heads:
-            break  # more TP ranks than heads: no head left to split
+        if (shape is not None and tp > shape.heads) or tp > gpn:
+            break  # more TP ranks than heads, or than a node has (never a candidate: LAY002)
         for pp in _divisors(gpus // (cp * tp)):
             if (shape is None and pp > 1) or (shape is not None and pp > shape.layers):
                 break  # no more stages than layers (and none without a layer count)
