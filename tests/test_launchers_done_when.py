@@ -337,6 +337,41 @@ dist.init_process_group("nccl")
 mesh = init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp", "tp"))
 """
 
+# Megatron-core's tutorial shape under mp.spawn and under os.environ: the parallel state asks for
+# TP x PP, which must divide the world the launch code starts (LAY001)
+SPAWN_MCORE = """\
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from megatron.core import parallel_state
+
+
+def initialize_distributed(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=2, pipeline_model_parallel_size={pp})
+
+
+if __name__ == "__main__":
+    mp.spawn(initialize_distributed, args=(4,), nprocs=4)
+"""
+ENVIRON_MCORE = """\
+import os
+
+import torch.distributed as dist
+from megatron.core import parallel_state
+
+os.environ["MASTER_ADDR"] = "localhost"
+os.environ["MASTER_PORT"] = "29500"
+os.environ["WORLD_SIZE"] = "{world}"
+dist.init_process_group("nccl")
+parallel_state.initialize_model_parallel(tensor_model_parallel_size=2, pipeline_model_parallel_size=2)
+"""
+
 
 #: launcher -> (correct files, planted files, the path LAY001 reports in the planted folder)
 PAIRS: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
@@ -377,6 +412,10 @@ PAIRS: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
                            "llama3_debug.toml"),
     "mp-spawn": ({"ddp_tutorial.py": SPAWN.format(dp=2)}, {"ddp_tutorial.py": SPAWN.format(dp=4)}, "ddp_tutorial.py"),
     "os-environ": ({"single.py": ENVIRON.format(world=4)}, {"single.py": ENVIRON.format(world=6)}, "single.py"),
+    "mp-spawn-megatron-core": ({"run_simple_mcore.py": SPAWN_MCORE.format(pp=2)},
+                               {"run_simple_mcore.py": SPAWN_MCORE.format(pp=4)}, "run_simple_mcore.py"),
+    "os-environ-megatron-core": ({"single.py": ENVIRON_MCORE.format(world=8)},
+                                 {"single.py": ENVIRON_MCORE.format(world=6)}, "single.py"),
 }
 
 
@@ -402,8 +441,9 @@ def test_correct_example_is_silent(findings, launcher):
 
 
 #: plain-PyTorch scripts state their layout as a device mesh: its mismatch with the world the
-#: script's own launcher starts is LAY007's (LAY001 is the frameworks' TP×PP×DP rule; Ray Train's
-#: ScalingConfig reaches LAY001 through the RayJob pair)
+#: script's own launcher starts is LAY007's (LAY001 is the frameworks' TP×PP×DP rule: Ray Train's
+#: ScalingConfig reaches it through the RayJob pair, mp.spawn and os.environ through the
+#: Megatron-core pairs)
 MESH = {"ray-train-python": "LAY007", "mp-spawn": "LAY007", "os-environ": "LAY007"}
 
 

@@ -178,7 +178,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("ddp.find_unused_parameters", "bool", "DDP's find_unused_parameters switch",
          producers=("hftrainargs", "lightning_cli", "nemo", "python"), spec=False),
     Fact("framework", "str", "the training framework a file is written for (megatron, nemo, deepspeed, "
-         "torchtitan, hf_trainer...)", producers=("cfgutil", "megatron_args", "megatron_yaml", "torchtitan_py")),
+         "torchtitan, hf_trainer...)", producers=("cfgutil", "megatron_args", "megatron_yaml", "python", "torchtitan_py")),
     Fact("estimator.accounting", "enum", "memory accounting: the ZeRO paper's or Megatron-LM's",
          values=("zero", "megatron"), fact=False),
 )

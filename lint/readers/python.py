@@ -1057,6 +1057,9 @@ def _facts(s: Script, f: FileFacts) -> None:
             v = s.arg(c, kw, pos, with_span=True)
             if v is not None:
                 _fact(f, key, v, f"initialize_model_parallel({kw}=...)", _int)
+        # Megatron-core's parallel state: its own world-size assertion (TP x PP x CP divides the
+        # world) is the Megatron one the layout rules know
+        f.facts.add("framework", Value("megatron", c.span, True, "", "initialize_model_parallel()"))
     for c in s.by("pl_trainer"):
         nn = s.arg(c, "num_nodes", with_span=True)
         if nn is not None:
