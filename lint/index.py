@@ -68,6 +68,23 @@ def cache_dir(root: Path) -> Path:
     return root / CACHE_DIR_NAME
 
 
+
+def walk_once(top: Path, visited: set, followlinks: bool = False):
+    """``os.walk`` of ``top`` that enters each directory once (``visited`` holds (device, inode);
+    symlink loops and bind mounts end there) and skips unreadable ones. Yields (folder, dirnames,
+    filenames); prune by editing dirnames in place, as with ``os.walk``."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=followlinks):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in visited:
+            dirnames[:] = []
+            continue
+        visited.add((st.st_dev, st.st_ino))
+        yield Path(dirpath), dirnames, filenames
+
 class LinkCache:
     """Content hash -> the links the file states ([raw value, is_module] pairs)."""
 
@@ -200,18 +217,7 @@ class ReverseIndex:
         if git is not None:
             return [self.root / rel for rel in git]
         out = []
-        visited: set[tuple[int, int]] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True):
-            try:
-                st = os.stat(dirpath)
-            except OSError:
-                dirnames[:] = []
-                continue
-            if (st.st_dev, st.st_ino) in visited:
-                dirnames[:] = []
-                continue
-            visited.add((st.st_dev, st.st_ino))
-            d = Path(dirpath)
+        for d, dirnames, filenames in walk_once(self.root, set(), followlinks=True):
             dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
             out.extend(d / fn for fn in sorted(filenames))
         return out
@@ -386,17 +392,7 @@ def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
     run = config.path.resolve() if config.path else None
     out, seen, visited = [], set(), set()
     for top in folders:
-        for dirpath, dirnames, filenames in os.walk(top):
-            try:
-                st = os.stat(dirpath)
-            except OSError:
-                dirnames[:] = []
-                continue
-            if (st.st_dev, st.st_ino) in visited:
-                dirnames[:] = []
-                continue
-            visited.add((st.st_dev, st.st_ino))
-            d = Path(dirpath)
+        for d, dirnames, filenames in walk_once(top, visited):
             dirnames[:] = [n for n in dirnames if n not in _NEVER_WALKED]
             if d != top and ("pyproject.toml" in filenames or "parallint.toml" in filenames):
                 name = "parallint.toml" if "parallint.toml" in filenames else "pyproject.toml"
