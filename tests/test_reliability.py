@@ -413,3 +413,27 @@ def test_plan_of_a_shapeless_model_on_a_highly_divisible_gpu_count_answers_withi
     layouts = plan({"model": {"param_count": 10**9}, "training": {"precision": "fp16"}}, 720720, "H100-80GB")
     assert time.process_time() - t < 1.0
     assert layouts and all(lay.tp <= 8 for lay in layouts)
+
+
+def test_a_syntax_error_far_from_any_f_string_never_reaches_libcsts_error_recovery(tmp_path):
+    """Found by the mutation fuzzer (python inputs 65901 and 88426: 2.6 s, and minutes): after
+    CPython rejects a file, LibCST was asked whether it is newer syntax (PEP 701 f-strings), and
+    its error recovery on thousands of chained subscripts inside an unclosed call ran for
+    minutes. LibCST is asked only when the error is at an f-string."""
+    text = "import torch.distributed as dist\n\ndist.init_process_group(\n" + "[[x]]\n" * 3000
+    write_tree(tmp_path, {"train.py": text})
+    t = time.monotonic()
+    r = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
+    assert time.monotonic() - t < 20
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [d["code"] for d in json.loads(r.stdout)] == ["SYN001"]
+
+
+def test_newer_f_string_syntax_is_still_not_a_syntax_error(tmp_path):
+    import sys
+
+    if sys.version_info >= (3, 12):
+        pytest.skip("PEP 701 f-strings are valid for this Python's own parser")
+    write_tree(tmp_path, {"train.py": 'd = {"k": 1}\nprint(f"{d["k"]}")\n'})
+    r = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
+    assert r.returncode == 0, r.stdout

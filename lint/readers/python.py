@@ -315,15 +315,27 @@ class _SyntaxProblem(Exception):
         self.span = span
 
 
-def _newer_python(text: str) -> bool:
+#: an f-string prefix (f, rf, fr, any case): PEP 701's newer f-strings are the syntax that CPython
+#: before 3.12 rejects and LibCST accepts
+_FSTRING_START = re.compile(r"(?<![\w])(?:[rR]?[fF]|[fF][rR])[\"']")
+
+
+def _newer_python(text: str, error: SyntaxError | None = None) -> bool:
     """True when CPython here rejects ``text`` but LibCST's grammar (which follows newer Pythons)
     accepts it: code for a newer Python than the one running parallint, such as PEP 701 f-strings
-    (``f"{d["k"]}"``, 3.12), is not a syntax error. Only for mild text: LibCST's native parser
-    must not meet the pathological nesting the CPython parse normally screens out."""
+    (``f"{d["k"]}"``, 3.12), is not a syntax error. Only where CPython's error is at an f-string
+    (on its line or the two before), and only for mild text: LibCST's native parser must not meet
+    the pathological text the CPython parse normally screens out (its error recovery on thousands
+    of chained subscripts in an unclosed call runs for minutes)."""
     import sys
 
     if sys.version_info >= (3, 14) or len(text) > 2_000_000:
         return False
+    if error is not None:
+        lines = text.splitlines()
+        at = (error.lineno or 1) - 1
+        if not any(_FSTRING_START.search(ln) for ln in lines[max(0, at - 2):at + 1]):
+            return False
     depth = top = 0
     for ch in text:  # bracket depth, strings included: an overestimate is only more cautious
         if ch in "([{":
@@ -355,7 +367,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=path)
     except SyntaxError as se:
-        if _newer_python(text):
+        if _newer_python(text, se):
             return None  # valid for a newer Python than the one running parallint (PEP 701 f-strings...)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
