@@ -9,6 +9,11 @@ from typing import Iterable
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.rule import Example, Rule
 
+#: distinct unknown flags of one command line that get a did-you-mean (each one compares the flag
+#: with Megatron's ~1,400; a generated line with hundreds of unknown flags must stay fast)
+MAX_SUGGESTIONS = 32
+
+
 def _megatron_command(job):
     """(launch, its Megatron flags, the flags its script accepts) for a job launched from a shell,
     Makefile or Kubernetes command line with Megatron flags and a known argument table; else None."""
@@ -110,6 +115,7 @@ class UnknownMegatronArgument(Rule):
             return
         la, flags, table = found
 
+        suggested: dict[str, list[str]] = {}  # did-you-mean per distinct flag (difflib is slow)
         for _name, fw, _val in flags:
             if not fw.known:
                 continue
@@ -127,7 +133,9 @@ class UnknownMegatronArgument(Rule):
                 yield self.report(fw.span, f"{raw} was removed from {table.what}: argparse stops at start-up "
                                            f"(unrecognized arguments); {hint}")
                 continue
-            close = difflib.get_close_matches(raw, table.known, n=1, cutoff=0.8)
+            if raw not in suggested and len(suggested) < MAX_SUGGESTIONS:
+                suggested[raw] = difflib.get_close_matches(raw, table.known, n=1, cutoff=0.8)
+            close = suggested.get(raw)
             hint = f"; rename it to {close[0]}" if close else "; remove it or add it to the script's own parser"
             yield self.report(fw.span, f"{raw} is not an argument of {table.what} or of the script: argparse "
                                        f"stops at start-up (unrecognized arguments){hint}")

@@ -133,7 +133,8 @@ def test_positions_on_a_very_long_line_are_linear():
 
 
 def test_a_long_launch_line_keeps_character_columns():
-    args = " ".join(f"--opt{i} é{i}" for i in range(3000))
+    # 1,000 words on one line (shell.MAX_WORDS caps a followed command at 1,024)
+    args = " ".join(f"--opt{i} é{i}" for i in range(500))
     text = f"torchrun --nproc_per_node 8 train.py {args} --last 1\n"
     t0 = time.perf_counter()
     ff = read(text)
@@ -168,3 +169,12 @@ def test_every_placeholder_assignment_is_filled_in_one_pass():
     assert not tree.root_node.has_error and len(placeholders) == 300
     ff = read(text)
     assert "Specify path 7" in ff.launches[0].args[0].why
+
+
+def test_a_runaway_command_is_not_followed():
+    """Found by the mutation fuzzer (shell input 18736, seed 2): a variable holding thousands of
+    words, expanded into 14 commands, took 1.4 s. A command of more than shell.MAX_WORDS words is
+    not a launch anyone writes: it is not followed."""
+    args = " ".join(f"--opt{i} {i}" for i in range(600))
+    ff = read(f"torchrun --nproc_per_node 8 train.py {args}\n")
+    assert ff.launches == []

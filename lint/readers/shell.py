@@ -33,6 +33,7 @@ MAX_PIECES = 20_000
 MAX_CALLS = 500
 MAX_VALUE_CHARS = 1_000_000
 MAX_LAUNCHES = 256  # launches recorded per file (a function called in a loop of calls)
+MAX_WORDS = 1024  # words of one command: a real launch line has a few hundred; beyond, it is not followed
 MAX_REPAIRS = 64  # re-parses while replacing placeholders that tree-sitter cannot parse
 
 #: a placeholder a template asks the user to fill in: ``<PATH_OF_VOCAB_FILE>``, ``<Specify path>``
@@ -684,6 +685,8 @@ class Evaluator:
                 words.append(Word.unknown("a word parallint cannot split", src.span(g[0].start_byte, g[-1].end_byte)))
                 continue
             words.extend(self._words(g[0], src))
+            if len(words) > MAX_WORDS:
+                return  # a generated or runaway command (thousands of words): not a launch to follow
         if not words:
             return
         w0 = words[0]
