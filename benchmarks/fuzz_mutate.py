@@ -405,7 +405,8 @@ def table(summary: dict, seed: int) -> str:
 
 def replay(target: str, index: int, seed: int) -> int:
     run, shown = make_input(target, index, seed)
-    print(shown if len(shown) < 4000 else shown[:4000] + f"... ({len(shown)} chars)")
+    text = shown if len(shown) < 4000 else shown[:4000] + f"... ({len(shown)} chars)"
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))  # inputs may hold lone surrogates
     c0, w0 = time.process_time(), time.perf_counter()
     try:
         run()

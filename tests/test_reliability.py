@@ -437,3 +437,22 @@ def test_newer_f_string_syntax_is_still_not_a_syntax_error(tmp_path):
     write_tree(tmp_path, {"train.py": 'd = {"k": 1}\nprint(f"{d["k"]}")\n'})
     r = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
     assert r.returncode == 0, r.stdout
+
+
+def test_a_zero_world_has_no_data_parallel_size(tmp_path):
+    """Found by the mutation fuzzer (shell inputs 23908/seed 1, 34099, 37573, 43524/seed 2): an
+    `#SBATCH --nodes=0` made the world size 0, and BAT002/PIP004 divided by a data-parallel size of
+    0 (internal errors). dp_size is unknown for a world that is not positive."""
+    from parallint.facts import FactMap, Value
+    from parallint.model.world import dp_size
+
+    facts = FactMap()
+    facts.add("parallel.tp", Value(2))
+    assert dp_size(facts, Value(0), sp=False) == (None, [])
+    write_tree(tmp_path, {"run.sh": "#!/bin/bash\n#SBATCH --nodes=0\n#SBATCH --ntasks-per-node=1\n"
+                                    "srun torchrun --nnodes 0 --nproc_per_node 8 pretrain_gpt.py "
+                                    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+                                    "--micro-batch-size 2 --global-batch-size 64 --num-layers 24\n"})
+    r = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
+    assert "internal error" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+    assert r.returncode in (0, 1)

@@ -75,11 +75,11 @@ def job_launch_world_size(job: Any) -> tuple[int | None, Value | None]:
 def dp_size(facts: FactMap, world: Value | None, *, sp: bool) -> tuple[int | None, list[tuple[Value | None, str]]]:
     """Data-parallel size = world / (TP × PP [× SP, else × CP]) and the values it came from, as
     ``(Value, "what it is")`` pairs for the related locations of a finding. ``(None, [])`` when the
-    world is unknown, a degree is stated but unknown or not positive, or the degrees do not divide
+    world is unknown or not positive, a degree is stated but unknown or not positive, or the degrees do not divide
     the world (the LAY rules report that)."""
     w = known_int(world)
-    if w is None:
-        return None, []
+    if w is None or w <= 0:
+        return None, []  # no world, or a zero one (a launcher's `--nnodes 0`): no data-parallel size
     div = 1
     used: list[tuple[Value | None, str]] = []
     keys = ["parallel.tp", "parallel.pp"] + (["parallel.sp"] if sp else ["parallel.cp"])
