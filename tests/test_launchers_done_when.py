@@ -15,6 +15,11 @@ import json
 import pytest
 
 from conftest import run_cli, write_tree
+from test_launchers_hfargs import DS as DS_ACCUM  # the HF Trainer + DeepSpeed accumulation case
+from test_launchers_hfargs import HF_SCRIPT
+from test_launchers_python import SUBMITIT
+from test_launchers_wrappers import RUN_TRAIN
+from test_launchers_wrappers import TOML as _WRAPPER_TOML
 
 MEGATRON_SCRIPT = "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
 
@@ -110,20 +115,7 @@ result = trainer.fit()
 """
 
 # -- submitit: README "An example is worth a thousand words", with nodes and GPUs ------------
-SUBMITIT = """\
-import submitit
-
-executor = submitit.AutoExecutor(folder="log_test")
-executor.update_parameters(timeout_min=60, slurm_partition="dev", nodes=2, gpus_per_node=8, tasks_per_node=8)
-function = submitit.helpers.CommandFunction([
-    "python", "pretrain_gpt.py",
-    "--tensor-model-parallel-size", "8",
-    "--pipeline-model-parallel-size", "{pp}",
-    "--num-layers", "32",
-])
-job = executor.submit(function)
-print(job.result())
-"""
+# (SUBMITIT, shared with test_launchers_python)
 
 # -- TorchX: "torchx run dist.ddp" quickstart and the .torchxconfig of the same component ----
 TORCHX_RUN = "torchx run -s local_cwd dist.ddp -j {j} --script pretrain_gpt.py -- " \
@@ -236,27 +228,6 @@ fabric.launch()
 """
 
 # -- HF Trainer on the command line: run_clm.py with DeepSpeed AutoTP ------------------------
-HF_SCRIPT = """\
-from dataclasses import dataclass, field
-
-from transformers import HfArgumentParser, Trainer, TrainingArguments
-
-
-@dataclass
-class ModelArguments:
-    model_name_or_path: str = field(default="gpt2")
-
-
-def main():
-    parser = HfArgumentParser((ModelArguments, TrainingArguments))
-    model_args, training_args = parser.parse_args_into_dataclasses()
-    trainer = Trainer(model=None, args=training_args)
-    trainer.train()
-
-
-if __name__ == "__main__":
-    main()
-"""
 DS_AUTOTP = """\
 {
   "train_micro_batch_size_per_gpu": "auto",
@@ -277,29 +248,9 @@ torchrun --nproc_per_node {n} run_clm.py \\
 """
 
 # -- an environment-prefixed wrapper: torchtitan's run_train.sh called with NGPU=... ----------
-RUN_TRAIN = """\
-#!/usr/bin/bash
-set -ex
-NGPU=${NGPU:-"8"}
-export LOG_RANK=${LOG_RANK:-0}
-CONFIG_FILE=${CONFIG_FILE:-"./llama3_debug.toml"}
-torchrun --nproc_per_node=${NGPU} --rdzv_backend c10d --rdzv_endpoint="localhost:0" \\
-  --local-ranks-filter ${LOG_RANK} --role rank --tee 3 \\
-  -m torchtitan.train --job.config_file ${CONFIG_FILE} "$@"
-"""
-TITAN_TOML = """\
-[job]
-dump_folder = "./outputs"
-
-[model]
-name = "llama3"
-flavor = "debugmodel"
-
-[parallelism]
-data_parallel_replicate_degree = 1
-data_parallel_shard_degree = -1
-tensor_parallel_degree = 2
-"""
+# (RUN_TRAIN and the debug config shared with test_launchers_wrappers, here with TP 2)
+TITAN_TOML = _WRAPPER_TOML.replace("tensor_parallel_degree = 4", "tensor_parallel_degree = 2")
+assert "tensor_parallel_degree = 2" in TITAN_TOML
 
 # -- Python launch code: the PyTorch DDP tutorial's mp.spawn, and os.environ ------------------
 SPAWN = """\
@@ -455,14 +406,6 @@ def test_planted_mismatch_reported_through_the_launcher(findings, launcher):
     assert {c for c, _ in got} == {code}, got
 
 
-DS_ACCUM = """\
-{
-  "train_micro_batch_size_per_gpu": "auto",
-  "gradient_accumulation_steps": 4,
-  "bf16": {"enabled": "auto"},
-  "zero_optimization": {"stage": 2}
-}
-"""
 
 
 def test_bat003_hf_trainer_deepspeed_accumulation_end_to_end(tmp_path):
