@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from parallint.estimator.params import MODEL_BOUNDS
+from parallint.estimator.params import MODEL_BOUNDS, TRAINING_BOUNDS
 
 GIB = float(1 << 30)
 #: plausible bounds for the numbers of a job: beyond them a value is a typo (or a hostile file),
@@ -23,8 +23,7 @@ _BOUNDS = {
     "parallel": {k: 1 << 20 for k in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "gpus_per_node")}
     | {"world_size": MAX_GPUS, "nodes": 1 << 30},
     "model": MODEL_BOUNDS,
-    "training": {"micro_batch": 1 << 24, "global_batch": 1 << 34, "grad_accum": 1 << 24,
-                 "num_microbatches": 1 << 24},
+    "training": TRAINING_BOUNDS,
 }
 _STRINGS = {"training": ("precision", "optimizer", "grad_dtype", "recompute"), "hardware": ("gpu",)}
 

@@ -6,6 +6,7 @@ LCH/ENV/PG rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from parallint.diagnostics import Span
@@ -44,6 +45,14 @@ class Launch:
     #: set by the linker for a launch with ``megatron_flags``: the flags the launched script accepts
     #: (``parallint.megatron_table.AcceptedFlags``), None when that cannot be known
     megatron_table: Any = None
+
+    @cached_property
+    def flag_names(self) -> frozenset[str]:
+        """The ``--flags`` among the script's known arguments, normalised (``--foo_bar=1`` ->
+        ``foo-bar``); computed once (every fact rule views every job, and a generated command line
+        may hold thousands of words)."""
+        return frozenset(a.value[2:].split("=", 1)[0].replace("_", "-").lower() for a in self.args
+                         if a.known and isinstance(a.value, str) and a.value.startswith("--"))
 
 
 @dataclass

@@ -25,16 +25,12 @@ _CHOSEN = ("tp", "pp", "dp", "cp", "ep", "zero_stage", "sequence_parallel", "wor
 
 
 @lru_cache(maxsize=1)
-def _base_rules() -> tuple:
+def layout_rules() -> tuple:
+    """The registered fact rules of the LAY and BAT families (plugins' included)."""
     from parallint.registry import get_registry
     from parallint.rules._cfgfacts import FactRule
 
     return tuple(r() for r in get_registry().rules if issubclass(r, FactRule) and r.code[:3] in ("LAY", "BAT"))
-
-
-def layout_rules() -> tuple:
-    """The registered fact rules of the LAY and BAT families (plugins' included)."""
-    return _base_rules()
 
 
 def candidate_facts(spec: dict, gpus_per_node: int | None) -> FactMap:

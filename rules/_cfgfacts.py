@@ -96,22 +96,6 @@ def file_view(f: "FileFacts", config: dict | None = None) -> View:
     return View(f.facts, w, _frameworks(f.facts), None, _gpn(f.facts, config), set(), config)
 
 
-def _launch_flags(launch) -> frozenset[str]:
-    """The ``--flags`` of a launch's arguments, normalised; computed once per launch (every fact
-    rule builds a view of every job, and a generated command line may hold thousands of words)."""
-    cached = getattr(launch, "_view_flags", None)
-    if cached is not None:
-        return cached
-    flags = frozenset(a.value[2:].split("=", 1)[0].replace("_", "-").lower()
-                      for a in getattr(launch, "args", []) or []
-                      if a.known and isinstance(a.value, str) and a.value.startswith("--"))
-    try:
-        launch._view_flags = flags
-    except AttributeError:  # a launch type without a __dict__: compute again next time
-        pass
-    return flags
-
-
 def job_view(job: "Job", config: dict | None = None) -> View:
     config = config or {}
     launch_world = None
@@ -123,7 +107,7 @@ def job_view(job: "Job", config: dict | None = None) -> View:
             launch_world = world_of(lf)
             if launch_world is None:
                 launch_world = launch_world_size(launch)
-        flags = set(_launch_flags(launch))
+        flags = set(launch.flag_names)
     w = launch_world
     if w is None and hasattr(job, "world_size"):
         w = job.world_size()

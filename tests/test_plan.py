@@ -162,7 +162,8 @@ def test_plan_runs_the_real_layout_rules_so_a_new_rule_applies_without_an_edit(m
     spec = {"model": {"preset": "llama-2-7b"}}
     before = {lay.tp for lay in plan(spec, 16, "A100-40GB")}
     assert 2 in before
-    monkeypatch.setattr(layouts, "layout_rules", lambda: layouts.__dict__["_base_rules"]() + (NoTpTwo(),))
+    registered = layouts.layout_rules()
+    monkeypatch.setattr(layouts, "layout_rules", lambda: registered + (NoTpTwo(),))
     after = plan(spec, 16, "A100-40GB")
     assert after and all(lay.tp != 2 for lay in after)
 

@@ -401,6 +401,10 @@ def test_job_schema_maxima_are_the_estimators_bounds():
     schema = json.loads((ROOT / "schemas" / "job.schema.json").read_text())
     model = schema["properties"]["model"]["properties"]
     assert {k: model[k]["maximum"] for k in MODEL_BOUNDS} == MODEL_BOUNDS
+    from parallint.estimator.params import TRAINING_BOUNDS
+
+    training = schema["properties"]["training"]["properties"]
+    assert {k: training[k]["maximum"] for k in TRAINING_BOUNDS} == TRAINING_BOUNDS
 
 
 def test_plan_of_a_shapeless_model_on_a_highly_divisible_gpu_count_answers_within_a_second():

@@ -35,7 +35,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from parallint.estimator.gpus import GIB, Gpu, resolve_gpu
-from parallint.estimator.params import MODEL_BOUNDS, Breakdown, ShapeError, breakdown, shape_of
+from parallint.estimator.params import MODEL_BOUNDS, TRAINING_BOUNDS, Breakdown, ShapeError, breakdown, shape_of
 from parallint.estimator.spec import normalize
 
 __all__ = ["Estimate", "estimate", "activation_per_layer", "model_state_bytes_per_param"]
@@ -210,7 +210,8 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
     Raises :class:`ShapeError` when neither the shape nor ``model.param_count`` is known.
     """
     spec = normalize(spec)
-    for section, key, high in (("training", "micro_batch", 1 << 24), ("training", "num_microbatches", 1 << 24),
+    for section, key, high in (("training", "micro_batch", TRAINING_BOUNDS["micro_batch"]),
+                               ("training", "num_microbatches", TRAINING_BOUNDS["num_microbatches"]),
                                ("model", "param_count", MODEL_BOUNDS["param_count"])):
         v = spec[section].get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) <= high:

@@ -48,6 +48,9 @@ MODEL_BOUNDS = {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "kv_head
                 "ffn": 1 << 24, "moe_ffn": 1 << 24, "shared_expert_ffn": 1 << 24, "vocab": 1 << 28,
                 "seq_len": 1 << 27, "max_position_embeddings": 1 << 27, "num_experts": 1 << 16,
                 "top_k": 1 << 16, "param_count": 10**16}
+#: the same for the training section (the batch sizes multiply into the activation estimate)
+TRAINING_BOUNDS = {"micro_batch": 1 << 24, "global_batch": 1 << 34, "grad_accum": 1 << 24,
+                   "num_microbatches": 1 << 24}
 
 
 def _int(model: dict, key: str, default=None) -> int | None:
