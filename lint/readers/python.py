@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value, known_int
@@ -34,6 +34,9 @@ from parallint.model.script import GROUPS, Call, Frame, Guard, Loop, Mesh, Parti
 #: A Python file is worth parsing only when its text contains one of these (the pre-filter lives
 #: with the classifier, which must not import this module).
 from parallint.classify import PYTHON_NEEDLES as NEEDLES  # noqa: E402
+
+if TYPE_CHECKING:  # pragma: no cover
+    import ast
 
 MAX_BYTES = 2_000_000  # larger "scripts" are generated code: not read
 MAX_NESTING = 100  # syntax-tree depth; real training code stays under 30
@@ -278,7 +281,7 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
     if len(text) > MAX_BYTES:
         return f
     try:
-        script = _parse(path, text, gate)
+        script, tree = _parse(path, text, gate)
     except _SyntaxProblem as e:
         f.diagnostics.append(Diagnostic("SYN001", "parse-error", Severity.ERROR, e.message, e.span))
         return f
@@ -300,11 +303,11 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
     if "CommandFunction" in text:  # a submitit command line the script submits
         from parallint.readers.submitit import command_facts
 
-        f.facts.extend(command_facts(path, text))
+        f.facts.extend(command_facts(path, text, tree))
     if "torchx" in text:  # a TorchX component: the launch it describes
         from parallint.readers.torchx import component_launches
 
-        f.launches.extend(component_launches(path, abspath, text))
+        f.launches.extend(component_launches(path, abspath, text, tree))
     return f
 
 
@@ -355,7 +358,7 @@ def _newer_python(text: str, error: SyntaxError | None = None) -> bool:
     return True
 
 
-def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | None:
+def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, ast.Module | None]:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
     the process on pathological nesting. Only then LibCST, for the tree the rules walk."""
@@ -368,7 +371,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
             tree = ast.parse(text, filename=path)
     except SyntaxError as se:
         if _newer_python(text, se):
-            return None  # valid for a newer Python than the one running parallint (PEP 701 f-strings...)
+            return None, None  # valid for a newer Python than parallint's (PEP 701 f-strings...)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
                              Span(path, line, col)) from None
@@ -392,7 +395,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
     import_map: dict[str, set[str]] = {}
     _collect_imports(import_nodes, import_map)
     if gate is not None and not gate.wanted(shapes or [], import_map):
-        return _GATED  # nothing here for a rule (see CallGate)
+        return _GATED, tree  # nothing here for a rule (see CallGate)
     del shapes
     import libcst as cst
 
@@ -401,7 +404,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, UnicodeError, ValueError, RecursionError):
-        return None  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
+        return None, tree  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
     script = Script(path, text, _positions)
     script._module = module
     script._ast = tree  # for Script.syntax_index (no second ast parse); dropped once that is built
@@ -413,7 +416,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> Script | Non
         for g in c.groups:
             script._by_group.setdefault(g, []).append(c)
     _post(script)
-    return script
+    return script, tree
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,17 +39,19 @@ def _qname(func: ast.AST, alias: dict[str, str]) -> str:
     return ".".join([alias[func.id]] + list(reversed(parts)))
 
 
-def command_facts(path: str, text: str) -> FactMap:
-    """The facts of the literal command lines a script hands to ``CommandFunction``."""
+def command_facts(path: str, text: str, tree: ast.Module | None = None) -> FactMap:
+    """The facts of the literal command lines a script hands to ``CommandFunction`` (``tree``: the
+    file's ``ast``, when the caller has parsed it already)."""
     from parallint import cmdline
 
     out = FactMap()
     if "CommandFunction" not in text or len(text) > MAX_BYTES:
         return out
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return out
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return out
     alias = _aliases(tree)
     loops = {id(s) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.ListComp, ast.GeneratorExp))
              for s in ast.walk(n) if s is not n}

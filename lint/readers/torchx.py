@@ -189,14 +189,16 @@ class _Reader:
         return out
 
 
-def component_launches(path: str, abspath: Path, text: str) -> list[Launch]:
-    """The launches the TorchX components in a Python file describe (none when it has none)."""
+def component_launches(path: str, abspath: Path, text: str, tree: ast.Module | None = None) -> list[Launch]:
+    """The launches the TorchX components in a Python file describe (none when it has none);
+    ``tree``: the file's ``ast``, when the caller has parsed it already."""
     if "torchx" not in text or len(text) > MAX_BYTES:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return []
     try:
         return _Reader(path, tree).launches(path, abspath)
     except (RecursionError, ValueError, TypeError, KeyError, IndexError):
