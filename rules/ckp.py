@@ -33,21 +33,21 @@ def _loads_onto_gpus(s: Script) -> bool:
 
 def _in_memory(s: Script, dest, frame) -> bool:
     """``torch.save(obj, buf)`` into an ``io.BytesIO`` (serialising, not writing a file)."""
-    import libcst as cst
+    import ast
 
     for _ in range(4):
-        if isinstance(dest, cst.Call):
+        if isinstance(dest, ast.Call):
             return bool(s.qnames(dest.func) & {"io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"})
-        if isinstance(dest, cst.Name):
-            if _BUFFER_NAME.match(dest.value):
+        if isinstance(dest, ast.Name):
+            if _BUFFER_NAME.match(dest.id):
                 return True
-            b = s.binding(dest.value, frame)
+            b = s.binding(dest.id, frame)
             if b is None:
                 return False
             dest, frame = b
             continue
-        if isinstance(dest, cst.Attribute):
-            return _BUFFER_NAME.match(dest.attr.value) is not None
+        if isinstance(dest, ast.Attribute):
+            return _BUFFER_NAME.match(dest.attr) is not None
         return False
     return False
 

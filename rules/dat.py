@@ -34,7 +34,7 @@ def _accelerators(s: Script) -> set[str]:
 
 def prepared_by_accelerate(s: Script, loader: Call) -> Call | None:
     """The ``accelerator.prepare(...)`` call a DataLoader is passed to, if any."""
-    import libcst as cst
+    import ast
 
     accs = _accelerators(s)
     if not accs:
@@ -42,9 +42,9 @@ def prepared_by_accelerate(s: Script, loader: Call) -> Call | None:
     for c in s.methods("prepare"):
         if c.receiver is None or s.code(c.receiver) not in accs:
             continue
-        for a in c.node.args:
+        for a in c.args:
             v = a.value
-            if v is loader.node or (isinstance(v, (cst.Name, cst.Attribute)) and loader.target
+            if v is loader.node or (isinstance(v, (ast.Name, ast.Attribute)) and loader.target
                                     and s.code(v) == loader.target):
                 return c
     return None
@@ -58,10 +58,10 @@ _PER_RANK = re.compile(r"rank|world_size|num_shards|process_index", re.I)
 
 def _bound_text(s: Script, node, c: Call) -> str:
     """The source of the expression a name passed to the call was bound to ("" if unknown)."""
-    import libcst as cst
+    import ast
 
-    if isinstance(node, cst.Name):
-        b = s.binding(node.value, c.frame)
+    if isinstance(node, ast.Name):
+        b = s.binding(node.id, c.frame)
         if b is not None:
             return s.code(b[0])
     return ""
@@ -69,18 +69,18 @@ def _bound_text(s: Script, node, c: Call) -> str:
 
 def _passed_not_none(s: Script, c: Call, keyword: str, pos: int | None) -> bool | None:
     """True when an argument is passed and is surely not None; None when it cannot be said."""
-    import libcst as cst
+    import ast
 
     n = c.arg_node(keyword, pos)
     if n is None:
         return None if c.has_star() else False
-    if isinstance(n, cst.Name) and n.value == "None":
+    if isinstance(n, ast.Constant) and n.value is None:
         return False
-    if isinstance(n, (cst.Call, cst.List, cst.Tuple)):
+    if isinstance(n, (ast.Call, ast.List, ast.Tuple)):
         return True
-    if isinstance(n, cst.Name):
-        b = s.binding(n.value, c.frame)
-        if b is not None and isinstance(b[0], cst.Call):
+    if isinstance(n, ast.Name):
+        b = s.binding(n.id, c.frame)
+        if b is not None and isinstance(b[0], ast.Call):
             return True
     return None
 
@@ -319,12 +319,12 @@ class SamplerSetEpochMissing(Rule):
         for loop, outer, _frame in s.loops:
             if loop.names & names and (loop.epoch or any(o.epoch for o in outer)):
                 return True
-        import libcst as cst
+        import ast
 
         for c in s.calls:
             if any(l.epoch for l in c.loops):
-                for a in c.node.args:
-                    if isinstance(a.value, cst.Name) and a.value.value in names:
+                for a in c.args:
+                    if isinstance(a.value, ast.Name) and a.value.id in names:
                         return True
         return False
 
@@ -398,7 +398,9 @@ class SamplerWithShuffle(Rule):
 
 def _distributed_sampler_of(s: Script, loader: Call) -> Call | None:
     """The DistributedSampler a DataLoader surely gets (``sampler=`` or inside ``batch_sampler=``)."""
-    import libcst as cst
+    import ast
+
+    from parallint.model.script import call_args
 
     samplers = {id(c.node): c for c in s.by("distributed_sampler")}
     for kw, pos in (("sampler", 3), ("batch_sampler", 4)):
@@ -407,17 +409,18 @@ def _distributed_sampler_of(s: Script, loader: Call) -> Call | None:
         for _ in range(4):
             if n is None:
                 break
-            if isinstance(n, cst.Call):
+            if isinstance(n, ast.Call):
                 if id(n) in samplers:
                     return samplers[id(n)]
-                if kw == "batch_sampler" and n.args:  # BatchSampler(DistributedSampler(ds), ...)
-                    first = n.args[0].value if n.args[0].keyword is None else None
-                    inner = next((a.value for a in n.args if a.keyword is not None and a.keyword.value == "sampler"), first)
+                args = call_args(n)
+                if kw == "batch_sampler" and args:  # BatchSampler(DistributedSampler(ds), ...)
+                    first = args[0].value if args[0].keyword is None else None
+                    inner = next((a.value for a in args if a.keyword == "sampler"), first)
                     n = inner
                     continue
                 break
-            if isinstance(n, cst.Name):
-                b = s.binding(n.value, frame)
+            if isinstance(n, ast.Name):
+                b = s.binding(n.id, frame)
                 if b is None:
                     break
                 n, frame = b

@@ -26,23 +26,26 @@ def _all_layers(s: Script, node, frame, depth: int = 0) -> str | None:
     """A description when ``node`` is a model built here whose forward uses every parameter: an
     ``nn.Sequential`` of torch.nn layers (or one torch.nn layer), possibly moved with ``.cuda()``
     / ``.to()``. None when that cannot be shown."""
-    import libcst as cst
+    import ast
+
+    from parallint.model.script import call_args
 
     if depth > 6 or node is None:
         return None
-    if isinstance(node, cst.Call):
+    if isinstance(node, ast.Call):
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE and not s.qnames(func):
-            if func.attr.value == "requires_grad_":
+        if isinstance(func, ast.Attribute) and func.attr in _SAME_MODULE and not s.qnames(func):
+            if func.attr == "requires_grad_":
                 return None  # parameters frozen or not: not shown
             return _all_layers(s, func.value, frame, depth + 1)
         qs = s.qnames(func)
         if not qs:
             return None
         if any(q in ("torch.nn.Sequential", "torch.nn.modules.container.Sequential") for q in qs):
-            if not node.args or any(a.star or a.keyword is not None for a in node.args):
+            args = call_args(node)
+            if not args or any(a.star or a.keyword is not None for a in args):
                 return None
-            if all(_all_layers(s, a.value, frame, depth + 1) for a in node.args):
+            if all(_all_layers(s, a.value, frame, depth + 1) for a in args):
                 return "an nn.Sequential of torch.nn layers"
             return None
         for q in qs:
@@ -51,8 +54,8 @@ def _all_layers(s: Script, node, frame, depth: int = 0) -> str | None:
                     and parts[2] not in _NOT_A_LAYER):
                 return f"torch.nn.{parts[2]}"
         return None
-    if isinstance(node, cst.Name) and frame is not None:
-        b = s.binding(node.value, frame)
+    if isinstance(node, ast.Name) and frame is not None:
+        b = s.binding(node.id, frame)
         if b is not None:
             return _all_layers(s, b[0], b[1], depth + 1)
         return None
@@ -63,16 +66,16 @@ def _local_model_class(s: Script, node) -> str | None:
     """``Net(...)`` for an ``nn.Module`` subclass of this file whose ``__init__`` only registers
     torch.nn layers and whose ``forward`` calls every one of them, with no branch, loop or
     exception handler: every parameter takes part in every step."""
-    import libcst as cst
+    import ast
 
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None
-    name = node.func.value
+    name = node.func.id
     classes = s.classes.get(name, [])
     if len(classes) != 1 or name in s.import_map or classes[0].node is None:
         return None
     cdef = classes[0].node
-    if len(cdef.bases) != 1 or not (s.qnames(cdef.bases[0].value) & {"torch.nn.Module", "torch.nn.modules.module.Module"}):
+    if len(cdef.bases) != 1 or not (s.qnames(cdef.bases[0]) & {"torch.nn.Module", "torch.nn.modules.module.Module"}):
         return None
     methods = {f.name: f for fs in s.functions.values() for f in fs if f.parent is classes[0]}
     init, fwd = methods.get("__init__"), methods.get("forward")
@@ -88,7 +91,7 @@ def _local_model_class(s: Script, node) -> str | None:
         if any(fr is not init for _e, fr in mine) or len(mine) != 1:
             return None  # assigned outside __init__ or twice: not a fixed set of layers
         expr = mine[0][0]
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Call):
             if _all_layers(s, expr, init) is None:
                 return None  # a submodule that is not a plain torch.nn layer: may skip parameters
             layers.add(key[5:])
@@ -96,32 +99,31 @@ def _local_model_class(s: Script, node) -> str | None:
         return None
     if _has_branches(fwd.node.body):
         return None
-    called = {c.method for c in s.calls if c.frame is fwd and c.method and isinstance(c.receiver, cst.Name)
-              and c.receiver.value == "self"}
+    called = {c.method for c in s.calls if c.frame is fwd and c.method and isinstance(c.receiver, ast.Name)
+              and c.receiver.id == "self"}
     if layers - called:
         return None
     return f"{name}, a module of this file whose forward calls every layer it registers"
 
 
-def _has_branches(body) -> bool:
-    import libcst as cst
+def _has_branches(body: list) -> bool:
+    """A branch, loop, exception handler, nested function or `with` in the statements ``body``, or
+    more than one line of it (among its own statements) that returns."""
+    import ast
 
-    branching = {cst.If, cst.IfExp, cst.For, cst.While, cst.Try, cst.BooleanOperation, cst.FunctionDef,
-                 cst.Lambda, cst.With}
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if type(node) in branching:
-            return True
-        stack.extend(node.children)
-    return sum(1 for st in body.body if isinstance(st, cst.SimpleStatementLine)
-               and any(isinstance(x, cst.Return) for x in st.body)) > 1
+    branching = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.BoolOp, ast.FunctionDef,
+                 ast.AsyncFunctionDef, ast.Lambda, ast.With, ast.AsyncWith)
+    for st in body:
+        for node in ast.walk(st):
+            if isinstance(node, branching):
+                return True
+    return len({st.lineno for st in body if isinstance(st, ast.Return)}) > 1
 
 
 def _previous_binding(s: Script, call, name: str):
     """The expression ``name`` was built from before ``name = DDP(name, ...)`` in the same scope,
     passing over moves (``name = name.to(device)``)."""
-    import libcst as cst
+    import ast
 
     from parallint.model.pyshared import MULTI
 
@@ -133,9 +135,9 @@ def _previous_binding(s: Script, call, name: str):
                 prev = bs[j]
                 if prev is MULTI:
                     return None
-                f = prev.func if isinstance(prev, cst.Call) else None
-                if (isinstance(f, cst.Attribute) and f.attr.value in _SAME_MODULE and f.attr.value != "requires_grad_"
-                        and isinstance(f.value, cst.Name) and f.value.value == name):
+                f = prev.func if isinstance(prev, ast.Call) else None
+                if (isinstance(f, ast.Attribute) and f.attr in _SAME_MODULE and f.attr != "requires_grad_"
+                        and isinstance(f.value, ast.Name) and f.value.id == name):
                     j -= 1
                     continue
                 return prev
@@ -144,17 +146,17 @@ def _previous_binding(s: Script, call, name: str):
 
 
 def _wrapped_model_uses_every_parameter(s: Script, call) -> str | None:
-    import libcst as cst
+    import ast
 
     m = call.arg_node("module", 0)
     if m is None:
         return None
-    if isinstance(m, cst.Name):
-        prev = _previous_binding(s, call, m.value)
+    if isinstance(m, ast.Name):
+        prev = _previous_binding(s, call, m.id)
         if prev is not None:
             m = prev
-    while isinstance(m, cst.Call) and isinstance(m.func, cst.Attribute) and m.func.attr.value in _SAME_MODULE \
-            and m.func.attr.value != "requires_grad_" and not s.qnames(m.func):
+    while isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr in _SAME_MODULE \
+            and m.func.attr != "requires_grad_" and not s.qnames(m.func):
         m = m.func.value
     return _all_layers(s, m, call.frame) or _local_model_class(s, m)
 
@@ -301,12 +303,26 @@ class FindUnusedParameters(Rule):
             )
 
 
+def _single_element(n):
+    """The one element's expression of a one-element list, tuple, set or dict display (a dict's
+    value; a ``*x`` element's ``x``), else None."""
+    import ast
+
+    if isinstance(n, (ast.List, ast.Tuple, ast.Set)) and len(n.elts) == 1:
+        e = n.elts[0]
+        return e.value if isinstance(e, ast.Starred) else e
+    if isinstance(n, ast.Dict) and len(n.values) == 1:
+        return n.values[0]
+    return None
+
+
 def _device_uses(s: Script):
     """(expression node, span, frame, what) for every place an expression selects the device."""
     for c in s.by("ddp"):
         n = c.arg_node("device_ids", 1)
-        if n is not None and hasattr(n, "elements") and len(n.elements) == 1:
-            yield n.elements[0].value, c.frame, "device_ids=[...]"
+        one = _single_element(n)
+        if one is not None:
+            yield one, c.frame, "device_ids=[...]"
     for c in s.by("set_device"):
         if c.qnames & {"torch.cuda.set_device", "torch.accelerator.set_device_index"}:
             n = c.arg_node("device", 0)

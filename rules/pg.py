@@ -46,23 +46,28 @@ _CURRENT_DEVICE_CALLS = frozenset({"torch.cuda.synchronize", "torch.cuda.empty_c
                                    "torch.cuda.Event", "torch.cuda.current_stream"})
 
 
+def _plain_cuda(s: Script, v) -> bool:
+    """The one string literal "cuda" (no prefix, no concatenation)."""
+    import ast
+
+    return isinstance(v, ast.Constant) and v.value == "cuda" and s.source(v).strip("'\"") == "cuda"
+
+
 def _default_gpu_use(s: Script) -> tuple[Call, str] | None:
     """A call that works on the *current* CUDA device (GPU 0 unless set_device says otherwise):
     what makes a missing set_device matter. None when every use names its device."""
-    import libcst as cst
-
     for c in s.calls:
-        if c.method == "cuda" and not c.groups and not c.node.args:
+        if c.method == "cuda" and not c.groups and not c.args:
             return c, "`.cuda()` with no device"
-        if c.method == "to" and not c.groups and c.node.args:
+        if c.method == "to" and not c.groups and c.args:
             v = c.arg_node("device", 0)
-            if isinstance(v, cst.SimpleString) and v.value.strip("'\"") == "cuda":
+            if _plain_cuda(s, v):
                 return c, '`.to("cuda")` with no index'
-        if "torch.device" in c.qnames and len(c.node.args) == 1:
-            v = c.node.args[0].value
-            if isinstance(v, cst.SimpleString) and v.value.strip("'\"") == "cuda":
+        if "torch.device" in c.qnames and len(c.args) == 1:
+            v = c.args[0].value
+            if _plain_cuda(s, v):
                 return c, '`torch.device("cuda")` with no index'
-        if c.qnames & _CURRENT_DEVICE_CALLS and not c.node.args:
+        if c.qnames & _CURRENT_DEVICE_CALLS and not c.args:
             return c, f"`{c.func_text}()` on the current device"
         short = next(iter(c.qnames)).rsplit(".", 1)[-1] if "collective" in c.groups else ""
         if short in _OBJECT_COLLECTIVES and not c.has_keyword("device") and not c.has_star():
@@ -494,22 +499,22 @@ def _opaque(s: Script, c: Call) -> bool:
     """A call whose body this file does not show and that may make a collective."""
     import builtins
 
-    import libcst as cst
+    import ast
 
     if c.groups:
         return False
     if c.qnames:
         return not all(q.startswith(_PLAIN_MODULES) for q in c.qnames)
     func = c.node.func
-    if isinstance(func, cst.Name):
-        if func.value in s.functions:
+    if isinstance(func, ast.Name):
+        if func.id in s.functions:
             return False  # defined here: its own collectives are checked where it is called
-        return not hasattr(builtins, func.value)
+        return not hasattr(builtins, func.id)
     if c.method is not None:
         if c.method in _PLAIN_METHODS:
             return False
         recv = c.receiver
-        if isinstance(recv, cst.Name) and recv.value in ("self", "cls") and c.method in s.functions:
+        if isinstance(recv, ast.Name) and recv.id in ("self", "cls") and c.method in s.functions:
             return False
         return True
     return True
@@ -667,14 +672,14 @@ class CollectiveInRankBranch(Rule):
             g = c.arg_node("group", gp)
             if g is not None and not (getattr(g, "value", None) == "None"):
                 continue
-            if c.has_star() or any(a.keyword is not None and a.keyword.value in ("process_group", "pg") for a in c.node.args):
+            if c.has_star() or any(a.keyword in ("process_group", "pg") for a in c.args):
                 continue
             cands.append((c, short))
         for c in s.by("dcp_save"):
             cands.append((c, "checkpoint.save"))
         fsdp_names = {c.target for c in s.by("fsdp") if c.target}
         for c in s.methods("state_dict"):
-            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.node.args:
+            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.args:
                 cands.append((c, "FSDP state_dict"))
         # (call, short, the rank condition, the call site it is reached through)
         entries: list[tuple[Call, str, Guard, Call | None]] = []

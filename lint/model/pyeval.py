@@ -6,8 +6,8 @@ of a known value, ``len()`` of a literal, argparse defaults flowing through ``ar
 Unknown (with why): the environment (``os.environ``, ``os.getenv``), parameters, attributes of
 objects, calls, anything bound more than once. Nothing here runs, imports or evaluates user code.
 
-Used by :class:`parallint.model.script.Script` (built by :mod:`parallint.readers.python`, which
-imports libcst before this module runs).
+Used by :class:`parallint.model.script.Script` (built by :mod:`parallint.readers.python`); nodes
+are CPython ``ast`` nodes.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable, cast
 
-import libcst as cst
+import ast
 
 from parallint.facts import Value
+from parallint.model.script import call_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from parallint.model.script import Frame, Script
@@ -32,33 +33,32 @@ LOCAL_RANK_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCA
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]*")
 
 
-def string_literal(node: cst.CSTNode) -> str | None:
+def string_literal(node: Any) -> str | None:
     """The value of a plain (non-f) string literal or an implicit concatenation of them."""
-    if isinstance(node, cst.SimpleString):
-        try:
-            v = node.evaluated_value
-        except Exception:  # pragma: no cover - malformed escapes
-            return None
-        return v if isinstance(v, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        a, b = string_literal(node.left), string_literal(node.right)
-        if a is None or b is None:
-            return None
-        return a + b
+    if type(node) is ast.Constant and type(node.value) is str:
+        return cast(str, node.value)
     return None
 
 
-def env_name(script: "Script", node: cst.CSTNode) -> str | None:
+def env_name(script: "Script", node: Any) -> str | None:
     """``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")`` (optionally in int()) -> X."""
-    if isinstance(node, cst.Call) and script.qname_in(node.func, {"builtins.int", "int"}) and node.args:
-        return env_name(script, node.args[0].value)
-    if isinstance(node, cst.Subscript) and script.qname_in(node.value, {"os.environ"}):
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            return string_literal(node.slice[0].slice.value)
-    if isinstance(node, cst.Call) and script.qname_in(node.func, {"os.environ.get", "os.getenv"}):
-        if node.args and node.args[0].keyword is None:
-            return string_literal(node.args[0].value)
+    t = type(node)
+    if t is ast.Call and (node.args or node.keywords) and script.qname_in(node.func, {"builtins.int", "int"}):
+        return env_name(script, call_args(node)[0].value)
+    if t is ast.Subscript and script.qname_in(node.value, {"os.environ"}):
+        sl = node.slice
+        if type(sl) is not ast.Slice and type(sl) is not ast.Tuple:
+            return string_literal(sl)
+    if t is ast.Call and script.qname_in(node.func, {"os.environ.get", "os.getenv"}):
+        args = call_args(node)
+        if args and args[0].keyword is None:
+            return string_literal(args[0].value)
     return None
+
+
+#: the LibCST names of expression types the evaluator does not follow (its "why")
+_CST_NAMES = {"Compare": "Comparison", "BoolOp": "BooleanOperation", "Starred": "StarredElement",
+              "JoinedStr": "FormattedString", "Slice": "Slice"}
 
 
 class Evaluator:
@@ -68,7 +68,7 @@ class Evaluator:
         self.script = script
 
     # ------------------------------------------------------------------ public
-    def value(self, node: cst.CSTNode | None, frame: "Frame", depth: int = 0, with_span: bool = True) -> Value:
+    def value(self, node: Any | None, frame: "Frame", depth: int = 0, with_span: bool = True) -> Value:
         """``with_span=False`` leaves the span out (positions cost a pass over the whole file)."""
         span = self.script.span_of(node) if node is not None and with_span else None
         if node is None:
@@ -82,125 +82,124 @@ class Evaluator:
         return Value(v, span, True, "", source)
 
     # ------------------------------------------------------------------ internals
-    def _eval(self, node: cst.CSTNode, frame: "Frame", depth: int) -> tuple[Any, str]:
+    def _eval(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         if depth > MAX_DEPTH:
             raise _Unknown("too deep")
-        def ev(n: cst.CSTNode) -> Any:
+        def ev(n: Any) -> Any:
             return self._eval(n, frame, depth + 1)[0]
 
-        if isinstance(node, cst.Integer):
-            return node.evaluated_value, ""
-        if isinstance(node, cst.Float):
-            return node.evaluated_value, ""
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            s = string_literal(node)
-            if s is None:
+        t = type(node)
+        if t is ast.Constant:
+            v = node.value
+            tv = type(v)
+            if tv is str or tv is int or tv is float or tv is bool or v is None:
+                return v, ""
+            if tv is bytes:
                 raise _Unknown("not a plain string")
-            return s, ""
-        if isinstance(node, cst.FormattedString):
+            raise _Unknown("Ellipsis" if v is Ellipsis else "Imaginary")
+        if t is ast.JoinedStr:
             parts = []
-            for p in node.parts:
-                if isinstance(p, cst.FormattedStringText):
+            for p in node.values:
+                if type(p) is ast.Constant:
                     parts.append(p.value)
-                elif isinstance(p, cst.FormattedStringExpression) and p.format_spec is None and p.conversion is None:
-                    parts.append(str(ev(p.expression)))
+                elif type(p) is ast.FormattedValue and p.format_spec is None and p.conversion == -1:
+                    parts.append(str(ev(p.value)))
                 else:
                     raise _Unknown("formatted string")
             return "".join(parts), ""
-        if isinstance(node, cst.Name):
-            if node.value in ("True", "False", "None"):
-                return {"True": True, "False": False, "None": None}[node.value], ""
+        if t is ast.Name:
             return self._name(node, frame, depth)
-        if isinstance(node, cst.UnaryOperation):
-            v = ev(node.expression)
-            if isinstance(node.operator, cst.Minus):
+        if t is ast.UnaryOp:
+            v = ev(node.operand)
+            op = type(node.op)
+            if op is ast.USub:
                 return _num(v) * -1, ""
-            if isinstance(node.operator, cst.Plus):
+            if op is ast.UAdd:
                 return +_num(v), ""
-            if isinstance(node.operator, cst.Not):
+            if op is ast.Not:
                 return (not v), ""
             raise _Unknown("operator")
-        if isinstance(node, cst.BinaryOperation):
+        if t is ast.BinOp:
             a, b = ev(node.left), ev(node.right)
-            return _binop(node.operator, a, b), ""
-        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            return _binop(node.op, a, b), ""
+        if t is ast.List or t is ast.Tuple or t is ast.Set:
             items = []
-            for el in node.elements:
-                if isinstance(el, cst.StarredElement):
+            for el in node.elts:
+                if type(el) is ast.Starred:
                     items.extend(list(ev(el.value)))
                 else:
-                    items.append(ev(el.value))
-            if isinstance(node, cst.Tuple):
+                    items.append(ev(el))
+            if t is ast.Tuple:
                 return tuple(items), ""
-            return (set(items) if isinstance(node, cst.Set) else items), ""
-        if isinstance(node, cst.Dict):
+            return (set(items) if t is ast.Set else items), ""
+        if t is ast.Dict:
             out: dict[Any, Any] = {}
-            for de in node.elements:
-                if isinstance(de, cst.StarredDictElement):
-                    d = ev(de.value)
+            for k, dv in zip(node.keys, node.values):
+                if k is None:
+                    d = ev(dv)
                     if not isinstance(d, dict):
                         raise _Unknown("not a dict")
                     out.update(d)
                 else:
-                    de = cast(cst.DictElement, de)  # the other BaseDictElement
-                    out[ev(de.key)] = ev(de.value)
+                    out[ev(k)] = ev(dv)
             return out, ""
-        if isinstance(node, cst.Call):
+        if t is ast.Call:
             return self._call(node, frame, depth)
-        if isinstance(node, cst.Attribute):
+        if t is ast.Attribute:
             return self._attribute(node, frame, depth)
-        if isinstance(node, cst.Subscript):
+        if t is ast.Subscript:
             name = env_name(self.script, node)
             if name is not None:
                 raise _Unknown(f"environment variable {name}", f"env:{name}")
             raise _Unknown("subscript")
-        raise _Unknown(type(node).__name__)
+        raise _Unknown(_CST_NAMES.get(t.__name__, t.__name__))
 
-    def _name(self, node: cst.Name, frame: "Frame", depth: int) -> tuple[Any, str]:
-        binding = self.script.binding(node.value, frame)
+    def _name(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
+        binding = self.script.binding(node.id, frame)
         if binding is None:
-            raise _Unknown(f"{node.value} is not a constant")
+            raise _Unknown(f"{node.id} is not a constant")
         expr, bframe = binding
         v, src = self._eval(expr, bframe, depth + 1)
-        return v, src or f"constant {node.value}"
+        return v, src or f"constant {node.id}"
 
-    def _dataclass_field(self, node: cst.Attribute, frame: "Frame", depth: int) -> tuple[Any, str] | None:
+    def _dataclass_field(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str] | None:
         """``cfg.tp`` where ``cfg = Config(...)`` builds a @dataclass of this file: the keyword
         passed for the field, else its default. None when that is not what the code shows."""
-        if not isinstance(node.value, cst.Name):
+        if type(node.value) is not ast.Name:
             return None
-        b = self.script.binding(node.value.value, frame)
-        if b is None or not isinstance(b[0], cst.Call) or not isinstance(b[0].func, cst.Name):
+        b = self.script.binding(node.value.id, frame)
+        if b is None or type(b[0]) is not ast.Call or type(b[0].func) is not ast.Name:
             return None
         call, cframe = b
-        if self.script.attr_bindings.get(f"{node.value.value}.{node.attr.value}"):
+        if self.script.attr_bindings.get(f"{node.value.id}.{node.attr}"):
             return None  # the field is assigned somewhere: not the default
-        classes = self.script.classes.get(call.func.value, [])
-        if len(classes) != 1 or not classes[0].dataclass or call.func.value in self.script.import_map:
+        fname = call.func.id
+        classes = self.script.classes.get(fname, [])
+        if len(classes) != 1 or not classes[0].dataclass or fname in self.script.import_map:
             return None
-        cls, attr = classes[0], node.attr.value
-        if any(a.keyword is None for a in call.args):
+        cls, attr = classes[0], node.attr
+        if call.args or any(k.arg is None for k in call.keywords):
             return None  # positional fields: the order is not followed here
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == attr:
-                v, _ = self._eval(a.value, cframe, depth + 1)
-                return v, f"{call.func.value}({attr}=...)"
+        for k in call.keywords:
+            if k.arg == attr:
+                v, _ = self._eval(k.value, cframe, depth + 1)
+                return v, f"{fname}({attr}=...)"
         bs = cls.bindings.get(attr)
         if not bs or len(bs) != 1 or bs[0] is MULTI:
             return None
         v, _ = self._eval(bs[0], cls, depth + 1)
-        return v, f"default of {call.func.value}.{attr}"
+        return v, f"default of {fname}.{attr}"
 
-    def _attribute(self, node: cst.Attribute, frame: "Frame", depth: int) -> tuple[Any, str]:
+    def _attribute(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         got = self._dataclass_field(node, frame, depth)
         if got is not None:
             return got
         # args.x where args came from argparse: the default of --x
-        if isinstance(node.value, cst.Name) and self.script.is_args_name(node.value.value, frame):
-            arg = self.script.argparse.get(node.attr.value)
+        if type(node.value) is ast.Name and self.script.is_args_name(node.value.id, frame):
+            arg = self.script.argparse.get(node.attr)
             if arg is not None:
                 if arg is MULTI:
-                    raise _Unknown(f"argument {node.attr.value} defined more than once")
+                    raise _Unknown(f"argument {node.attr} defined more than once")
                 flag, default, dframe, action, typ = arg
                 if default is None:
                     if action == "store_true":
@@ -212,18 +211,19 @@ class Evaluator:
                 if typ in ("int", "float") and isinstance(v, str):
                     v = int(v) if typ == "int" else float(v)
                 return v, f"argparse default of {flag}"
-        raise _Unknown(f"attribute {node.attr.value}")
+        raise _Unknown(f"attribute {node.attr}")
 
-    def _call(self, node: cst.Call, frame: "Frame", depth: int) -> tuple[Any, str]:
+    def _call(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         script = self.script
         name = env_name(script, node)
         if name is not None:
             raise _Unknown(f"environment variable {name}", f"env:{name}")
         func = node.func
-        fname = func.value if isinstance(func, cst.Name) else None
-        if fname == "range" and script.is_builtin(func) and 1 <= len(node.args) <= 3:
+        fname = func.id if type(func) is ast.Name else None
+        args = call_args(node)
+        if fname == "range" and script.is_builtin(func) and 1 <= len(args) <= 3:
             xs = []
-            for a in node.args:
+            for a in args:
                 if a.keyword is not None or a.star:
                     raise _Unknown("range() call")
                 xs.append(_num(self._eval(a.value, frame, depth + 1)[0]))
@@ -234,9 +234,9 @@ class Evaluator:
         if fname in ("int", "float", "str", "bool", "len", "dict", "tuple", "list") and script.is_builtin(func):
             if fname == "dict":
                 out = {}
-                for a in node.args:
+                for a in args:
                     if a.keyword is not None:
-                        out[a.keyword.value] = self._eval(a.value, frame, depth + 1)[0]
+                        out[a.keyword] = self._eval(a.value, frame, depth + 1)[0]
                     elif a.star == "**":
                         d = self._eval(a.value, frame, depth + 1)[0]
                         if not isinstance(d, dict):
@@ -246,9 +246,9 @@ class Evaluator:
                         d = self._eval(a.value, frame, depth + 1)[0]
                         out.update(dict(d))
                 return out, ""
-            if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            if len(args) != 1 or args[0].keyword is not None or args[0].star:
                 raise _Unknown(f"{fname}() call")
-            v, src = self._eval(node.args[0].value, frame, depth + 1)
+            v, src = self._eval(args[0].value, frame, depth + 1)
             if fname == "int":
                 if isinstance(v, bool):
                     return int(v), src
@@ -258,7 +258,7 @@ class Evaluator:
             convs: dict[str, Callable[[Any], Any]] = {
                 "float": float, "str": str, "bool": bool, "len": len, "tuple": tuple, "list": list}
             return convs[fname](v), src
-        if fname is not None and not node.args:
+        if fname is not None and not args:
             got = self._returned(fname, depth)
             if got is not None:
                 return got
@@ -292,8 +292,9 @@ def _num(v: Any) -> Any:
     return v
 
 
-def _binop(op: cst.BaseBinaryOp, a: Any, b: Any) -> Any:
-    if isinstance(op, cst.Add):
+def _binop(op: ast.operator, a: Any, b: Any) -> Any:
+    t = type(op)
+    if t is ast.Add:
         if isinstance(a, str) and isinstance(b, str):
             return a + b
         if isinstance(a, list) and type(a) is type(b):
@@ -301,21 +302,21 @@ def _binop(op: cst.BaseBinaryOp, a: Any, b: Any) -> Any:
         if isinstance(a, tuple) and type(a) is type(b):
             return a + b
         return _num(a) + _num(b)
-    if isinstance(op, cst.Subtract):
+    if t is ast.Sub:
         return _num(a) - _num(b)
-    if isinstance(op, cst.Multiply):
+    if t is ast.Mult:
         if isinstance(a, (list, tuple, str)) and isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 4096:
             return a * b
         return _num(a) * _num(b)
-    if isinstance(op, cst.FloorDivide):
+    if t is ast.FloorDiv:
         return _num(a) // _num(b)
-    if isinstance(op, cst.Divide):
+    if t is ast.Div:
         return _num(a) / _num(b)
-    if isinstance(op, cst.Modulo):
+    if t is ast.Mod:
         if isinstance(a, str):
             raise _Unknown("string formatting")
         return _num(a) % _num(b)
-    if isinstance(op, cst.Power):
+    if t is ast.Pow:
         a, b = _num(a), _num(b)
         if abs(b) > 64:
             raise _Unknown("huge power")

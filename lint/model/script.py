@@ -36,10 +36,11 @@ from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.model.pyshared import MULTI
 
-if TYPE_CHECKING:  # pragma: no cover - LibCST is imported at run time only where needed
-    import ast
+import ast
+from typing import NamedTuple
 
-    import libcst as cst
+if TYPE_CHECKING:  # pragma: no cover
+    pass
 
 # ---------------------------------------------------------------------------------------------
 # canonical qualified names, grouped by what the rules care about
@@ -119,6 +120,45 @@ _RANK0_NAME = re.compile(
 )
 
 
+class Arg(NamedTuple):
+    """One argument of a call, as written: ``keyword`` (None for positional, ``*x`` and ``**kw``),
+    ``star`` ("", "*" or "**") and the expression."""
+
+    keyword: str | None
+    star: str
+    value: Any
+
+
+def call_args(node: Any) -> list[Arg]:
+    """The arguments of an ``ast.Call`` in source order (``ast`` keeps positional arguments and
+    keywords apart; a ``*x`` may follow a keyword)."""
+    out: list[Arg] = []
+    Starred = ast.Starred
+    for a in node.args:
+        if type(a) is Starred:
+            out.append(Arg(None, "*", a.value))
+        else:
+            out.append(Arg(None, "", a))
+    kws = node.keywords
+    if kws:
+        if node.args and type(node.args[-1]) is Starred and _before(kws[0], node.args[-1]):
+            order = sorted(range(len(out) + len(kws)),
+                           key=lambda i: _pos(node.args[i] if i < len(node.args) else kws[i - len(node.args)]))
+            merged = out + [Arg(k.arg, "" if k.arg is not None else "**", k.value) for k in kws]
+            return [merged[i] for i in order]
+        for k in kws:
+            out.append(Arg(k.arg, "" if k.arg is not None else "**", k.value))
+    return out
+
+
+def _pos(n: Any) -> tuple[int, int]:
+    return (n.lineno, n.col_offset)
+
+
+def _before(a: Any, b: Any) -> bool:
+    return _pos(a) < _pos(b)
+
+
 # ---------------------------------------------------------------------------------------------
 class Guard:
     """One condition a statement runs under.
@@ -130,7 +170,7 @@ class Guard:
 
     __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main")
 
-    def __init__(self, script: "Script", node: cst.CSTNode, rank: bool, zero: bool | None, if_id: int, branch: bool,
+    def __init__(self, script: "Script", node: ast.AST, rank: bool, zero: bool | None, if_id: int, branch: bool,
                  early: bool = False, main: bool = False) -> None:
         self._script, self._node = script, node
         self.rank, self.zero, self.if_id, self.branch, self.early, self.main = rank, zero, if_id, branch, early, main
@@ -152,7 +192,7 @@ class Loop:
 
     __slots__ = ("_script", "_node", "names", "epoch", "node_id")
 
-    def __init__(self, script: "Script", node: cst.CSTNode, names: frozenset[str], epoch: bool) -> None:
+    def __init__(self, script: "Script", node: ast.AST, names: frozenset[str], epoch: bool) -> None:
         self._script, self._node, self.names, self.epoch, self.node_id = script, node, names, epoch, id(node)
 
     @property
@@ -185,7 +225,7 @@ class Frame:
 
 @dataclass(eq=False)
 class Call:
-    node: Any = field(repr=False)  # libcst.Call
+    node: Any = field(repr=False)  # ast.Call
     script: "Script" = field(repr=False)
     qnames: frozenset[str]
     groups: frozenset[str]
@@ -205,12 +245,17 @@ class Call:
     def func_text(self) -> str:
         return self.script.code(self.node.func)
 
+    @property
+    def args(self) -> list["Arg"]:
+        """The call's arguments in source order (positional, ``*x``, ``k=v``, ``**kw``)."""
+        return call_args(self.node)
+
     def arg_node(self, keyword: str | None = None, pos: int | None = None) -> Any:
         """The expression passed for ``keyword`` (or positional index ``pos``), or None."""
         positional = 0
-        for a in self.node.args:
+        for a in call_args(self.node):
             if a.keyword is not None:
-                if keyword is not None and a.keyword.value == keyword:
+                if keyword is not None and a.keyword == keyword:
                     return a.value
                 continue
             if a.star:
@@ -221,13 +266,14 @@ class Call:
         return None
 
     def has_star(self) -> bool:
-        return any(a.star for a in self.node.args)
+        n = self.node
+        return any(type(a) is ast.Starred for a in n.args) or any(k.arg is None for k in n.keywords)
 
     def has_keyword(self, keyword: str) -> bool:
-        return any(a.keyword is not None and a.keyword.value == keyword for a in self.node.args)
+        return any(k.arg == keyword for k in self.node.keywords)
 
     def n_positional(self) -> int:
-        return sum(1 for a in self.node.args if a.keyword is None and not a.star)
+        return sum(1 for a in self.node.args if type(a) is not ast.Starred)
 
     @property
     def rank_guards(self) -> list[Guard]:
@@ -299,8 +345,7 @@ class Script:
     """What the Python reader found in one file (``FileFacts.data`` for kind ``python``)."""
 
     def __init__(self, path: str, text: str, locate: Callable[[Any], Any] | None = None) -> None:
-        """``locate``: the reader's function from its parsed module to node positions (a mapping
-        node -> LibCST ``CodeRange``), run once, when a span is first asked for."""
+        """``locate`` is not used (positions come from the ``ast`` nodes); kept for callers."""
         self.path = path
         self.text = text
         self.calls: list[Call] = []
@@ -319,8 +364,7 @@ class Script:
         self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]
         self.fstrings: list[tuple[Any, Span, Frame, tuple[Guard, ...]]] = []  # f"cuda:{x}"
         self.layer_lists: dict[str, list[Any]] = {}
-        self._positions: Any = None
-        self._locate = locate
+        self._starts: list[int] | None = None  # offset of each line's first character, on demand
         self.import_map: dict[str, set[str]] = {}  # local name -> qualified names it may stand for
         self._module: Any = None
         self._by_group: dict[str, list[Call]] = {}
@@ -392,55 +436,99 @@ class Script:
                                           "colossalai", "ignite", "mmengine", "detectron2", "deepspeed",
                                           "torchtnt", "megatron", "nemo", "torchtitan"})
 
-    def span_of(self, node: cst.CSTNode) -> Span:
-        if self._positions is None:  # positions cost a full code generation: only when needed
-            self._positions = self._locate(self._module) if self._locate is not None else {}
-        r = self._positions.get(node)
+    # ---------------------------------------------------------------- positions and source text
+    def _line_starts(self) -> list[int]:
+        if self._starts is None:
+            starts = [0]
+            starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+            self._starts = starts
+        return self._starts
+
+    def _offset(self, line: int, col: int) -> int:
+        """Offset in ``text`` of an ``ast`` position (``col`` counts UTF-8 bytes)."""
+        starts = self._line_starts()
+        if line < 1 or line > len(starts):
+            return len(self.text)
+        a = starts[line - 1]
+        b = starts[line] if line < len(starts) else len(self.text)
+        seg = self.text[a:b]
+        if col <= 0:
+            return a
+        if seg.isascii():
+            return a + min(col, len(seg))
+        return a + len(seg.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore"))
+
+    def _range(self, node: Any) -> tuple[int, int] | None:
+        """(start, end) offsets of ``node`` in ``text``, as the syntax shows it: a parenthesised
+        tuple without its own parentheses (``ast`` counts them in, LibCST did not)."""
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        a = self._offset(line, node.col_offset)
+        el, ec = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        b = self._offset(el, ec) if el is not None and ec is not None else a
+        if type(node) is ast.Tuple or type(node) is ast.GeneratorExp:
+            if _own_parens(self.text, a, b, node, self._offset):
+                a, b = a + 1, b - 1
+        return a, b
+
+    def _linecol(self, off: int) -> tuple[int, int]:
+        import bisect
+
+        starts = self._line_starts()
+        i = bisect.bisect_right(starts, off) - 1
+        return i + 1, off - starts[i] + 1
+
+    def span_of(self, node: ast.AST) -> Span:
+        r = self._range(node) if node is not None else None
         if r is None:
             return Span(self.path, 1, 1)
-        return Span(self.path, r.start.line, r.start.column + 1, r.end.line, r.end.column + 1)
+        (l1, c1), (l2, c2) = self._linecol(r[0]), self._linecol(r[1])
+        return Span(self.path, l1, c1, l2, c2)
 
-    def qnames(self, node: cst.CSTNode, frame: "Frame | None" = None) -> frozenset[str]:
+    def source(self, node: ast.AST) -> str:
+        """The text of ``node`` as written, without parentheses around it."""
+        r = self._range(node)
+        return self.text[r[0]:r[1]] if r is not None else ""
+
+    def qnames(self, node: ast.AST, frame: "Frame | None" = None) -> frozenset[str]:
         """Qualified names of a dotted expression through the file's imports (``dist.barrier`` ->
         ``torch.distributed.barrier``). Empty when its base name is not imported."""
-        import libcst as cst
-
         parts = []
-        while isinstance(node, cst.Attribute):
-            parts.append(node.attr.value)
-            node = node.value
-        if not isinstance(node, cst.Name):
+        while type(node) is ast.Attribute:
+            parts.append(node.attr)  # type: ignore[attr-defined]
+            node = node.value  # type: ignore[attr-defined]
+        if type(node) is not ast.Name:
             return frozenset()
-        bases = self.import_map.get(node.value)
+        bases = self.import_map.get(node.id)  # type: ignore[attr-defined]
         if not bases:
             return frozenset()
         tail = ".".join(reversed(parts))
         return frozenset(f"{b}.{tail}" if tail else b for b in bases)
 
-    def qname_in(self, node: cst.CSTNode, names: set[str] | frozenset[str]) -> bool:
-        import libcst as cst
-
+    def qname_in(self, node: ast.AST, names: set[str] | frozenset[str]) -> bool:
         qs = self.qnames(node)
         if qs:
             return bool(qs & names)
         # builtins: a bare name that is not bound anywhere in the file
-        if isinstance(node, cst.Name):
-            return node.value in names or f"builtins.{node.value}" in names
+        if isinstance(node, ast.Name):
+            return node.id in names or f"builtins.{node.id}" in names
         return False
 
-    def is_builtin(self, node: cst.CSTNode) -> bool:
-        import libcst as cst
-
-        if not isinstance(node, cst.Name):
+    def is_builtin(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Name):
             return False
         qs = self.qnames(node)
-        return not qs or f"builtins.{node.value}" in qs or qs == {node.value}
+        return not qs or f"builtins.{node.id}" in qs or qs == {node.id}
 
-    def code(self, node: cst.CSTNode) -> str:
-        try:
-            return cast(str, self._module.code_for_node(node))
-        except Exception:  # pragma: no cover
+    def code(self, node: ast.AST) -> str:
+        """The text of ``node`` with the parentheses written around it (as LibCST's
+        ``code_for_node`` gave it), taken from the file's text (nothing is regenerated)."""
+        r = self._range(node) if node is not None else None
+        if r is None:
             return ""
+        a, b = _paren_extend(self.text, r[0], r[1])
+        return self.text[a:b]
 
     def binding(self, name: str, frame: Frame) -> tuple[Any, Frame] | None:
         """(expr, frame) when ``name`` is bound exactly once by a plain assignment in its scope."""
@@ -478,7 +566,7 @@ class Script:
             f = f.parent
         return False
 
-    def value(self, node: cst.CSTNode, frame: Frame, with_span: bool = True) -> Value:
+    def value(self, node: ast.AST, frame: Frame, with_span: bool = True) -> Value:
         return cast(Value, self._evaluator.value(node, frame, with_span=with_span))
 
     def arg(self, call: Call, keyword: str | None = None, pos: int | None = None,
@@ -490,7 +578,7 @@ class Script:
         node = call.arg_node(keyword, pos)
         if node is not None:
             return self.value(node, call.frame, with_span=with_span)
-        for a in call.node.args:
+        for a in call.args:
             if a.star == "**":
                 d = self.value(a.value, call.frame, with_span=False)
                 if d.known and isinstance(d.value, dict):
@@ -507,26 +595,24 @@ class Script:
         """Where the argument is written (the ``**kwargs`` it came through, else the call)."""
         node = call.arg_node(keyword, pos)
         if node is None:
-            for a in call.node.args:
+            for a in call.args:
                 if a.star == "**":
                     node = a.value
                     break
         return self.span_of(node) if node is not None else call.span
 
     # ---------------------------------------------------------------- rank expressions
-    def rank_kind(self, node: cst.CSTNode | None, frame: Frame | None, depth: int = 0) -> str | None:
+    def rank_kind(self, node: ast.AST | None, frame: Frame | None, depth: int = 0) -> str | None:
         """'global' / 'local' when ``node`` is the global / local rank as far as the code shows."""
-        import libcst as cst
-
         from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
 
         if depth > 6 or node is None:
             return None
-        if isinstance(node, cst.Call):
-            if self.qname_in(node.func, set(GROUPS["get_rank"])) and not node.args:
+        if isinstance(node, ast.Call):
+            if self.qname_in(node.func, set(GROUPS["get_rank"])) and not (node.args or node.keywords):
                 return "global"
-            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
-                return self.rank_kind(node.args[0].value, frame, depth + 1)
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) + len(node.keywords) == 1:
+                return self.rank_kind(call_args(node)[0].value, frame, depth + 1)
         env = env_name(self, node)
         if env is not None:
             if env in GLOBAL_RANK_ENV:
@@ -534,30 +620,28 @@ class Script:
             if env in LOCAL_RANK_ENV:
                 return "local"
             return None
-        if isinstance(node, cst.Name) and frame is not None:
-            b = self.binding(node.value, frame)
+        if isinstance(node, ast.Name) and frame is not None:
+            b = self.binding(node.id, frame)
             if b is not None:
                 return self.rank_kind(b[0], b[1], depth + 1)
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             bs = self.attr_bindings.get(_dotted(node) or "")
             if bs and len(bs) == 1:
                 return self.rank_kind(bs[0][0], bs[0][1], depth + 1)
         return None
 
-    def rankish(self, node: cst.CSTNode, frame: Frame | None = None) -> bool:
+    def rankish(self, node: ast.AST, frame: Frame | None = None) -> bool:
         """A rank-looking expression (by name or by source): for guards, where silence is the error."""
-        import libcst as cst
-
         from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
 
-        if isinstance(node, cst.BinaryOperation):  # rank % gpus_per_node, rank // tp ...
+        if isinstance(node, ast.BinOp):  # rank % gpus_per_node, rank // tp ...
             return self.rankish(node.left, frame) or self.rankish(node.right, frame)
-        if isinstance(node, (cst.Name, cst.Attribute)) and self.rank_kind(node, frame) is not None:
+        if isinstance(node, (ast.Name, ast.Attribute)) and self.rank_kind(node, frame) is not None:
             return True
 
-        if isinstance(node, cst.Call):
-            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) == 1:
-                return self.rankish(node.args[0].value)
+        if isinstance(node, ast.Call):
+            if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) + len(node.keywords) == 1:
+                return self.rankish(call_args(node)[0].value)
             env = env_name(self, node)
             if env is not None:
                 return env in GLOBAL_RANK_ENV or env in LOCAL_RANK_ENV or "RANK" in env
@@ -568,33 +652,23 @@ class Script:
         t = _tail(node)
         return t is not None and _RANK_NAME.match(t) is not None
 
-    def rank0ish(self, node: cst.CSTNode) -> bool:
-        import libcst as cst
-
-        if isinstance(node, cst.Call):
+    def rank0ish(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
             node = node.func
         t = _tail(node)
         return t is not None and _RANK0_NAME.match(t) is not None
 
-    def classify_test(self, node: cst.CSTNode, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
+    def classify_test(self, node: ast.AST, frame: Frame | None = None, depth: int = 0) -> tuple[bool, bool | None]:
         """(depends on rank, True-branch is rank-0 only / rank 0 never takes it / unknown)."""
-        import libcst as cst
-
         if depth > 6:
             return False, None
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            r, z = self.classify_test(node.expression, frame, depth + 1)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            r, z = self.classify_test(node.operand, frame, depth + 1)
             return r, (None if z is None else not z)
-        if isinstance(node, cst.BooleanOperation):
-            r1, z1 = self.classify_test(node.left, frame, depth + 1)
-            r2, z2 = self.classify_test(node.right, frame, depth + 1)
-            if isinstance(node.operator, cst.And):
-                return r1 or r2, (True if (z1 is True or z2 is True) else None)
-            # or: rank 0 never takes it only if neither side lets rank 0 in
-            return r1 or r2, (False if (z1 is False and z2 is False) else None)
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            left, cmp = node.left, node.comparisons[0]
-            right, op = cmp.comparator, cmp.operator
+        if isinstance(node, ast.BoolOp):
+            return self._classify_bool(isinstance(node.op, ast.And), node.values, frame, depth)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right, op = node.left, node.comparators[0], node.ops[0]
             if self.rankish(right, frame) and not self.rankish(left, frame):
                 left, right = right, left
                 op = _flip(op)
@@ -606,39 +680,55 @@ class Script:
             nonneg = [i for i in ints if i >= 0]
             if not nonneg:  # rank == -1: "not distributed", all ranks agree
                 return False, None
-            if isinstance(op, cst.Equal) and len(ints) == 1:
+            if isinstance(op, ast.Eq) and len(ints) == 1:
                 return True, ints[0] == 0
-            if isinstance(op, cst.NotEqual) and len(ints) == 1:
+            if isinstance(op, ast.NotEq) and len(ints) == 1:
                 return True, (False if ints[0] == 0 else None)
-            if isinstance(op, cst.In):
+            if isinstance(op, ast.In):
                 return True, (True if nonneg == [0] else (None if 0 in nonneg else False))
-            if isinstance(op, cst.NotIn):
+            if isinstance(op, ast.NotIn):
                 return True, (False if 0 in nonneg else None)
             if len(ints) == 1:
                 k = ints[0]
-                if isinstance(op, cst.GreaterThan):
+                if isinstance(op, ast.Gt):
                     return True, False
-                if isinstance(op, cst.LessThanEqual) and k == 0:
+                if isinstance(op, ast.LtE) and k == 0:
                     return True, True
-                if isinstance(op, cst.LessThan) and k == 1:
+                if isinstance(op, ast.Lt) and k == 1:
                     return True, True
-                if isinstance(op, cst.GreaterThanEqual) and k >= 1:
+                if isinstance(op, ast.GtE) and k >= 1:
                     return True, False
             return False, None
         if self.rank0ish(node):
             return True, True
-        if isinstance(node, cst.Name) and frame is not None:
-            b = self.binding(node.value, frame)
+        if isinstance(node, ast.Name) and frame is not None:
+            b = self.binding(node.id, frame)
             if b is not None:
                 return self.classify_test(b[0], b[1], depth + 1)
-            return self._classify_all(frame.bindings.get(node.value) if node.value in frame.bindings else None,
+            return self._classify_all(frame.bindings.get(node.id) if node.id in frame.bindings else None,
                                       frame, depth)
-        if isinstance(node, cst.Attribute):
+        if isinstance(node, ast.Attribute):
             # `args.save_logs = args.logs and is_master(args)` then `if args.save_logs:` elsewhere
             bs = self.attr_bindings.get(_dotted(node) or "")
             if bs:
                 return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
         return False, None
+
+    def _classify_bool(self, conj: bool, values: list[Any], frame: Frame | None,
+                       depth: int) -> tuple[bool, bool | None]:
+        """``a and b and c`` read as ``(a and b) and c``: one level per operator, as the binary
+        operations of a concrete syntax tree nest (the depth limit counts them)."""
+        if depth > 6:
+            return False, None
+        if len(values) > 2:
+            r1, z1 = self._classify_bool(conj, values[:-1], frame, depth + 1)
+        else:
+            r1, z1 = self.classify_test(values[0], frame, depth + 1)
+        r2, z2 = self.classify_test(values[-1], frame, depth + 1)
+        if conj:
+            return r1 or r2, (True if (z1 is True or z2 is True) else None)
+        # or: rank 0 never takes it only if neither side lets rank 0 in
+        return r1 or r2, (False if (z1 is False and z2 is False) else None)
 
     def _classify_all(self, exprs: list[Any] | None, frame: Frame | None, depth: int,
                       frames: list[Frame] | None = None) -> tuple[bool, bool | None]:
@@ -769,65 +859,140 @@ def _is_environ(node: ast.AST) -> bool:
             isinstance(node, ast.Name) and node.id == "environ")
 
 
-def _dotted(node: cst.CSTNode) -> str | None:
+def _dotted(node: Any) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
-    import libcst as cst
-
     parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not ast.Name:
         return None
-    parts.append(node.value)
+    parts.append(node.id)
     return ".".join(reversed(parts))
 
 
-def _tail(node: cst.CSTNode) -> str | None:
-    import libcst as cst
-
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Call):
+def _tail(node: Any) -> str | None:
+    t = type(node)
+    if t is ast.Name:
+        return cast(str, node.id)
+    if t is ast.Attribute:
+        return cast(str, node.attr)
+    if t is ast.Call:
         return _tail(node.func)
     return None
 
 
-def _flip(op: cst.BaseCompOp) -> cst.BaseCompOp:
-    import libcst as cst
-
-    m: dict[type[cst.BaseCompOp], Callable[[], cst.BaseCompOp]] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
-         cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+def _flip(op: ast.cmpop) -> ast.cmpop:
+    m: dict[type[ast.cmpop], Callable[[], ast.cmpop]] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE,
+                                                          ast.GtE: ast.LtE}
     for a, b in m.items():
         if isinstance(op, a):
             return b()
     return op
 
 
-def _int_literals(node: cst.CSTNode) -> list[int] | None:
-    import libcst as cst
+def is_int(n: Any) -> bool:
+    """An integer literal (LibCST's ``Integer``: not a bool)."""
+    return type(n) is ast.Constant and type(n.value) is int
 
-    def one(n: cst.CSTNode) -> int | None:
-        if isinstance(n, cst.Integer):
-            return int(n.evaluated_value)
-        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Minus) and isinstance(n.expression, cst.Integer):
-            return -int(n.expression.evaluated_value)
+
+def _int_literals(node: Any) -> list[int] | None:
+    def one(n: Any) -> int | None:
+        if is_int(n):
+            return cast(int, n.value)
+        if type(n) is ast.UnaryOp and isinstance(n.op, ast.USub) and is_int(n.operand):
+            return -cast(int, n.operand.value)
         return None
 
     v = one(node)
     if v is not None:
         return [v]
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         out = []
-        for el in node.elements:
-            x = one(el.value)
+        for el in node.elts:
+            x = one(el.value if type(el) is ast.Starred else el)
             if x is None:
                 return None
             out.append(x)
         return out or None
     return None
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+_KEYWORDS = frozenset({
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
+    "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
+    "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"})
+
+
+def _skip_ws_back(text: str, i: int) -> int:
+    """Index of the last non-blank character before ``i`` (-1 if none)."""
+    i -= 1
+    while i >= 0 and text[i] in " \t\r\n\f\\":
+        i -= 1
+    return i
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n\f\\":
+        i += 1
+    return i
+
+
+def _paren_extend(text: str, a: int, b: int) -> tuple[int, int]:
+    """(a, b) widened over the parentheses written around the expression ``text[a:b]``; a call's,
+    a definition's or a class's own parentheses are not the expression's."""
+    for _ in range(50):
+        i, j = _skip_ws_back(text, a), _skip_ws(text, b)
+        if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")":
+            break
+        k = _skip_ws_back(text, i)
+        if k >= 0:
+            c = text[k]
+            if c in ")]\"'":
+                break  # a call: f(x), g()(x), "s"(x)
+            if c.isalnum() or c == "_" or ord(c) > 127:
+                e = k
+                while e >= 0 and (text[e].isalnum() or text[e] == "_" or ord(text[e]) > 127):
+                    e -= 1
+                if text[e + 1:k + 1] not in _KEYWORDS:
+                    break  # f(x), def f(x), class C(x)
+        a, b = i, j + 1
+    return a, b
+
+
+def _own_parens(text: str, a: int, b: int, node: Any, offset: Callable[[int, int], int]) -> bool:
+    """Whether ``text[a:b]`` (a tuple or generator expression as ``ast`` places it) starts and
+    ends with parentheses of its own (not those of its first and last elements)."""
+    if b - a < 2 or text[a] != "(" or text[b - 1] != ")":
+        return False
+    elts = getattr(node, "elts", None)
+    if not elts:
+        return True
+    # the text between the elements: its parentheses, commas, blanks and comments
+    depth, pos = 0, a
+    for k, el in enumerate(elts + [None]):
+        end = b if el is None else offset(el.lineno, el.col_offset)
+        gap = text[pos:end]
+        i = 0
+        while i < len(gap):
+            c = gap[i]
+            if c == "#":
+                nl = gap.find("\n", i)
+                i = len(gap) if nl < 0 else nl
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0 and not (el is None and pos + i == b - 1):
+                    return False
+            i += 1
+        if el is not None:
+            pos = offset(el.end_lineno, el.end_col_offset)
+    return True
+
 
 # ---------------------------------------------------------------------------------------------
 # the script's data

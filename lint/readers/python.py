@@ -1,19 +1,15 @@
 """The Python reader: what a training script does, as far as the code shows it statically.
 
-``read(path, abspath, text)`` parses the file once with LibCST, resolves positions and qualified
-names once, and walks the tree once. The result's ``data`` is a :class:`Script`: every call (matched
-by qualified name, so ``import torch.distributed as dist`` or ``from torch.nn.parallel import
-DistributedDataParallel as DDP`` cannot dodge a rule) with its arguments, position, the enclosing
-``if`` conditions classified (rank-0 guard, rank branch), enclosing loops and function; hand-written
-layer partitions; device meshes. ``facts`` holds the normalized facts the script states.
+``read(path, abspath, text)`` parses the file once with CPython's ``ast`` and walks the tree once.
+The result's ``data`` is a :class:`Script`: every call (matched by qualified name, so ``import
+torch.distributed as dist`` or ``from torch.nn.parallel import DistributedDataParallel as DDP``
+cannot dodge a rule) with its arguments, position, the enclosing ``if`` conditions classified
+(rank-0 guard, rank branch), enclosing loops and function; hand-written layer partitions; device
+meshes. ``facts`` holds the normalized facts the script states.
 
-Importing this module is cheap: LibCST is imported inside :func:`read`.
-
-Speed (benchmarks/bench_python_reader.py): LibCST's parse is most of the cost. The tree is walked
-with :class:`_Walker`, a read-only walk in LibCST's own visiting order (``CSTNode.visit`` rebuilds
-every node it passes, which cost more than the parse); imports come from the ``ast`` pass that
-checks the file first; positions are computed only when a span is asked for, by one code
-generation (:func:`_positions`).
+LibCST is not used for checking (only :func:`_newer_python` asks it whether a file CPython here
+rejects is valid for a newer Python). Positions come from the ``ast`` nodes, converted to
+character columns only when a span is asked for; the text of a node is a slice of the file.
 
 The :class:`Script` it builds, and the data classes in it (calls, guards, loops, frames,
 partitions, meshes), are the script event API of the model layer: :mod:`parallint.model.script`
@@ -47,23 +43,6 @@ _MP_SUFFIXES = ("parallel_state.initialize_model_parallel", "mpu.initialize_mode
 
 _RANK0_DECORATOR = re.compile(r"rank_zero|rank0|master_only|main_process_only|on_main_process|on_rank0|main_only", re.I)
 _EPOCH = re.compile(r"epoch", re.I)
-
-
-def _positions(module) -> Any:
-    """Node -> CodeRange, as LibCST's PositionProvider computes them. Run directly, the provider
-    costs one code generation; through a MetadataWrapper it also costs an empty batched visit of
-    the whole tree (rebuilding every node)."""
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    try:
-        provider = PositionProvider()
-        provider._gen_impl(module)
-        computed = provider._computed
-        if computed:
-            return computed
-    except Exception:  # noqa: BLE001 - a LibCST without these internals: the public way
-        pass
-    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 from parallint.model.pyshared import MULTI  # noqa: E402,F401 - one sentinel for the reader and the evaluator
@@ -186,90 +165,6 @@ def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
                 continue
             for a in node.names:
                 out.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
-
-
-# ---------------------------------------------------------------------------------------------
-# A fast walk over a LibCST tree. ``CSTNode.visit`` rebuilds every node it passes (and calls two
-# attribute hooks per field), which costs more than parsing; this walk only reads. It keeps
-# LibCST's visiting protocol and order: ``visit_<Type>`` (returning False skips the children),
-# children in source order, then ``leave_<Type>``. Purely syntactic fields (parentheses,
-# whitespace, commas, brackets) hold nothing a walker looks for and are not entered.
-_SYNTAX_FIELDS = frozenset({
-    "lpar", "rpar", "comma", "semicolon", "equal", "colon", "dot", "leading_lines",
-    "lines_after_decorators", "header", "footer", "indent", "lbrace", "rbrace", "lbracket",
-    "rbracket", "first_colon", "second_colon", "star", "asynchronous", "operator",
-    "trailing_whitespace", "leading_whitespace", "encoding", "default_indent", "default_newline",
-    "has_trailing_newline", "start", "end", "posonly_ind", "trailing_comma", "whitespace_between",
-    "newline", "value_whitespace",
-})
-#: LibCST's visiting order where it differs from the order of the dataclass fields
-_VISIT_ORDER: dict[str, tuple[str, ...]] = {
-    "Arg": ("keyword", "value"),
-    "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
-    "ExceptHandler": ("type", "name", "body"),
-    "ExceptStarHandler": ("type", "name", "body"),
-    "FunctionDef": ("decorators", "name", "type_parameters", "params", "returns", "body"),
-    "IfExp": ("body", "test", "orelse"),
-    "ImportFrom": ("relative", "module", "names"),
-    "Parameters": ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
-    "MatchCase": ("pattern", "guard", "body"),
-    "MatchAs": ("pattern", "name"),
-    "TypeAlias": ("name", "type_parameters", "value"),
-    "TypeParam": ("param", "default"),
-    "TypeVar": ("name", "bound"),
-}
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-_NODE: Any = None  # libcst.CSTNode, bound on first use
-
-
-def _child_fields(t: type) -> tuple[str, ...]:
-    global _NODE
-    fs = _FIELDS.get(t)
-    if fs is None:
-        import dataclasses
-
-        import libcst as cst
-
-        _NODE = cst.CSTNode
-
-        names = _VISIT_ORDER.get(t.__name__) or tuple(f.name for f in dataclasses.fields(t))
-        fs = tuple(n for n in names if n not in _SYNTAX_FIELDS and not n.startswith("whitespace"))
-        _FIELDS[t] = fs
-    return fs
-
-
-class _Walker:
-    """Base of the fast visitors: subclasses define ``visit_<Type>`` / ``leave_<Type>``."""
-
-    _hooks: dict = {}
-
-    def __init_subclass__(cls, **kw) -> None:
-        super().__init_subclass__(**kw)
-        cls._hooks = {}
-
-    def walk(self, node) -> None:
-        t = type(node)
-        h = self._hooks.get(t)
-        if h is None:
-            cls = type(self)
-            h = (getattr(cls, "visit_" + t.__name__, None), getattr(cls, "leave_" + t.__name__, None),
-                 _child_fields(t))
-            cls._hooks[t] = h
-        visit, leave, fields = h
-        if visit is None or visit(self, node) is not False:
-            walk = self.walk
-            for name in fields:
-                v = getattr(node, name)
-                if type(v) is tuple or type(v) is list:
-                    for x in v:
-                        if isinstance(x, _NODE):
-                            walk(x)
-                elif isinstance(v, _NODE):
-                    walk(v)
-        if leave is not None:
-            leave(self, node)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,21 +292,14 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
     if gate is not None and not gate.wanted(shapes or [], import_map):
         return _GATED, tree  # nothing here for a rule (see CallGate)
     del shapes
-    import libcst as cst
-
     from parallint.model import pyeval
 
-    try:
-        module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, UnicodeError, ValueError, RecursionError):
-        return None, tree  # Python accepts it but LibCST does not (newer syntax): nothing to say about it
-    script = Script(path, text, _positions)
-    script._module = module
+    script = Script(path, text)
+    script._module = tree
     script._ast = tree  # for Script.syntax_index (no second ast parse); dropped once that is built
     script.import_map = import_map
     script._evaluator = pyeval.Evaluator(script)
-    collector = _Collector(script)
-    collector.walk(module)
+    _Collector(script).run(tree)
     for c in script.calls:
         for g in c.groups:
             script._by_group.setdefault(g, []).append(c)
@@ -420,479 +308,617 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
 
 
 # ---------------------------------------------------------------------------------------------
-def _collector_class():
-    import libcst as cst
+# The collector: one walk over the file's ``ast`` tree, in source order (as LibCST visited it
+# before: the order of calls and bindings is part of what the rules see). ``visit`` handlers
+# take the nodes that matter and walk their children themselves; any other node's children are
+# walked in the order of its fields. Statement lists inside a compound statement are blocks: a
+# guard that `if rank != 0: return` adds holds until the end of its block.
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "conversion", "is_async", "level", "simple",
+                          "type_ignores", "names", "name", "arg", "attr", "id", "module", "asname", "type_params"})
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+_AST_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
-    from parallint.model.pyeval import string_literal
 
-    class Collector(_Walker):
-        def __init__(self, script: Script) -> None:
-            super().__init__()
-            self.s = script
-            self.frame = script.module_frame
-            self.guards: list[Guard] = []
-            self.loops: list[Loop] = []
-            self.block_early: list[int] = [0]
-            self.targets: dict[int, str] = {}
-            self.elifs: set[int] = set()
+def _fields(t: type) -> tuple[tuple[str, bool], ...]:
+    """(field, is a statement list) of an ``ast`` node type, in the order they are walked."""
+    fs = _AST_FIELDS.get(t)
+    if fs is None:
+        import ast
 
-        # -------------------------------------------------- bindings
-        def _bind(self, name: str, expr) -> None:
-            self.frame.bindings.setdefault(name, []).append(expr)
+        stmt = issubclass(t, (ast.stmt, ast.excepthandler, ast.match_case))
+        fs = tuple((n, stmt and n in _BLOCK_FIELDS) for n in t._fields if n not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+        _AST_FIELDS[t] = fs
+    return fs
 
-        def _bind_target(self, t, expr) -> None:
-            if isinstance(t, cst.Name):
-                self._bind(t.value, expr)
-            elif isinstance(t, (cst.Tuple, cst.List)):
-                for el in t.elements:
-                    self._bind_target(el.value, MULTI)
-            elif isinstance(t, cst.StarredElement):
-                self._bind_target(t.value, MULTI)
-            elif isinstance(t, cst.Attribute) and expr is not MULTI:
-                self.s.attr_bindings.setdefault(_dotted(t) or self.s.code(t), []).append((expr, self.frame))
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                self._bind_target(t.target, node.value)
-            if isinstance(node.value, cst.Call) and len(node.targets) == 1:
-                self.targets[id(node.value)] = _dotted(node.targets[0].target) or self.s.code(node.targets[0].target)
-                tgt = node.targets[0].target
-                if isinstance(tgt, cst.Name) and _tail(node.value.func) in ("parse_args", "parse_known_args"):
-                    self.s.args_names.add(tgt.value)
-            if isinstance(node.value, cst.Subscript) and len(node.targets) == 1:
-                inner = node.value.value
-                if isinstance(inner, cst.Call) and _tail(inner.func) == "parse_known_args":
-                    t = node.targets[0].target
-                    if isinstance(t, cst.Name):
-                        self.s.args_names.add(t.value)
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Tuple):
-                if isinstance(node.value, cst.Call) and _tail(node.value.func) == "parse_known_args":
-                    els = node.targets[0].target.elements
-                    if els and isinstance(els[0].value, cst.Name):
-                        self.s.args_names.add(els[0].value.value)
+class _Collector:
+    """Builds a :class:`Script` from the file's ``ast`` tree."""
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._bind_target(node.target, node.value if node.value is not None else MULTI)
-            if isinstance(node.value, cst.Call):
-                self.targets[id(node.value)] = _dotted(node.target) or self.s.code(node.target)
+    def __init__(self, script: Script) -> None:
+        self.s = script
+        self.frame = script.module_frame
+        self.guards: list[Guard] = []
+        self.loops: list[Loop] = []
+        self.block_early: list[int] = [0]
+        self.targets: dict[int, str] = {}
+        self.elifs: set[int] = set()
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._bind_target(node.target, MULTI)
-            if isinstance(node.target, cst.Attribute):
-                self.s.attr_bindings.setdefault(_dotted(node.target) or self.s.code(node.target), []).append((MULTI, self.frame))
+    def run(self, module) -> None:
+        for st in module.body:  # the module's statements are not a block of their own
+            self.walk(st)
 
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self._bind_target(node.target, MULTI)
+    def walk(self, node) -> None:
+        h = _HANDLERS.get(type(node))
+        if h is not None and not h(self, node):
+            return
+        self.children(node)
 
-        def visit_AsName(self, node: cst.AsName) -> None:
-            self._bind_target(node.name, MULTI)
+    def children(self, node) -> None:
+        AST = _AST
+        for name, block in _fields(type(node)):
+            v = getattr(node, name, None)
+            if type(v) is list:
+                if block:
+                    self.block(v)
+                else:
+                    for x in v:
+                        if isinstance(x, AST):
+                            self.walk(x)
+            elif isinstance(v, AST):
+                self.walk(v)
 
-        def visit_Import(self, node: cst.Import) -> None:
-            for a in node.names:
-                top = (_dotted(a.name) or "").split(".")[0]
-                self.s.imports.add(top)
-                if a.asname is None:
-                    self._bind(top, MULTI)
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-            if node.module is not None and not node.relative:
-                self.s.imports.add((_dotted(node.module) or "").split(".")[0])
-            if not isinstance(node.names, cst.ImportStar):
-                for a in node.names:
-                    if a.asname is None and isinstance(a.name, cst.Name):
-                        self._bind(a.name.value, MULTI)
-
-        def visit_Global(self, node) -> None:
-            for n in node.names:
-                self._bind(n.name.value, MULTI)
-
-        def visit_Nonlocal(self, node) -> None:
-            for n in node.names:
-                self._bind(n.name.value, MULTI)
-
-        def visit_ExceptHandler(self, node) -> None:
-            if node.name is not None:
-                self._bind_target(node.name.name, MULTI)
-
-        # -------------------------------------------------- scopes
-        def _with_frame(self, frame: Frame, body) -> None:
-            saved = (self.frame, self.guards, self.loops, self.block_early)
-            self.frame, self.guards, self.loops, self.block_early = frame, [], [], [0]
-            self.walk(body)
-            self.frame, self.guards, self.loops, self.block_early = saved
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            for d in node.decorators:
-                self.walk(d)
-            self._bind(node.name.value, MULTI)
-            cls = self.frame.name if self.frame.kind == "class" else None
-            frame = Frame("function", node.name.value, self.frame, cls=cls)
-            frame.node = node
-            p = node.params
-            for group in (p.params, p.kwonly_params, p.posonly_params):
-                for prm in group:
-                    frame.params.add(prm.name.value)
-                    if prm.default is not None:
-                        self.walk(prm.default)
-            for prm in (p.star_arg, p.star_kwarg):
-                if isinstance(prm, cst.Param):
-                    frame.params.add(prm.name.value)
-            frame.has_params = bool(frame.params)
-            base = []
-            for d in node.decorators:
-                if _RANK0_DECORATOR.search(_dotted(d.decorator) or self.s.code(d.decorator)):
-                    base.append(Guard(self.s, d.decorator, True, True, id(d), True))
-            frame.base_guards = tuple(base)
-            self.s.functions.setdefault(node.name.value, []).append(frame)
-            self._with_frame(frame, node.body)
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            for d in node.decorators:
-                self.walk(d)
-            for a in node.bases:
-                self.walk(a)
-            self._bind(node.name.value, MULTI)
-            frame = Frame("class", node.name.value, self.frame)
-            frame.node = node
-            frame.dataclass = any(
-                (_tail(d.decorator) or "") == "dataclass" for d in node.decorators)
-            self.s.classes.setdefault(node.name.value, []).append(frame)
-            self._with_frame(frame, node.body)
-            return False
-
-        def visit_Return(self, node) -> None:
-            if self.frame.kind == "function":
-                # a return under a condition or in a loop: the function's value is not one expression
-                self.frame.returns.append(node.value if not self.guards and not self.loops else MULTI)
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return True
-
-        # -------------------------------------------------- control flow
-        def visit_IndentedBlock(self, node) -> None:
-            self.block_early.append(0)
-
-        def leave_IndentedBlock(self, node) -> None:
-            n = self.block_early.pop()
-            for _ in range(n):
-                self.guards.pop()
-
-        def visit_If(self, node: cst.If) -> bool:
-            if id(node) not in self.elifs:
-                self._rank_branch_partition(node)
-            if isinstance(node.orelse, cst.If):
-                self.elifs.add(id(node.orelse))
-            self.walk(node.test)
-            t = node.test
-            is_main = isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name) and t.left.value == "__name__"
-            rank, zero = self.s.classify_test(t, self.frame)
-            g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main)
-            g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main)
-            self.guards.append(g_true)
-            self.walk(node.body)
+    def block(self, stmts) -> None:
+        self.block_early.append(0)
+        for st in stmts:
+            self.walk(st)
+        n = self.block_early.pop()
+        for _ in range(n):
             self.guards.pop()
-            pending = [g_true, g_false]
-            if node.orelse is not None:
-                self.guards.append(g_false)
-                if isinstance(node.orelse, cst.Else):
-                    self.walk(node.orelse.body)
-                else:
-                    self.walk(node.orelse)
-                self.guards.pop()
-            elif _exits(node.body) and (rank or not is_main):
-                # `if rank != 0: return` -> the rest of the block runs on the other ranks only
-                early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True)
-                pending.append(early)
-                self.guards.append(early)
-                self.block_early[-1] += 1
-            if not rank:  # may read a flag bound later in the file (`args.save_logs = is_master(args)`)
-                self.s._pending_guards.append((pending, t, self.frame))
-            return False
 
-        def visit_IfExp(self, node: cst.IfExp) -> None:
+    # -------------------------------------------------- bindings
+    def _bind(self, name: str, expr) -> None:
+        self.frame.bindings.setdefault(name, []).append(expr)
+
+    def _bind_target(self, t, expr) -> None:
+        tt = type(t)
+        if tt is _ast_mod.Name:
+            self._bind(t.id, expr)
+        elif tt is _ast_mod.Tuple or tt is _ast_mod.List:
+            for el in t.elts:
+                self._bind_target(el.value if type(el) is _ast_mod.Starred else el, MULTI)
+        elif tt is _ast_mod.Starred:
+            self._bind_target(t.value, MULTI)
+        elif tt is _ast_mod.Attribute and expr is not MULTI:
+            self.s.attr_bindings.setdefault(_dotted(t) or self.s.code(t), []).append((expr, self.frame))
+
+    def v_Assign(self, node) -> bool:
+        ast = _ast_mod
+        value, targets = node.value, node.targets
+        for t in targets:
+            self._bind_target(t, value)
+        tv = type(value)
+        if len(targets) == 1:
+            t0 = targets[0]
+            if tv is ast.Call:
+                self.targets[id(value)] = _dotted(t0) or self.s.code(t0)
+                if type(t0) is ast.Name and _tail(value.func) in ("parse_args", "parse_known_args"):
+                    self.s.args_names.add(t0.id)
+            if tv is ast.Subscript:
+                inner = value.value
+                if type(inner) is ast.Call and _tail(inner.func) == "parse_known_args" and type(t0) is ast.Name:
+                    self.s.args_names.add(t0.id)
+            if type(t0) is ast.Tuple and tv is ast.Call and _tail(value.func) == "parse_known_args":
+                els = t0.elts
+                if els:
+                    e0 = els[0].value if type(els[0]) is ast.Starred else els[0]
+                    if type(e0) is ast.Name:
+                        self.s.args_names.add(e0.id)
+        for t in targets:
+            self.walk(t)
+        self.walk(value)
+        self._module_list(node)
+        return False
+
+    def v_AnnAssign(self, node) -> bool:
+        self._bind_target(node.target, node.value if node.value is not None else MULTI)
+        if type(node.value) is _ast_mod.Call:
+            self.targets[id(node.value)] = _dotted(node.target) or self.s.code(node.target)
+        return True
+
+    def v_AugAssign(self, node) -> bool:
+        self._bind_target(node.target, MULTI)
+        if type(node.target) is _ast_mod.Attribute:
+            self.s.attr_bindings.setdefault(_dotted(node.target) or self.s.code(node.target), []).append((MULTI, self.frame))
+        return True
+
+    def v_NamedExpr(self, node) -> bool:
+        self._bind_target(node.target, MULTI)
+        return True
+
+    def v_Import(self, node) -> bool:
+        for a in node.names:
+            top = a.name.split(".")[0]
+            self.s.imports.add(top)
+            if a.asname is None:
+                self._bind(top, MULTI)
+        for a in node.names:
+            if a.asname is not None:
+                self._bind(a.asname, MULTI)
+        return False
+
+    def v_ImportFrom(self, node) -> bool:
+        if node.module is not None and not node.level:
+            self.s.imports.add(node.module.split(".")[0])
+        names = node.names
+        if not (len(names) == 1 and names[0].name == "*"):
+            for a in names:
+                if a.asname is None:
+                    self._bind(a.name, MULTI)
+            for a in names:
+                if a.asname is not None:
+                    self._bind(a.asname, MULTI)
+        return False
+
+    def v_Global(self, node) -> bool:
+        for n in node.names:
+            self._bind(n, MULTI)
+        return False
+
+    def v_ExceptHandler(self, node) -> bool:
+        if node.name is not None:
+            self._bind(node.name, MULTI)
+        if node.type is not None:
+            self.walk(node.type)
+        self.block(node.body)
+        return False
+
+    def v_withitem(self, node) -> bool:
+        self.walk(node.context_expr)
+        if node.optional_vars is not None:
+            self._bind_target(node.optional_vars, MULTI)
+            self.walk(node.optional_vars)
+        return False
+
+    # -------------------------------------------------- scopes
+    def _with_frame(self, frame: Frame, body) -> None:
+        saved = (self.frame, self.guards, self.loops, self.block_early)
+        self.frame, self.guards, self.loops, self.block_early = frame, [], [], [0]
+        self.block(body)
+        self.frame, self.guards, self.loops, self.block_early = saved
+
+    def v_FunctionDef(self, node) -> bool:
+        for d in node.decorator_list:
+            self.walk(d)
+        self._bind(node.name, MULTI)
+        cls = self.frame.name if self.frame.kind == "class" else None
+        frame = Frame("function", node.name, self.frame, cls=cls)
+        frame.node = node
+        a = node.args
+        posonly, regular, defaults = a.posonlyargs, a.args, a.defaults
+        first = len(posonly) + len(regular) - len(defaults)  # index of the first parameter with a default
+        for i, prm in enumerate(regular):
+            frame.params.add(prm.arg)
+            k = len(posonly) + i - first
+            if k >= 0:
+                self.walk(defaults[k])
+        for prm, dflt in zip(a.kwonlyargs, a.kw_defaults):
+            frame.params.add(prm.arg)
+            if dflt is not None:
+                self.walk(dflt)
+        for i, prm in enumerate(posonly):
+            frame.params.add(prm.arg)
+            if i >= first:
+                self.walk(defaults[i - first])
+        for prm in (a.vararg, a.kwarg):
+            if prm is not None:
+                frame.params.add(prm.arg)
+        frame.has_params = bool(frame.params)
+        base = []
+        for d in node.decorator_list:
+            if _RANK0_DECORATOR.search(_dotted(d) or self.s.code(d)):
+                base.append(Guard(self.s, d, True, True, id(d), True))
+        frame.base_guards = tuple(base)
+        self.s.functions.setdefault(node.name, []).append(frame)
+        self._with_frame(frame, node.body)
+        return False
+
+    def v_ClassDef(self, node) -> bool:
+        for d in node.decorator_list:
+            self.walk(d)
+        for b in node.bases:
+            self.walk(b)
+        self._bind(node.name, MULTI)
+        frame = Frame("class", node.name, self.frame)
+        frame.node = node
+        frame.dataclass = any((_tail(d) or "") == "dataclass" for d in node.decorator_list)
+        self.s.classes.setdefault(node.name, []).append(frame)
+        self._with_frame(frame, node.body)
+        return False
+
+    def v_Return(self, node) -> bool:
+        if self.frame.kind == "function":
+            # a return under a condition or in a loop: the function's value is not one expression
+            self.frame.returns.append(node.value if not self.guards and not self.loops else MULTI)
+        return True
+
+    def v_Lambda(self, node) -> bool:
+        a = node.args
+        posonly, regular, defaults = a.posonlyargs, a.args, a.defaults
+        first = len(posonly) + len(regular) - len(defaults)
+        for i in range(len(posonly) + len(regular)):
+            if i >= first:
+                self.walk(defaults[i - first])
+        for dflt in a.kw_defaults:
+            if dflt is not None:
+                self.walk(dflt)
+        self.walk(node.body)
+        return False
+
+    # -------------------------------------------------- control flow
+    def _is_elif(self, node) -> bool:
+        """``elif`` (not ``else:`` holding an ``if``): the text at the inner If is the keyword."""
+        orelse = node.orelse
+        if len(orelse) != 1 or type(orelse[0]) is not _ast_mod.If:
+            return False
+        inner = orelse[0]
+        return self.s.text.startswith("elif", self.s._offset(inner.lineno, inner.col_offset))
+
+    def _suite(self, stmts) -> bool:
+        """Statements written on the line of their header (``if x: y = 1``), not an indented block."""
+        st = stmts[0]
+        s = self.s
+        start = s._line_starts()[st.lineno - 1]
+        return s.text[start:s._offset(st.lineno, st.col_offset)].strip() != ""
+
+    def v_If(self, node) -> bool:
+        ast = _ast_mod
+        if id(node) not in self.elifs:
+            self._rank_branch_partition(node)
+        elif_ = self._is_elif(node)
+        if elif_:
+            self.elifs.add(id(node.orelse[0]))
+        self.walk(node.test)
+        t = node.test
+        is_main = type(t) is ast.Compare and type(t.left) is ast.Name and t.left.id == "__name__"
+        rank, zero = self.s.classify_test(t, self.frame)
+        g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main)
+        g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main)
+        self.guards.append(g_true)
+        self.block(node.body)
+        self.guards.pop()
+        pending = [g_true, g_false]
+        if node.orelse:
+            self.guards.append(g_false)
+            if elif_:
+                self.walk(node.orelse[0])
+            else:
+                self.block(node.orelse)
+            self.guards.pop()
+        elif _exits(node.body) and (rank or not is_main):
+            # `if rank != 0: return` -> the rest of the block runs on the other ranks only
+            early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True)
+            pending.append(early)
+            self.guards.append(early)
+            self.block_early[-1] += 1
+        if not rank:  # may read a flag bound later in the file (`args.save_logs = is_master(args)`)
+            self.s._pending_guards.append((pending, t, self.frame))
+        return False
+
+    def v_IfExp(self, node) -> bool:
+        self.walk(node.body)
+        self.walk(node.test)
+        self.walk(node.orelse)
+        return False
+
+    def _loop(self, node, target, iter_node) -> Loop:
+        names = _names_in(iter_node) if iter_node is not None else frozenset()
+        tnames = _names_in(target) if target is not None else frozenset()
+        epoch = any(_EPOCH.search(n) for n in names | tnames)
+        return Loop(self.s, node, names, epoch)
+
+    def v_For(self, node) -> bool:
+        self.walk(node.iter)
+        self._bind_target(node.target, MULTI)
+        loop = self._loop(node, node.target, node.iter)
+        self.s.loops.append((loop, tuple(self.loops), self.frame))
+        self.loops.append(loop)
+        self.block(node.body)
+        self.loops.pop()
+        if node.orelse:
+            self.block(node.orelse)
+        return False
+
+    def v_While(self, node) -> bool:
+        self.walk(node.test)
+        loop = self._loop(node, None, node.test)
+        self.s.loops.append((loop, tuple(self.loops), self.frame))
+        self.loops.append(loop)
+        self.block(node.body)
+        self.loops.pop()
+        if node.orelse:
+            self.block(node.orelse)
+        return False
+
+    def v_comprehension(self, node) -> bool:
+        self._bind_target(node.target, MULTI)
+        return True
+
+    def v_Dict(self, node) -> bool:
+        for k, v in zip(node.keys, node.values):
+            if k is not None:
+                self.walk(k)
+            self.walk(v)
+        return False
+
+    # -------------------------------------------------- calls
+    def v_Call(self, node) -> bool:
+        ast = _ast_mod
+        s = self.s
+        func = node.func
+        qn = s.qnames(func)
+        groups = {_BY_QNAME[q] for q in qn if q in _BY_QNAME}
+        if qn and any(q.endswith(_MP_SUFFIXES) for q in qn):
+            groups.add("initialize_model_parallel")
+        attr = type(func) is ast.Attribute
+        method = func.attr if attr else None
+        receiver = func.value if attr else None
+        call = Call(node, s, qn, frozenset(groups), method, receiver,
+                    tuple(self.guards), tuple(self.loops), self.frame, self.targets.get(id(node)))
+        call.index = len(s.calls)
+        s.calls.append(call)
+        # call sites of the script's own functions
+        callee = None
+        if type(func) is ast.Name and not groups:
+            callee = func.id
+        elif attr and type(func.value) is ast.Name and func.value.id in ("self", "cls"):
+            callee = method
+        elif method is not None and not groups:
+            callee = method
+        if callee is not None:
+            s.callsites.setdefault(callee, []).append((call, tuple(self.guards), self.frame))
+        args = call_args(node)
+        for i, a in enumerate(args):
+            if type(a.value) is ast.Name:
+                if i == 0 and "spawn" in groups:
+                    s.callsites.setdefault(a.value.id, []).append((call, tuple(self.guards), self.frame))
+                else:
+                    s.refs.add(a.value.id)
+        if method == "add_argument":
+            self._argparse(call)
+        self.walk(func)
+        for a in args:
+            self.walk(a.value)
+        return False
+
+    def _argparse(self, call: Call) -> None:
+        s = self.s
+        flags = [string_literal(a.value) for a in call.args if a.keyword is None and not a.star]
+        flags = [f for f in flags if f]
+        dest = None
+        dn = call.arg_node("dest")
+        if dn is not None:
+            dest = string_literal(dn)
+        long = [f for f in flags if f.startswith("--")]
+        if dest is None:
+            if long:
+                dest = long[0][2:].replace("-", "_")
+            elif flags and not flags[0].startswith("-"):
+                dest = flags[0]
+            elif flags:
+                dest = flags[0].lstrip("-").replace("-", "_")
+        if not dest:
+            return
+        action = string_literal(call.arg_node("action")) if call.arg_node("action") is not None else None
+        tnode = call.arg_node("type")
+        typ = tnode.id if type(tnode) is _ast_mod.Name else None
+        if call.arg_node("required") is not None or call.has_star() or (action not in (None, "store", "store_true", "store_false")):
+            entry = MULTI
+        else:
+            entry = ((long or flags or [dest])[0], call.arg_node("default"), self.frame, action, typ)
+        if dest in s.argparse:
+            s.argparse[dest] = MULTI
+        else:
+            s.argparse[dest] = entry
+
+    def v_Subscript(self, node) -> bool:
+        ast = _ast_mod
+        sl = node.slice
+        if type(node.value) is ast.Name and type(sl) is not ast.Slice and type(sl) is not ast.Tuple:
+            idx = sl
+            if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
+                self.s.rank_subscripts.append((node.value.id, node))
+                self.s._rank_index.append((node.value.id, idx, self.frame))
+            else:
+                base = idx.left if type(idx) is ast.BinOp else idx
+                if type(base) in (ast.Name, ast.Attribute) and _PP_RANK_NAME.match(_tail(base) or ""):
+                    self.s._rank_index.append((node.value.id, idx, self.frame))
+        return True
+
+    def v_JoinedStr(self, node) -> bool:
+        parts = node.values
+        if len(parts) >= 2 and type(parts[0]) is _ast_mod.Constant and isinstance(parts[0].value, str) \
+                and parts[0].value.endswith("cuda:") and type(parts[1]) is _ast_mod.FormattedValue:
+            self.s.fstrings.append((parts[1].value, node, self.frame, tuple(self.guards)))
+        return True
+
+    # -------------------------------------------------- partitions
+    def v_List(self, node) -> bool:
+        self._partition(node)
+        return True
+
+    def _slice_of(self, el):
+        """(base text, lower node, upper node, span) for `base[a:b]` or `Sequential(*base[a:b])`."""
+        ast = _ast_mod
+        if type(el) is ast.Call:
+            args = call_args(el)
+            if len(args) == 1 and args[0].star == "*":
+                el = args[0].value
+            elif len(args) == 1 and not args[0].star and _tail(el.func) in ("ModuleList", "Sequential", "list"):
+                el = args[0].value
+        if type(el) is not ast.Subscript:
             return None
+        sl = el.slice
+        if type(sl) is not ast.Slice or sl.step is not None:
+            return None
+        return _dotted(el.value) or self.s.code(el.value), sl.lower, sl.upper, el
 
-        def _loop(self, node, target, iter_node) -> Loop:
-            names = frozenset(n.value for n in _names_in(iter_node)) if iter_node is not None else frozenset()
-            tnames = frozenset(n.value for n in _names_in(target)) if target is not None else frozenset()
-            epoch = any(_EPOCH.search(n) for n in names | tnames)
-            return Loop(self.s, node, names, epoch)
-
-        def visit_For(self, node: cst.For) -> bool:
-            self.walk(node.iter)
-            self._bind_target(node.target, MULTI)
-            loop = self._loop(node, node.target, node.iter)
-            self.s.loops.append((loop, tuple(self.loops), self.frame))
-            self.loops.append(loop)
-            self.walk(node.body)
-            self.loops.pop()
-            if node.orelse is not None:
-                self.walk(node.orelse)
-            return False
-
-        def visit_While(self, node: cst.While) -> bool:
-            self.walk(node.test)
-            loop = self._loop(node, None, node.test)
-            self.s.loops.append((loop, tuple(self.loops), self.frame))
-            self.loops.append(loop)
-            self.walk(node.body)
-            self.loops.pop()
-            if node.orelse is not None:
-                self.walk(node.orelse)
-            return False
-
-        def visit_CompFor(self, node) -> None:
-            self._bind_target(node.target, MULTI)
-
-        # -------------------------------------------------- calls
-        def visit_Call(self, node: cst.Call) -> None:
-            s = self.s
-            func = node.func
-            qn = s.qnames(func)
-            groups = {_BY_QNAME[q] for q in qn if q in _BY_QNAME}
-            if any(q.endswith(_MP_SUFFIXES) for q in qn):
-                groups.add("initialize_model_parallel")
-            method = func.attr.value if isinstance(func, cst.Attribute) else None
-            receiver = func.value if isinstance(func, cst.Attribute) else None
-            call = Call(node, s, qn, frozenset(groups), method, receiver,
-                        tuple(self.guards), tuple(self.loops), self.frame, self.targets.get(id(node)))
-            call.index = len(s.calls)
-            s.calls.append(call)
-            # call sites of the script's own functions
-            callee = None
-            if isinstance(func, cst.Name) and not groups:
-                callee = func.value
-            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-                callee = func.attr.value
-            elif method is not None and not groups:
-                callee = method
-            if callee is not None:
-                s.callsites.setdefault(callee, []).append((call, tuple(self.guards), self.frame))
-            for a in node.args:
-                if isinstance(a.value, cst.Name):
-                    if "spawn" in groups and a is node.args[0]:
-                        s.callsites.setdefault(a.value.value, []).append((call, tuple(self.guards), self.frame))
-                    else:
-                        s.refs.add(a.value.value)
-            if method == "add_argument":
-                self._argparse(call)
-
-        def _argparse(self, call: Call) -> None:
-            s = self.s
-            flags = [string_literal(a.value) for a in call.node.args if a.keyword is None and not a.star]
-            flags = [f for f in flags if f]
-            dest = None
-            dn = call.arg_node("dest")
-            if dn is not None:
-                dest = string_literal(dn)
-            long = [f for f in flags if f.startswith("--")]
-            if dest is None:
-                if long:
-                    dest = long[0][2:].replace("-", "_")
-                elif flags and not flags[0].startswith("-"):
-                    dest = flags[0]
-                elif flags:
-                    dest = flags[0].lstrip("-").replace("-", "_")
-            if not dest:
+    def _partition(self, node) -> None:
+        if len(node.elts) < 2:
+            return
+        parts = []
+        for el in node.elts:
+            if type(el) is _ast_mod.Starred:
                 return
-            action = string_literal(call.arg_node("action")) if call.arg_node("action") is not None else None
-            tnode = call.arg_node("type")
-            typ = tnode.value if isinstance(tnode, cst.Name) else None
-            if call.arg_node("required") is not None or call.has_star() or (action not in (None, "store", "store_true", "store_false")):
-                entry = MULTI
-            else:
-                entry = ((long or flags or [dest])[0], call.arg_node("default"), self.frame, action, typ)
-            if dest in s.argparse:
-                s.argparse[dest] = MULTI
-            else:
-                s.argparse[dest] = entry
-
-        def visit_Subscript(self, node: cst.Subscript) -> None:
-            if isinstance(node.value, cst.Name) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-                idx = node.slice[0].slice.value
-                if self.s.rankish(idx) or self.s.rank_kind(idx, self.frame):
-                    self.s.rank_subscripts.append((node.value.value, node))
-                    self.s._rank_index.append((node.value.value, idx, self.frame))
-                else:
-                    base = idx.left if isinstance(idx, cst.BinaryOperation) else idx
-                    if isinstance(base, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(base) or ""):
-                        self.s._rank_index.append((node.value.value, idx, self.frame))
-
-        def visit_FormattedString(self, node: cst.FormattedString) -> None:
-            parts = node.parts
-            if len(parts) >= 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value.endswith("cuda:"):
-                if isinstance(parts[1], cst.FormattedStringExpression):
-                    self.s.fstrings.append((parts[1].expression, node, self.frame, tuple(self.guards)))
-
-        # -------------------------------------------------- partitions
-        def visit_List(self, node: cst.List) -> None:
-            self._partition(node)
-
-        def visit_Tuple(self, node: cst.Tuple) -> None:
-            self._partition(node)
-
-        def _slice_of(self, el):
-            """(base text, lower node, upper node, span) for `base[a:b]` or `Sequential(*base[a:b])`."""
-            if isinstance(el, cst.Call) and len(el.args) == 1 and el.args[0].star == "*":
-                el = el.args[0].value
-            elif isinstance(el, cst.Call) and len(el.args) == 1 and not el.args[0].star and _tail(el.func) in ("ModuleList", "Sequential", "list"):
-                el = el.args[0].value
-            if not isinstance(el, cst.Subscript) or len(el.slice) != 1:
-                return None
-            sl = el.slice[0].slice
-            if not isinstance(sl, cst.Slice) or sl.step is not None:
-                return None
-            return _dotted(el.value) or self.s.code(el.value), sl.lower, sl.upper, el
-
-        def _partition(self, node) -> None:
-            if len(node.elements) < 2:
+            p = self._slice_of(el)
+            if p is None:
                 return
-            parts = []
-            for el in node.elements:
-                if isinstance(el, cst.StarredElement):
-                    return
-                p = self._slice_of(el.value)
-                if p is None:
-                    return
-                parts.append(p)
-            bases = {p[0] for p in parts}
-            if len(bases) != 1:
+            parts.append(p)
+        bases = {p[0] for p in parts}
+        if len(bases) != 1:
+            return
+        self._add_partition(parts, node)
+
+    def _add_partition(self, parts, node) -> None:
+        s = self.s
+        slices = []
+        for _base, lo, hi, el in parts:
+            a = s.value(lo, self.frame, with_span=False) if lo is not None else Value(None)
+            b = s.value(hi, self.frame, with_span=False) if hi is not None else Value(None)
+            if not a.known or not b.known:
                 return
-            self._add_partition(parts, node)
+            if any(v is not None and (isinstance(v, bool) or not isinstance(v, int)) for v in (a.value, b.value)):
+                return
+            slices.append(Slice(a.value, b.value, el, s))
+        s.partitions.append(Partition(parts[0][0], slices, node, s, frame=self.frame))
 
-        def _add_partition(self, parts, node) -> None:
-            s = self.s
-            slices = []
-            for _base, lo, hi, el in parts:
-                a = s.value(lo, self.frame, with_span=False) if lo is not None else Value(None)
-                b = s.value(hi, self.frame, with_span=False) if hi is not None else Value(None)
-                if not a.known or not b.known:
-                    return
-                if any(v is not None and (isinstance(v, bool) or not isinstance(v, int)) for v in (a.value, b.value)):
-                    return
-                slices.append(Slice(a.value, b.value, el, s))
-            s.partitions.append(Partition(parts[0][0], slices, node, s, frame=self.frame))
-
-        def _rank_branch_partition(self, head) -> None:
-            """if rank == 0: stage = layers[:4] / elif rank == 1: stage = layers[4:8] ..."""
-            branches = []  # (k, target, (base, lo, hi, el))
-            node, rank_text, open_ended = head, None, False
-            while node is not None:
-                t = node.test
-                if not (isinstance(t, cst.Comparison) and len(t.comparisons) == 1
-                        and isinstance(t.comparisons[0].operator, cst.Equal)):
-                    return
-                left, right = t.left, t.comparisons[0].comparator
-                if isinstance(left, cst.Integer):
-                    left, right = right, left
-                if not isinstance(right, cst.Integer) or not self.s.rankish(left, self.frame):
-                    return
-                text = _dotted(left) or self.s.code(left)
-                if rank_text not in (None, text):
-                    return
-                rank_text = text
-                got = self._branch_slice(node.body)
+    def _rank_branch_partition(self, head) -> None:
+        """if rank == 0: stage = layers[:4] / elif rank == 1: stage = layers[4:8] ..."""
+        ast = _ast_mod
+        branches = []  # (k, target, (base, lo, hi, el))
+        node, rank_text, open_ended = head, None, False
+        while node is not None:
+            t = node.test
+            if not (type(t) is ast.Compare and len(t.ops) == 1 and type(t.ops[0]) is ast.Eq):
+                return
+            left, right = t.left, t.comparators[0]
+            if is_int(left):
+                left, right = right, left
+            if not is_int(right) or not self.s.rankish(left, self.frame):
+                return
+            text = _dotted(left) or self.s.code(left)
+            if rank_text not in (None, text):
+                return
+            rank_text = text
+            got = self._branch_slice(node.body)
+            if got is None:
+                return
+            branches.append((int(right.value), got))
+            if self._is_elif(node):
+                node = node.orelse[0]
+                continue
+            if node.orelse:
+                got = self._branch_slice(node.orelse)
                 if got is None:
                     return
-                branches.append((int(right.evaluated_value), got))
-                orelse = node.orelse
-                if isinstance(orelse, cst.If):
-                    node = orelse
-                    continue
-                if isinstance(orelse, cst.Else):
-                    got = self._branch_slice(orelse.body)
-                    if got is None:
-                        return
-                    branches.append((max(k for k, _ in branches) + 1, got))
-                    open_ended = True
-                break
-            if len(branches) < 2:
-                return
-            branches.sort(key=lambda b: b[0])
-            if [k for k, _ in branches] != list(range(len(branches))):
-                return
-            targets = {g[0] for _, g in branches}
-            bases = {g[1][0] for _, g in branches}
-            if len(targets) != 1 or len(bases) != 1:
-                return
-            before = len(self.s.partitions)
-            self._add_partition([g[1] for _, g in branches], head.test)
-            if len(self.s.partitions) > before:
-                p = self.s.partitions[-1]
-                p.selector, p.open_ended = "rank", open_ended
+                branches.append((max(k for k, _ in branches) + 1, got))
+                open_ended = True
+            break
+        if len(branches) < 2:
+            return
+        branches.sort(key=lambda b: b[0])
+        if [k for k, _ in branches] != list(range(len(branches))):
+            return
+        targets = {g[0] for _, g in branches}
+        bases = {g[1][0] for _, g in branches}
+        if len(targets) != 1 or len(bases) != 1:
+            return
+        before = len(self.s.partitions)
+        self._add_partition([g[1] for _, g in branches], head.test)
+        if len(self.s.partitions) > before:
+            p = self.s.partitions[-1]
+            p.selector, p.open_ended = "rank", open_ended
 
-        def _branch_slice(self, body):
-            """(target, slice parts) for a branch body holding one `t = <slice of base>` assignment."""
-            found = None
-            for stmt in getattr(body, "body", ()):
-                if not isinstance(stmt, cst.SimpleStatementLine):
-                    continue
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                        part = self._slice_of(small.value)
-                        if part is not None:
-                            if found is not None:
-                                return None
-                            found = (_dotted(small.targets[0].target) or "", part)
-            return found
+    def _branch_slice(self, body):
+        """(target, slice parts) for a branch body holding one `t = <slice of base>` assignment
+        (an indented block: a branch written on its header's line is not read)."""
+        if not body or self._suite(body):
+            return None
+        found = None
+        for stmt in body:
+            if type(stmt) is _ast_mod.Assign and len(stmt.targets) == 1:
+                part = self._slice_of(stmt.value)
+                if part is not None:
+                    if found is not None:
+                        return None
+                    found = (_dotted(stmt.targets[0]) or "", part)
+        return found
 
-        # -------------------------------------------------- module lists (layer counts)
-        def leave_Assign(self, node: cst.Assign) -> None:
-            v = node.value
-            if not (isinstance(v, cst.Call) and _tail(v.func) in ("ModuleList", "Sequential") and len(v.args) == 1):
-                return
-            inner = v.args[0].value
-            if isinstance(inner, cst.ListComp) and inner.for_in.inner_for_in is None and inner.for_in.ifs == ():
-                it = inner.for_in.iter
-                if isinstance(it, cst.Call) and _tail(it.func) == "range" and len(it.args) == 1:
-                    n = self.s.value(it.args[0].value, self.frame, with_span=False)
-                    for t in node.targets:
-                        key = _tail(t.target)
-                        if key:
-                            self.s.layer_lists.setdefault(key, []).append(n)
+    # -------------------------------------------------- module lists (layer counts)
+    def _module_list(self, node) -> None:
+        ast = _ast_mod
+        v = node.value
+        if not (type(v) is ast.Call and _tail(v.func) in ("ModuleList", "Sequential")):
+            return
+        args = call_args(v)
+        if len(args) != 1:
+            return
+        inner = args[0].value
+        if type(inner) is ast.ListComp and len(inner.generators) == 1 and not inner.generators[0].ifs:
+            it = inner.generators[0].iter
+            if type(it) is ast.Call and _tail(it.func) == "range" and len(it.args) + len(it.keywords) == 1:
+                n = self.s.value(call_args(it)[0].value, self.frame, with_span=False)
+                for t in node.targets:
+                    key = _tail(t)
+                    if key:
+                        self.s.layer_lists.setdefault(key, []).append(n)
 
-    return Collector
+
+import ast as _ast_mod  # noqa: E402 - the reader parses every file with it anyway
+
+from parallint.model.pyeval import string_literal  # noqa: E402
+from parallint.model.script import call_args, is_int  # noqa: E402
+
+_AST = _ast_mod.AST
+_HANDLERS: dict[type, Any] = {
+    _ast_mod.Assign: _Collector.v_Assign, _ast_mod.AnnAssign: _Collector.v_AnnAssign,
+    _ast_mod.AugAssign: _Collector.v_AugAssign, _ast_mod.NamedExpr: _Collector.v_NamedExpr,
+    _ast_mod.Import: _Collector.v_Import, _ast_mod.ImportFrom: _Collector.v_ImportFrom,
+    _ast_mod.Global: _Collector.v_Global, _ast_mod.Nonlocal: _Collector.v_Global,
+    _ast_mod.ExceptHandler: _Collector.v_ExceptHandler, _ast_mod.withitem: _Collector.v_withitem,
+    _ast_mod.FunctionDef: _Collector.v_FunctionDef, _ast_mod.AsyncFunctionDef: _Collector.v_FunctionDef,
+    _ast_mod.ClassDef: _Collector.v_ClassDef, _ast_mod.Return: _Collector.v_Return,
+    _ast_mod.Lambda: _Collector.v_Lambda, _ast_mod.If: _Collector.v_If, _ast_mod.IfExp: _Collector.v_IfExp,
+    _ast_mod.For: _Collector.v_For, _ast_mod.AsyncFor: _Collector.v_For, _ast_mod.While: _Collector.v_While,
+    _ast_mod.comprehension: _Collector.v_comprehension, _ast_mod.Dict: _Collector.v_Dict,
+    _ast_mod.Call: _Collector.v_Call, _ast_mod.Subscript: _Collector.v_Subscript,
+    _ast_mod.JoinedStr: _Collector.v_JoinedStr, _ast_mod.List: _Collector.v_List,
+    _ast_mod.Tuple: _Collector.v_List,
+}
 
 
 def _exits(body) -> bool:
-    import libcst as cst
-
-    stmts = list(body.body) if hasattr(body, "body") else []
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        return isinstance(last.body[-1], (cst.Return, cst.Continue))
-    if isinstance(body, cst.SimpleStatementSuite):
-        return isinstance(body.body[-1], (cst.Return, cst.Continue))
-    return False
+    return bool(body) and type(body[-1]) in (_ast_mod.Return, _ast_mod.Continue)
 
 
-def _names_in(node) -> Iterable:
-    import libcst as cst
-
-    v = _NameCollector()
-    v.walk(node)
-    return v.out
-
-
-class _NameCollector(_Walker):
-    def __init__(self) -> None:
-        self.out: list = []
-
-    def visit_Name(self, n) -> None:
-        self.out.append(n)
-
-
-def _Collector(script: Script):  # the class needs libcst: built on first use
-    global _COLLECTOR
-    if _COLLECTOR is None:
-        _COLLECTOR = _collector_class()
-    return _COLLECTOR(script)
-
-
-_COLLECTOR = None
+def _names_in(node) -> frozenset[str]:
+    """The names an expression reads, as LibCST's ``Name`` nodes counted them: names, attribute
+    names, keyword names, lambda parameters and True/False/None."""
+    ast = _ast_mod
+    out = set()
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+        elif t is ast.keyword:
+            if n.arg is not None:
+                out.add(n.arg)
+        elif t is ast.arg:
+            out.add(n.arg)
+        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+            out.add(str(n.value))
+    return frozenset(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -920,8 +946,6 @@ def _post(script: Script) -> None:
     rank_subs = {}
     for name, sp in script.rank_subscripts:
         rank_subs.setdefault(name, sp)
-    import libcst as cst
-
     for p in script.partitions:
         node = p.node
         # find the assignment target bound to this list
@@ -949,7 +973,7 @@ def _post(script: Script) -> None:
     for c in script.by("device_mesh"):
         mnode = c.arg_node("mesh", 1)
         shape = None
-        if mnode is not None and isinstance(mnode, (cst.List, cst.Tuple)):
+        if mnode is not None and isinstance(mnode, (_ast_mod.List, _ast_mod.Tuple)):
             v = script.value(mnode, c.frame)
             if v.known:
                 shape = _nested_shape(v.value)
@@ -962,17 +986,16 @@ _PP_RANK_NAME = re.compile(r"^(?:pp|pipe|pipeline|stage)_?(?:rank|id|idx|index)$
 
 def _rank_of_index(script: Script, idx, frame) -> tuple[str | None, bool]:
     """("global" | "pipeline" | None, plus_one) for the index of ``x[idx]``."""
-    import libcst as cst
-
+    ast = _ast_mod
     plus = False
-    if isinstance(idx, cst.BinaryOperation) and isinstance(idx.operator, cst.Add):
+    if type(idx) is ast.BinOp and type(idx.op) is ast.Add:
         a, b = idx.left, idx.right
-        if isinstance(a, cst.Integer):
+        if is_int(a):
             a, b = b, a
-        if not (isinstance(b, cst.Integer) and b.value == "1"):
+        if not (is_int(b) and script.source(b) == "1"):
             return None, False
         idx, plus = a, True
-    if isinstance(idx, (cst.Name, cst.Attribute)) and _PP_RANK_NAME.match(_tail(idx) or ""):
+    if isinstance(idx, (ast.Name, ast.Attribute)) and _PP_RANK_NAME.match(_tail(idx) or ""):
         return "pipeline", plus
     if script.rank_kind(idx, frame) == "global":
         return "global", plus
@@ -980,18 +1003,17 @@ def _rank_of_index(script: Script, idx, frame) -> tuple[str | None, bool]:
 
 
 def _rank_lists(script: Script) -> None:
-    import libcst as cst
-
+    ast = _ast_mod
     seen: dict[int, RankList] = {}
     unclear: set[int] = set()
     for name, idx, frame in script._rank_index:
         if not _PARTITION_NAME.search(name):
             continue
         b = script.binding(name, frame)
-        if b is None or not isinstance(b[0], (cst.List, cst.Tuple)):
+        if b is None or not isinstance(b[0], (ast.List, ast.Tuple)):
             continue
         node = b[0]
-        if len(node.elements) < 2 or any(isinstance(e, cst.StarredElement) for e in node.elements):
+        if len(node.elts) < 2 or any(type(e) is ast.Starred for e in node.elts):
             continue
         if any(id(p.node) == id(node) for p in script.partitions):
             continue  # a partition of module slices: PIP001/PIP002 read it already
@@ -1000,7 +1022,7 @@ def _rank_lists(script: Script) -> None:
             continue
         rl = seen.get(id(node))
         if rl is None:
-            rl = RankList(name, len(node.elements), node, script, b[1], kind, plus)
+            rl = RankList(name, len(node.elts), node, script, b[1], kind, plus)
             seen[id(node)] = rl
             script.rank_lists.append(rl)
         elif rl.rank != kind:  # indexed by different ranks: unclear
