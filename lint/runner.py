@@ -665,11 +665,11 @@ class Runner:
         global _WORKER
         _WORKER = (self, [r() for r in rules])
         n = max(1, min(_workers(), len(items)))
-        # import the readers (and LibCST) once here: forked workers inherit them instead of each
-        # paying the import inside its first file's time limit
-        for mod in {READERS.get(item[3]) for item in items} | {"libcst"}:
+        # import the readers once here: forked workers inherit them instead of each paying the
+        # import inside its first file's time limit (the Python reader needs no LibCST)
+        for mod in {READERS.get(item[3]) for item in items}:
             try:
-                importlib.import_module(mod if mod == "libcst" else f"parallint.readers.{mod}")
+                importlib.import_module(f"parallint.readers.{mod}")
             except ImportError:
                 pass
         try:

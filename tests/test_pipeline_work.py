@@ -43,17 +43,18 @@ stages = [layers[0:3], layers[3:8], layers[8:9]]
 
 @pytest.fixture
 def counted(monkeypatch):
-    """LibCST parses, by the first line of the text (the tests' files differ there)."""
-    import libcst
+    """Scripts built (each file's syntax tree walked into a Script), by the text's first line
+    (the tests' files differ there)."""
+    from parallint.readers import python as P
 
     seen: list[str] = []
-    real = libcst.parse_module
+    real = P._Collector.run
 
-    def counting(text, *a, **kw):
-        seen.append(text)
-        return real(text, *a, **kw)
+    def counting(self, tree):
+        seen.append(self.s.text)
+        return real(self, tree)
 
-    monkeypatch.setattr(libcst, "parse_module", counting)
+    monkeypatch.setattr(P._Collector, "run", counting)
     return seen
 
 
@@ -89,7 +90,7 @@ def test_workers_parse_each_file_once(tmp_path, monkeypatch):
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
-def test_a_file_that_only_mentions_torch_distributed_is_not_parsed_with_libcst(tmp_path, monkeypatch, counted):
+def test_a_file_that_only_mentions_torch_distributed_gets_no_script(tmp_path, monkeypatch, counted):
     monkeypatch.setenv("PARALLINT_JOBS", "1")
     _run(tmp_path, {"helpers.py": MENTION_ONLY, "sync.py": BARRIER})
     assert [t.splitlines()[0] for t in counted] == ["import torch.distributed as dist"]

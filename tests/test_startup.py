@@ -46,6 +46,20 @@ def test_config_check_imports_no_libcst_jsonschema_or_typer(tmp_path, name, text
     assert not [m for m in HEAVY if m in mods], [m for m in HEAVY if m in mods]
 
 
+def test_training_script_check_imports_no_libcst(tmp_path):
+    """The Python rules read CPython's ``ast``: a one-file run on a training script, with a
+    finding, never imports LibCST."""
+    text = ("import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "def main():\n    dist.init_process_group('nccl')\n    model = DDP(torch.nn.Linear(2, 2).cuda(),"
+            " find_unused_parameters=True)\n    torch.save(model.state_dict(), 'x.pt')\nmain()\n")
+    write_tree(tmp_path, {"train.py": text})
+    mods, proc = _imported(["check", "--format", "json", "train.py"], tmp_path)
+    found = json.loads(proc.stdout)
+    assert found and all(d["path"] == "train.py" for d in found), proc.stderr[-2000:]
+    assert "parallint.readers.python" in mods  # it really read the script
+    assert "libcst" not in mods
+
+
 def test_version_imports_nothing_heavy(tmp_path):
     mods, proc = _imported(["--version"], tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith("parallint ")

@@ -56,6 +56,41 @@ def env_name(script: "Script", node: Any) -> str | None:
     return None
 
 
+def _concatenated(script: "Script", node: Any) -> bool:
+    """An f-string written as several string literals side by side."""
+    import io
+    import tokenize
+
+    src = script.source(node)
+    kinds = {tokenize.STRING, getattr(tokenize, "FSTRING_START", -1)}
+    n = depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type == getattr(tokenize, "FSTRING_START", -1):
+                depth += 1
+                if depth == 1:
+                    n += 1
+            elif tok.type == getattr(tokenize, "FSTRING_END", -1):
+                depth -= 1
+            elif tok.type in kinds and depth == 0:
+                n += 1
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return False
+    return n > 1
+
+
+def _debug(script: "Script", p: Any) -> bool:
+    """``{x=}``: a self-documenting expression without conversion or format (LibCST evaluated it
+    as ``{x}``)."""
+    v = p.value
+    try:
+        off = script._offset(v.end_lineno, v.end_col_offset)
+    except (AttributeError, TypeError):
+        return False
+    rest = script.text[off:off + 200].lstrip()
+    return rest.startswith("=") and rest[1:].lstrip().startswith("}")
+
+
 #: the LibCST names of expression types the evaluator does not follow (its "why")
 _CST_NAMES = {"Compare": "Comparison", "BoolOp": "BooleanOperation", "Starred": "StarredElement",
               "JoinedStr": "FormattedString", "Slice": "Slice"}
@@ -98,11 +133,14 @@ class Evaluator:
                 raise _Unknown("not a plain string")
             raise _Unknown("Ellipsis" if v is Ellipsis else "Imaginary")
         if t is ast.JoinedStr:
-            parts = []
+            if _concatenated(self.script, node):
+                raise _Unknown("not a plain string")  # "a" f"{b}": LibCST's ConcatenatedString
+            parts: list[str] = []
             for p in node.values:
                 if type(p) is ast.Constant:
-                    parts.append(p.value)
-                elif type(p) is ast.FormattedValue and p.format_spec is None and p.conversion == -1:
+                    parts.append(str(p.value))
+                elif type(p) is ast.FormattedValue and p.format_spec is None and (
+                        p.conversion == -1 or (p.conversion == 114 and _debug(self.script, p))):
                     parts.append(str(ev(p.value)))
                 else:
                     raise _Unknown("formatted string")

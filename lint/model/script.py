@@ -469,8 +469,32 @@ class Script:
         b = self._offset(el, ec) if el is not None and ec is not None else a
         if type(node) is ast.Tuple or type(node) is ast.GeneratorExp:
             if _own_parens(self.text, a, b, node, self._offset):
-                a, b = a + 1, b - 1
+                a, b = self._inside_parens(a, b, node)
         return a, b
+
+    def _inside_parens(self, a: int, b: int, node: Any) -> tuple[int, int]:
+        """The span of a parenthesised tuple inside its parentheses, without the blanks and
+        comments that follow ``(`` or precede ``)`` (LibCST's span of it)."""
+        text = self.text
+        a += 1
+        while a < b - 1:
+            c = text[a]
+            if c in " \t\r\n\f\\":
+                a += 1
+            elif c == "#":
+                nl = text.find("\n", a, b)
+                a = b - 1 if nl < 0 else nl
+            else:
+                break
+        e = b - 1
+        elts = getattr(node, "elts", None)
+        last = self._offset(elts[-1].end_lineno, elts[-1].end_col_offset) if elts else a
+        h = text.find("#", last, e)  # a comment after the last element (the gap holds no string)
+        if h >= 0:
+            e = h
+        while e > a and text[e - 1] in " \t\r\n\f\\":
+            e -= 1
+        return a, max(a, e)
 
     def _linecol(self, off: int) -> tuple[int, int]:
         import bisect
@@ -528,7 +552,70 @@ class Script:
         if r is None:
             return ""
         a, b = _paren_extend(self.text, r[0], r[1])
-        return self.text[a:b]
+        seg = self.text[a:b]
+        if "\n" in seg:
+            seg = self._dedent(seg, getattr(node, "lineno", 0))
+        return seg
+
+    def _dedent(self, seg: str, line: int) -> str:
+        """A node written over several lines, as LibCST printed it: the indentation of the block
+        its statement is in is left out of the lines that continue it (not inside a string, nor
+        after a backslash)."""
+        indent = self._block_indent(line)
+        if not indent:
+            return seg
+        lines = seg.split("\n")
+        in_string: set[int] = set()
+        try:
+            import io
+            import tokenize
+
+            for tok in tokenize.generate_tokens(io.StringIO(seg).readline):
+                if tok.start[0] < tok.end[0] and tok.type == tokenize.STRING:
+                    in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))  # 1-based rows inside it
+        except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+            pass
+        out = [lines[0]]
+        for i in range(1, len(lines)):
+            ln = lines[i]
+            if (i + 1) not in in_string and not lines[i - 1].endswith("\\") and ln.startswith(indent):
+                ln = ln[len(indent):]
+            out.append(ln)
+        return "\n".join(out)
+
+    def _block_indent(self, line: int) -> str:
+        """The indentation of the block holding the statement that ``line`` belongs to."""
+        if getattr(self, "_indents", None) is None:
+            starts = self._line_starts()
+            text = self.text
+            indents = [""] * (len(starts) + 2)
+
+            def mark(stmts: list[Any]) -> None:
+                for st in stmts:
+                    first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+                    a = starts[first - 1] if first - 1 < len(starts) else len(text)
+                    e = a
+                    while e < len(text) and text[e] in " \t\f":
+                        e += 1
+                    ind = text[a:e]
+                    for k in range(first, (st.end_lineno or st.lineno) + 1):
+                        if k < len(indents):
+                            indents[k] = ind
+                    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                        sub = getattr(st, name, None)
+                        if type(sub) is list and sub:
+                            if name in ("handlers", "cases"):
+                                for h in sub:
+                                    mark(h.body)
+                            elif isinstance(sub[0], ast.stmt):
+                                mark(sub)
+
+            mod = self._module
+            if mod is not None:
+                mark(mod.body)
+            self._indents = indents
+        ind = self._indents
+        return ind[line] if 0 <= line < len(ind) else ""
 
     def binding(self, name: str, frame: Frame) -> tuple[Any, Frame] | None:
         """(expr, frame) when ``name`` is bound exactly once by a plain assignment in its scope."""
@@ -901,7 +988,7 @@ def _int_literals(node: Any) -> list[int] | None:
         if is_int(n):
             return cast(int, n.value)
         if type(n) is ast.UnaryOp and isinstance(n.op, ast.USub) and is_int(n.operand):
-            return -cast(int, n.operand.value)
+            return -cast(int, getattr(n.operand, "value"))
         return None
 
     v = one(node)

@@ -467,6 +467,7 @@ class _Collector:
     def v_ExceptHandler(self, node) -> bool:
         if node.name is not None:
             self._bind(node.name, MULTI)
+            self._bind(node.name, MULTI)  # as LibCST's walk did (the handler, then its `as` name)
         if node.type is not None:
             self.walk(node.type)
         self.block(node.body)
@@ -683,6 +684,9 @@ class _Collector:
                     s.callsites.setdefault(a.value.id, []).append((call, tuple(self.guards), self.frame))
                 else:
                     s.refs.add(a.value.id)
+            elif type(a.value) is ast.Constant and (a.value.value is None or a.value.value is True
+                                                    or a.value.value is False):
+                s.refs.add(str(a.value.value))  # names to LibCST (nothing defines a function so named)
         if method == "add_argument":
             self._argparse(call)
         self.walk(func)
