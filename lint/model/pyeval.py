@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 import ast
 
 from parallint.facts import Value
-from parallint.model.script import call_args
+from parallint.model.pyshared import call_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from parallint.model.script import Frame, Script

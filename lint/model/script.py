@@ -37,7 +37,6 @@ from parallint.facts import FileFacts, Value
 from parallint.model.pyshared import MULTI
 
 import ast
-from typing import NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -120,43 +119,7 @@ _RANK0_NAME = re.compile(
 )
 
 
-class Arg(NamedTuple):
-    """One argument of a call, as written: ``keyword`` (None for positional, ``*x`` and ``**kw``),
-    ``star`` ("", "*" or "**") and the expression."""
-
-    keyword: str | None
-    star: str
-    value: Any
-
-
-def call_args(node: Any) -> list[Arg]:
-    """The arguments of an ``ast.Call`` in source order (``ast`` keeps positional arguments and
-    keywords apart; a ``*x`` may follow a keyword)."""
-    out: list[Arg] = []
-    Starred = ast.Starred
-    for a in node.args:
-        if type(a) is Starred:
-            out.append(Arg(None, "*", a.value))
-        else:
-            out.append(Arg(None, "", a))
-    kws = node.keywords
-    if kws:
-        if node.args and type(node.args[-1]) is Starred and _before(kws[0], node.args[-1]):
-            order = sorted(range(len(out) + len(kws)),
-                           key=lambda i: _pos(node.args[i] if i < len(node.args) else kws[i - len(node.args)]))
-            merged = out + [Arg(k.arg, "" if k.arg is not None else "**", k.value) for k in kws]
-            return [merged[i] for i in order]
-        for k in kws:
-            out.append(Arg(k.arg, "" if k.arg is not None else "**", k.value))
-    return out
-
-
-def _pos(n: Any) -> tuple[int, int]:
-    return (n.lineno, n.col_offset)
-
-
-def _before(a: Any, b: Any) -> bool:
-    return _pos(a) < _pos(b)
+from parallint.model.pyshared import Arg, call_args, is_int  # noqa: E402,F401 - re-exported for the rules
 
 
 # ---------------------------------------------------------------------------------------------
@@ -976,11 +939,6 @@ def _flip(op: ast.cmpop) -> ast.cmpop:
         if isinstance(op, a):
             return b()
     return op
-
-
-def is_int(n: Any) -> bool:
-    """An integer literal (LibCST's ``Integer``: not a bool)."""
-    return type(n) is ast.Constant and type(n.value) is int
 
 
 def _int_literals(node: Any) -> list[int] | None:
