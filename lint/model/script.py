@@ -119,7 +119,7 @@ _RANK0_NAME = re.compile(
 )
 
 
-from parallint.model.pyshared import Arg, call_args, is_int  # noqa: E402,F401 - re-exported for the rules
+from parallint.model.pyshared import Arg as Arg, call_args as call_args, is_int as is_int  # noqa: E402 - for the rules
 
 
 # ---------------------------------------------------------------------------------------------
