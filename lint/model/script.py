@@ -402,8 +402,15 @@ class Script:
     # ---------------------------------------------------------------- positions and source text
     def _line_starts(self) -> list[int]:
         if self._starts is None:
-            starts = [0]
-            starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+            text = self.text
+            if "\r" in text:
+                starts = [0]
+                starts.extend(m.end() for m in _NEWLINE.finditer(text))
+            else:
+                import itertools
+
+                starts = list(itertools.accumulate(map(len, text.split("\n")), lambda a, b: a + b + 1, initial=0))
+                starts.pop()
             self._starts = starts
         return self._starts
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value, known_int
@@ -48,36 +48,81 @@ _EPOCH = re.compile(r"epoch", re.I)
 from parallint.model.pyshared import MULTI  # noqa: E402,F401 - one sentinel for the reader and the evaluator
 
 
+#: fields of ``ast`` nodes that never hold a node (names, numbers, flags), by field name; a
+#: Constant's or MatchSingleton's ``value`` and Global's ``names`` are added by type
+_SCALAR_FIELDS = frozenset({"id", "attr", "arg", "name", "asname", "module", "level", "kind", "conversion",
+                            "is_async", "simple", "type_comment", "tag", "rest", "kwd_attrs"})
+#: fields holding leaves of one level (expression contexts, operators)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_DEPTH_INFO: dict[type, tuple[tuple[str, ...], tuple[str, ...], bool]] = {}
+
+
+def _depth_info(t: type, node: Any) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """(fields holding one node, fields holding a list of nodes, has a leaf child) of a type."""
+    info = _DEPTH_INFO.get(t)
+    if info is None:
+        import ast
+
+        skip = set(_SCALAR_FIELDS)
+        if t in (ast.Constant, ast.MatchSingleton):
+            skip.add("value")
+        if t in (ast.Global, ast.Nonlocal):
+            skip.add("names")
+        if t.__name__ == "TypeAlias":
+            skip.discard("name")
+        names = [n for n in t._fields if n not in skip and n not in _LEAF_FIELDS]  # type: ignore[attr-defined]
+        # a list field is a list in every node of the type (empty or not): the first node tells
+        one = tuple(n for n in names if type(getattr(node, n, None)) is not list)
+        many = tuple(n for n in names if type(getattr(node, n, None)) is list)
+        info = (one, many, any(n in _LEAF_FIELDS for n in t._fields))  # type: ignore[attr-defined]
+        _DEPTH_INFO[t] = info
+    return info
+
+
 def _ast_depth(tree, limit: int, imports: list | None = None, shapes: list | None = None) -> int:
-    """Depth of a stdlib ``ast`` tree (iterative; stops counting at ``limit``). The same pass
+    """Depth of a stdlib ``ast`` tree (level by level; stops counting at ``limit``). The same pass
     gathers the Import/ImportFrom nodes into ``imports`` when given, and the nodes the gate of
-    :class:`CallGate` looks at (calls, list/tuple displays, ``if`` statements) into ``shapes``."""
+    :class:`CallGate` looks at (calls, list/tuple displays, ``if`` statements) into ``shapes``.
+    Expression contexts and operators count as a level of their own (they are nodes)."""
     import ast
 
-    AST, Import, ImportFrom = ast.AST, ast.Import, ast.ImportFrom
+    Import, ImportFrom = ast.Import, ast.ImportFrom
     want = (ast.Call, ast.List, ast.Tuple, ast.If) if shapes is not None else ()
-    best, stack = 0, [(tree, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, d = pop()
-        if d > best:
-            best = d
+    infos = _DEPTH_INFO
+    level, d, best = [tree], 1, 0
+    while level:
+        best = d
+        if d >= limit:
+            return d
+        nxt: list = []
+        push, extend = nxt.append, nxt.extend
+        leafy = False
+        for node in level:
+            t = type(node)
+            info = infos.get(t) or _depth_info(t, node)
+            if imports is not None and (t is Import or t is ImportFrom):
+                imports.append(node)
+            elif t in want:
+                shapes.append(node)  # type: ignore[union-attr]
+            one, many, leaf = info
+            if leaf:
+                leafy = True
+            for name in one:
+                v = getattr(node, name, None)
+                if v is not None:
+                    push(v)
+            for name in many:
+                v = getattr(node, name, None)
+                if v:
+                    if None in v:
+                        extend([x for x in v if x is not None])
+                    else:
+                        extend(v)
+        if leafy and d + 1 > best:
+            best = d + 1
             if best >= limit:
                 return best
-        t = type(node)
-        if imports is not None and (t is Import or t is ImportFrom):
-            imports.append(node)
-        elif t in want:
-            shapes.append(node)  # type: ignore[union-attr]
-        d += 1
-        for name in node._fields:
-            v = getattr(node, name, None)
-            if type(v) is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        push((x, d))
-            elif isinstance(v, AST):
-                push((v, d))
+        level, d = nxt, d + 1
     return best
 
 
@@ -326,7 +371,8 @@ def _fields(t: type) -> tuple[tuple[str, bool], ...]:
         import ast
 
         stmt = issubclass(t, (ast.stmt, ast.excepthandler, ast.match_case))
-        fs = tuple((n, stmt and n in _BLOCK_FIELDS) for n in t._fields if n not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+        skip = _SKIP_FIELDS | ({"value"} if t is ast.Constant else set())
+        fs = tuple((n, stmt and n in _BLOCK_FIELDS) for n in t._fields if n not in skip)  # type: ignore[attr-defined]
         _AST_FIELDS[t] = fs
     return fs
 
@@ -348,14 +394,22 @@ class _Collector:
             self.walk(st)
 
     def walk(self, node) -> None:
-        h = _HANDLERS.get(type(node))
+        t = type(node)
+        h = _HANDLERS.get(t)
         if h is not None and not h(self, node):
             return
-        self.children(node)
+        fs = _AST_FIELDS.get(t)
+        if fs is None:
+            fs = _fields(t)
+        if fs:
+            self._children(node, fs)
 
     def children(self, node) -> None:
+        self._children(node, _fields(type(node)))
+
+    def _children(self, node, fs) -> None:
         AST = _AST
-        for name, block in _fields(type(node)):
+        for name, block in fs:
             v = getattr(node, name, None)
             if type(v) is list:
                 if block:
@@ -516,7 +570,7 @@ class _Collector:
         frame.has_params = bool(frame.params)
         base = []
         for d in node.decorator_list:
-            if _RANK0_DECORATOR.search(_dotted(d) or self.s.code(d)):
+            if _RANK0_DECORATOR.search(_dotted(d) or self.s.source(d)):  # (the words, not the layout)
                 base.append(Guard(self.s, d, True, True, id(d), True))
         frame.base_guards = tuple(base)
         self.s.functions.setdefault(node.name, []).append(frame)
@@ -561,8 +615,8 @@ class _Collector:
         orelse = node.orelse
         if len(orelse) != 1 or type(orelse[0]) is not _ast_mod.If:
             return False
-        inner = orelse[0]
-        return self.s.text.startswith("elif", self.s._offset(inner.lineno, inner.col_offset))
+        # `elif` lines up with its `if`; an `if` in an `else:` block is indented deeper
+        return cast(bool, orelse[0].col_offset == node.col_offset)
 
     def _suite(self, stmts) -> bool:
         """Statements written on the line of their header (``if x: y = 1``), not an indented block."""
