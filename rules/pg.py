@@ -46,6 +46,13 @@ _CURRENT_DEVICE_CALLS = frozenset({"torch.cuda.synchronize", "torch.cuda.empty_c
                                    "torch.cuda.Event", "torch.cuda.current_stream"})
 
 
+def _is_none(n) -> bool:
+    """The literal ``None``."""
+    import ast
+
+    return isinstance(n, ast.Constant) and n.value is None
+
+
 def _plain_cuda(s: Script, v) -> bool:
     """The one string literal "cuda" (no prefix, no concatenation)."""
     import ast
@@ -271,7 +278,7 @@ class BackendDeviceMismatch(Rule):
                     cc.qnames & {"torch.cuda.set_device"} for cc in s.by("set_device")
                 ) or any(
                     (n := cc.arg_node("device_ids", 1)) is not None
-                    and not (hasattr(n, "value") and getattr(n, "value", None) == "None")
+                    and not _is_none(n)
                     for cc in s.by("ddp")
                 )
                 if uses_cuda:
@@ -670,7 +677,7 @@ class CollectiveInRankBranch(Rule):
             short = next(iter(c.qnames)).rsplit(".", 1)[-1] if c.qnames else c.func_text
             gp = _GROUP_POS.get(short)
             g = c.arg_node("group", gp)
-            if g is not None and not (getattr(g, "value", None) == "None"):
+            if g is not None and not _is_none(g):
                 continue
             if c.has_star() or any(a.keyword in ("process_group", "pg") for a in c.args):
                 continue

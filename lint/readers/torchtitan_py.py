@@ -1,6 +1,6 @@
 """torchtitan config registries (``torchtitan/models/*/config_registry.py``): functions that build
 ``Trainer.Config(...)`` / ``JobConfig(...)`` from dataclass configs (``ParallelismConfig(...)``,
-``TrainingConfig(...)``). Read with LibCST, never executed: literal keyword arguments become a tree
+``TrainingConfig(...)``). Read with CPython's ``ast``, never executed: literal keyword arguments become a tree
 shaped like the TOML job config, anything else is unknown. A file with one config contributes
 its facts; a registry with several keeps each under ``data.configs`` (and its partitions)."""
 
@@ -18,101 +18,96 @@ KIND = "torchtitan_py"
 
 
 def _dotted(expr) -> str:
-    import libcst as cst
+    import ast
 
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_dotted(expr.value)}.{expr.attr.value}"
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return f"{_dotted(expr.value)}.{expr.attr}"
     return ""
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:
     ff = new_facts(path, abspath, KIND, text)
     ff.data = ConfigData(None, "python", "torchtitan")
-    # CPython's own parser first: it rejects what would crash LibCST's native parser (nesting
-    # deeper than 200 brackets segfaults it) and gives the position of any syntax error
     import ast
 
     try:
-        ast.parse(text)
+        module = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         syn001(ff, f"cannot parse Python: {msg}", int(line), int(col))
         return ff
-    try:
-        import libcst as cst
-        from libcst.metadata import MetadataWrapper, PositionProvider
+    from parallint.model.script import Script
 
-        module = cst.parse_module(text)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
-    except Exception as exc:  # libcst.ParserSyntaxError and friends
-        line = getattr(exc, "raw_line", None) or getattr(exc, "line", 1) or 1
-        col = (getattr(exc, "raw_column", None) or getattr(exc, "column", 0) or 0) + 1
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        syn001(ff, f"cannot parse Python: {msg}", int(line), int(col))
-        return ff
+    where = Script(path, text)  # positions: character columns, as LibCST gave them
 
     def span(node) -> Span:
-        p = positions.get(node)
-        if p is None:
-            return Span(path, 1, 1)
-        return Span(path, p.start.line, p.start.column + 1, p.end.line, p.end.column + 1)
+        return where.span_of(node)
+
+    def keyword_span(k) -> Span:
+        # the keyword's name (ast places the keyword node over `name=value`)
+        a = where._offset(k.lineno, k.col_offset)
+        (l1, c1), (l2, c2) = where._linecol(a), where._linecol(a + len(k.arg))
+        return Span(path, l1, c1, l2, c2)
 
     def lit(expr) -> PNode:
         sp = span(expr)
-        if isinstance(expr, cst.Integer):
-            return PNode(int(expr.evaluated_value), sp)
-        if isinstance(expr, cst.Float):
-            return PNode(float(expr.evaluated_value), sp)
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-            v = expr.evaluated_value
-            return PNode(v if isinstance(v, str) else Placeholder("bytes"), sp)
-        if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
-            return PNode({"True": True, "False": False, "None": None}[expr.value], sp)
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-            return PNode(-int(expr.expression.evaluated_value), sp)
-        if isinstance(expr, (cst.List, cst.Tuple)):
-            return PNode([lit(e.value) for e in expr.elements if not isinstance(e, cst.StarredElement)], sp)
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Constant):
+            v = expr.value
+            if isinstance(v, bool) or v is None:
+                return PNode(v, sp)
+            if isinstance(v, int):
+                return PNode(int(v), sp)
+            if isinstance(v, float):
+                return PNode(float(v), sp)
+            if isinstance(v, str):
+                return PNode(v, sp)
+            if isinstance(v, bytes):
+                return PNode(Placeholder("bytes"), sp)
+            return PNode(Placeholder("expression"), sp)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant) \
+                and type(expr.operand.value) is int:
+            return PNode(-int(expr.operand.value), sp)
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return PNode([lit(e) for e in expr.elts if not isinstance(e, ast.Starred)], sp)
+        if isinstance(expr, ast.Call):
             out: dict[str, PNode] = {}
             kspans: dict[str, Span] = {}
-            for a in expr.args:
-                if a.keyword is not None:
-                    out[a.keyword.value] = lit(a.value)
-                    kspans[a.keyword.value] = span(a.keyword)
+            for k in expr.keywords:
+                if k.arg is not None:
+                    out[k.arg] = lit(k.value)
+                    kspans[k.arg] = keyword_span(k)
             return PNode(out, sp, kspans)
         return PNode(Placeholder("expression"), sp)
 
     configs: dict[str, PNode] = {}
+    stack: list[str] = []
 
-    class V(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.stack: list[str] = []
-
-        def visit_FunctionDef(self, node) -> None:
-            self.stack.append(node.name.value)
-
-        def leave_FunctionDef(self, node) -> None:
-            self.stack.pop()
-
-        def visit_Call(self, node) -> bool:
+    def visit(node) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.append(node.name)
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+            stack.pop()
+            return
+        if isinstance(node, ast.Call):
             name = _dotted(node.func)
             if name.endswith("Trainer.Config") or name == "JobConfig" or (
-                name.endswith(".Config") and any(a.keyword is not None and a.keyword.value in ("parallelism", "training") for a in node.args)
+                name.endswith(".Config") and any(k.arg in ("parallelism", "training") for k in node.keywords)
             ):
-                tree = lit(node)
-                if any(k in tree.value for k in ("parallelism", "training", "job", "model_spec")):
-                    label = self.stack[-1] if self.stack else f"line {span(node).line}"
-                    configs.setdefault(label, tree)
-                    return False
-            return True
+                found = lit(node)
+                if any(k in found.value for k in ("parallelism", "training", "job", "model_spec")):
+                    label = stack[-1] if stack else f"line {span(node).line}"
+                    configs.setdefault(label, found)
+                    return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
 
     try:
-        wrapper.visit(V())
+        visit(module)
     except RecursionError:
         syn001(ff, "cannot parse Python: nested too deeply")
         return ff
