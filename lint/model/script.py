@@ -364,8 +364,8 @@ class Script:
         from its syntax tree (comments and docstrings are not code). Computed once, on demand."""
         if getattr(self, "_syntax_index", None) is None:
             # the reader's ``ast`` tree of the file when it kept it (no second parse), else parsed here
-            self._syntax_index = SyntaxIndex(self.text, getattr(self, "_ast", None))
-            self._ast = None
+            self._syntax_index = SyntaxIndex(self.text, getattr(self, "_ast", None), getattr(self, "_nodes", None))
+            self._ast = self._nodes = None
         return self._syntax_index
 
     def env_writes(self) -> set[str]:
@@ -850,9 +850,11 @@ class SyntaxIndex:
     argument names with their constant values, imported modules, base classes, string constants
     and the environment variables it writes. Built with the stdlib ``ast`` (cheap next to LibCST)."""
 
-    def __init__(self, text: str, tree: Any = None) -> None:
-        """``tree``: the file's ``ast`` module when the caller has it (else ``text`` is parsed)."""
+    def __init__(self, text: str, tree: Any = None, nodes: Any = None) -> None:
+        """``tree``: the file's ``ast`` module when the caller has it (else ``text`` is parsed);
+        ``nodes``: every node of it, as lists (the reader's depth pass gathers them), when known."""
         import ast
+        import itertools
 
         self.names: set[str] = set()
         self.keywords: dict[str, list[Any]] = {}
@@ -867,7 +869,7 @@ class SyntaxIndex:
                 return
         # dispatch on the exact node type (cheaper than isinstance chains), which mypy does not narrow
         node: Any
-        for node in ast.walk(tree):
+        for node in (itertools.chain.from_iterable(nodes) if nodes is not None else ast.walk(tree)):
             t = type(node)
             if t is ast.Name:
                 self.names.add(node.id)

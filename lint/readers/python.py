@@ -79,11 +79,13 @@ def _depth_info(t: type, node: Any) -> tuple[tuple[str, ...], tuple[str, ...], b
     return info
 
 
-def _ast_depth(tree, limit: int, imports: list | None = None, shapes: list | None = None) -> int:
+def _ast_depth(tree, limit: int, imports: list | None = None, shapes: list | None = None,
+               levels: list | None = None) -> int:
     """Depth of a stdlib ``ast`` tree (level by level; stops counting at ``limit``). The same pass
     gathers the Import/ImportFrom nodes into ``imports`` when given, and the nodes the gate of
     :class:`CallGate` looks at (calls, list/tuple displays, ``if`` statements) into ``shapes``.
-    Expression contexts and operators count as a level of their own (they are nodes)."""
+    Expression contexts and operators count as a level of their own (they are nodes). With
+    ``levels``, the nodes of each level are appended to it (every node but those leaves)."""
     import ast
 
     Import, ImportFrom = ast.Import, ast.ImportFrom
@@ -94,6 +96,8 @@ def _ast_depth(tree, limit: int, imports: list | None = None, shapes: list | Non
         best = d
         if d >= limit:
             return d
+        if levels is not None:
+            levels.append(level)
         nxt: list = []
         push, extend = nxt.append, nxt.extend
         leafy = False
@@ -326,7 +330,8 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
         raise _SyntaxProblem(f"cannot parse as Python at {line}:{col}: {exc}", Span(path, line, col)) from None
     import_nodes: list = []
     shapes: list | None = [] if gate is not None else None
-    depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes, shapes)
+    levels: list = []
+    depth = _ast_depth(tree, MAX_NESTING + 1, import_nodes, shapes, levels)
     if depth > MAX_NESTING:
         raise _SyntaxProblem(
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
@@ -342,6 +347,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
     script = Script(path, text)
     script._module = tree
     script._ast = tree  # for Script.syntax_index (no second ast parse); dropped once that is built
+    script._nodes = levels  # every node, from the depth pass: the syntax index needs no walk of its own
     script.import_map = import_map
     script._evaluator = pyeval.Evaluator(script)
     _Collector(script).run(tree)
