@@ -428,9 +428,10 @@ class Script:
             return a + min(col, len(seg))
         return a + len(seg.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "ignore"))
 
-    def _range(self, node: Any) -> tuple[int, int] | None:
+    def _range(self, node: Any, inner: bool = True) -> tuple[int, int] | None:
         """(start, end) offsets of ``node`` in ``text``, as the syntax shows it: a parenthesised
-        tuple without its own parentheses (``ast`` counts them in, LibCST did not)."""
+        tuple without its own parentheses (``ast`` counts them in, LibCST did not), unless not
+        ``inner``."""
         line = getattr(node, "lineno", None)
         if line is None:
             return None
@@ -438,7 +439,8 @@ class Script:
         el, ec = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
         b = self._offset(el, ec) if el is not None and ec is not None else a
         if type(node) is ast.Tuple or type(node) is ast.GeneratorExp:
-            if _own_parens(self.text, a, b, node, self._offset):
+            if _own_parens(self.text, a, b, node, self._offset) and (
+                    inner or (type(node) is ast.GeneratorExp and _call_paren(self.text, a))):
                 a, b = self._inside_parens(a, b, node)
         return a, b
 
@@ -458,7 +460,12 @@ class Script:
                 break
         e = b - 1
         elts = getattr(node, "elts", None)
-        last = self._offset(elts[-1].end_lineno, elts[-1].end_col_offset) if elts else a
+        if type(node) is ast.GeneratorExp:
+            g = node.generators[-1]
+            end_node: Any = g.ifs[-1] if g.ifs else g.iter
+            last = self._offset(end_node.end_lineno, end_node.end_col_offset)
+        else:
+            last = self._offset(elts[-1].end_lineno, elts[-1].end_col_offset) if elts else a
         h = text.find("#", last, e)  # a comment after the last element (the gap holds no string)
         if h >= 0:
             e = h
@@ -518,7 +525,7 @@ class Script:
     def code(self, node: ast.AST) -> str:
         """The text of ``node`` with the parentheses written around it (as LibCST's
         ``code_for_node`` gave it), taken from the file's text (nothing is regenerated)."""
-        r = self._range(node) if node is not None else None
+        r = self._range(node, inner=False) if node is not None else None
         if r is None:
             return ""
         a, b = _paren_extend(self.text, r[0], r[1])
@@ -999,21 +1006,29 @@ def _paren_extend(text: str, a: int, b: int) -> tuple[int, int]:
     a definition's or a class's own parentheses are not the expression's."""
     for _ in range(50):
         i, j = _skip_ws_back(text, a), _skip_ws(text, b)
-        if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")":
+        if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")" or _call_paren(text, i):
             break
-        k = _skip_ws_back(text, i)
-        if k >= 0:
-            c = text[k]
-            if c in ")]\"'":
-                break  # a call: f(x), g()(x), "s"(x)
-            if c.isalnum() or c == "_" or ord(c) > 127:
-                e = k
-                while e >= 0 and (text[e].isalnum() or text[e] == "_" or ord(text[e]) > 127):
-                    e -= 1
-                if text[e + 1:k + 1] not in _KEYWORDS:
-                    break  # f(x), def f(x), class C(x)
         a, b = i, j + 1
     return a, b
+
+
+def _call_paren(text: str, i: int) -> bool:
+    """Whether the ``(`` at ``i`` opens a call's, a definition's or a class's parentheses (the
+    word or closing bracket right before it, on its line), not an expression's."""
+    k = i - 1
+    while k >= 0 and text[k] in " \t\f":
+        k -= 1
+    if k < 0 or text[k] in "\r\n":
+        return False
+    c = text[k]
+    if c in ")]\"'":
+        return True  # a call: f(x), g()(x), "s"(x)
+    if c.isalnum() or c == "_" or ord(c) > 127:
+        e = k
+        while e >= 0 and (text[e].isalnum() or text[e] == "_" or ord(text[e]) > 127):
+            e -= 1
+        return text[e + 1:k + 1] not in _KEYWORDS  # f(x), def f(x), class C(x)
+    return False
 
 
 def _own_parens(text: str, a: int, b: int, node: Any, offset: Callable[[int, int], int]) -> bool:
