@@ -680,3 +680,40 @@ def test_rank_indexed_literal_lists():
     """)
     got = {(r.name, r.length, r.rank, r.boundaries) for r in s.rank_lists}
     assert got == {("layers_per_stage", 3, "global", False), ("bounds", 3, "pipeline", True)}
+
+
+def test_code_of_a_node_over_several_lines_leaves_out_the_blocks_indentation():
+    """As LibCST printed a node: lines that continue it lose the indentation of the block its
+    statement is in (not inside a string); a tuple keeps its own parentheses and comments."""
+    s = script('''
+        import torch
+        def main(rank):
+            if (rank == 0
+                    and flag):
+                torch.save(x, """a
+            b""")
+            t = (
+                1,  # one
+            )
+    ''')
+    (c,) = s.by("save")
+    assert c.guards[0].text == "(rank == 0\n        and flag)"
+    assert s.code(c.args[1].value) == '"""a\n    b"""'
+    (fr,) = s.functions["main"]
+    tup = fr.bindings["t"][0]
+    assert s.code(tup) == "(\n    1,  # one\n)"
+    sp = s.span_of(tup)
+    assert (sp.line, sp.column, sp.end_line, sp.end_column) == (8, 9, 8, 11)  # `1,` only
+
+
+def test_fstring_values_and_concatenations():
+    s = script('''
+        import torch.distributed as dist
+        RANKS = 2
+        dist.init_process_group("nccl", init_method=f"tcp://{'h'}:{RANKS}", world_size=RANKS)
+        dist.init_process_group("nccl", init_method="tcp://" f"{RANKS}")
+    ''')
+    a, b = s.by("init_process_group")
+    assert s.arg(a, "init_method").value == "tcp://h:2"
+    v = s.arg(b, "init_method")
+    assert not v.known and v.why == "not a plain string"  # LibCST's ConcatenatedString
