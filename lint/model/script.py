@@ -987,17 +987,33 @@ _KEYWORDS = frozenset({
 
 
 def _skip_ws_back(text: str, i: int) -> int:
-    """Index of the last non-blank character before ``i`` (-1 if none)."""
+    """Index of the last character before ``i`` that is neither blank nor in a comment (-1 if
+    none)."""
     i -= 1
-    while i >= 0 and text[i] in " \t\r\n\f\\":
-        i -= 1
-    return i
+    while True:
+        while i >= 0 and text[i] in " \t\r\n\f\\":
+            i -= 1
+        if i < 0:
+            return i
+        ls = max(text.rfind("\n", 0, i + 1), text.rfind("\r", 0, i + 1)) + 1
+        h = text.find("#", ls, i + 1)
+        if h < 0 or "'" in text[ls:h] or '"' in text[ls:h]:
+            return i
+        i = h - 1  # a comment (as far as a line without quotes before its `#` shows)
 
 
 def _skip_ws(text: str, i: int) -> int:
+    """Index of the first character from ``i`` that is neither blank nor in a comment."""
     n = len(text)
-    while i < n and text[i] in " \t\r\n\f\\":
-        i += 1
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n\f\\":
+            i += 1
+        elif c == "#":
+            nl = text.find("\n", i)
+            i = n if nl < 0 else nl
+        else:
+            break
     return i
 
 
