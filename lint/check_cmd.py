@@ -98,8 +98,10 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
            related_findings, no_cache, baseline, write_baseline, add_noqa) -> None:
+    import os
+
     from parallint.diagnostics import Severity
-    from parallint.registry import RegistryError, UnknownSelector, get_registry
+    from parallint.registry import RegistryError, UnknownSelector, get_registry, lazy_registry
     from parallint.report import FORMATS, render
     from parallint.index import check_files
 
@@ -107,7 +109,9 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
         raise fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
     _check_gpu(gpu)
     try:
-        reg = get_registry()
+        # files as a hook names them: import the rule modules their jobs need (a folder: all of
+        # them, before any worker process starts)
+        reg = lazy_registry() if paths and not any(os.path.isdir(p) for p in paths) else get_registry()
     except RegistryError as exc:
         raise fail(str(exc))
     max_size = None

@@ -224,9 +224,9 @@ def apply(diags: list, files: Iterable, checked: set, config, enabled: set[str],
     """Findings left after ``# noqa`` and ``per-file-ignores``; with SYN003 enabled, plus one
     SYN003 finding per unused or unknown code of the files in ``checked`` (abspaths: the files
     whose every rule ran, so an unused code is really unused)."""
-    from parallint.registry import UnknownSelector, get_registry
+    from parallint.registry import UnknownSelector, lazy_registry
 
-    reg = get_registry()
+    reg = lazy_registry()  # codes and names only: no rule module is imported for this
     by_display = {f.path: f for f in files if f is not None}
     scans: dict[str, Suppressions] = {}
 
