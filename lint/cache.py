@@ -23,7 +23,10 @@ cache that cannot be written (a read-only checkout) only makes the run slower.
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import json
 import os
 from pathlib import Path

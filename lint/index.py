@@ -20,7 +20,10 @@ the launch file (or the folder) to get its job.
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import json
 import os
 from functools import lru_cache

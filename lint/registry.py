@@ -32,8 +32,8 @@ from typing import Any, Iterable
 
 from parallint.rule import DOC_SECTIONS, Rule
 
-CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
-NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+CODE_RE = r"^[A-Z]{2,5}[0-9]{3}$"
+NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 TABLE = "rules.json"
 #: kinds of launch files (parallint.classify.LAUNCH_KINDS) and of scripts: a rule with one of them
 #: (or with calls) is about launches and scripts, see :meth:`RuleRef.may_match`
@@ -59,11 +59,23 @@ def _rules_in(module: ModuleType) -> list[type[Rule]]:
 
 def _builtin_names() -> list[str]:
     """The rule families: the public modules of ``parallint.rules``, by name."""
-    import pkgutil
+    import os
 
     import parallint.rules as pkg
 
-    return sorted(info.name for info in pkgutil.iter_modules(pkg.__path__) if not info.name.startswith("_"))
+    names: set[str] = set()
+    for folder in pkg.__path__:
+        try:
+            for n in os.listdir(folder):
+                if n.endswith(".py") and n[:-3].isidentifier():
+                    names.add(n[:-3])
+                elif n.isidentifier() and os.path.isfile(os.path.join(folder, n, "__init__.py")):
+                    names.add(n)
+        except OSError:  # not a folder (a zipped install): ask the import system
+            import pkgutil
+
+            names.update(info.name for info in pkgutil.iter_modules([folder]))
+    return sorted(n for n in names if not n.startswith("_"))
 
 
 def _builtin_modules() -> list[ModuleType]:
@@ -121,9 +133,9 @@ def _entry_point_rules() -> list[type[Rule]]:
 def check_rule_class(cls: type[Rule]) -> list[str]:
     """Problems with a rule's declaration (used by the registry and by the test suite)."""
     problems = []
-    if not CODE_RE.match(cls.code or ""):
+    if not re.match(CODE_RE, cls.code or ""):
         problems.append(f"{cls.__name__}: code {cls.code!r} is not like ABC123")
-    if not NAME_RE.match(cls.name or ""):
+    if not re.match(NAME_RE, cls.name or ""):
         problems.append(f"{cls.code}: name {cls.name!r} is not kebab-case")
     if not cls.summary:
         problems.append(f"{cls.code}: no summary")
@@ -391,7 +403,7 @@ def _table() -> dict:
 def _source_stamp(data: bytes) -> str:
     import zlib
 
-    return f"{len(data)}:{zlib.crc32(data):08x}"
+    return f"{len(data)}:{zlib.crc32(data):08x}"  # a check that the table is current, not a security one
 
 
 def _refs(name: str) -> list[RuleRef] | None:
