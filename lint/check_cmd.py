@@ -86,20 +86,35 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
               no_cache: bool = False,
               baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False) -> int:
     """``parallint check`` (see :func:`parallint.cli_typer.check` for the options); the exit status."""
+    import gc
+
+    # files a hook names (no folder): a run of a few hundred milliseconds at most, mostly imports,
+    # which the cyclic collector would scan over and over; the runner collects while it reads many
+    quiet = gc.isenabled() and _files_only(paths)
+    if quiet:
+        gc.disable()
     try:
         _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
                ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
                related_findings, no_cache, baseline, write_baseline, add_noqa)
     except Exit as exc:
         return exc.code
+    finally:
+        if quiet:
+            gc.enable()
     return EXIT_OK
+
+
+def _files_only(paths: Optional[List[str]]) -> bool:
+    """Whether ``check`` was given files (or standard input) and no folder."""
+    import os
+
+    return bool(paths) and not any(os.path.isdir(p) for p in paths or ())
 
 
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
            related_findings, no_cache, baseline, write_baseline, add_noqa) -> None:
-    import os
-
     from parallint.diagnostics import Severity
     from parallint.registry import RegistryError, UnknownSelector, get_registry, lazy_registry
     from parallint.report import FORMATS, render
@@ -111,7 +126,7 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     try:
         # files as a hook names them: import the rule modules their jobs need (a folder: all of
         # them, before any worker process starts)
-        reg = lazy_registry() if paths and not any(os.path.isdir(p) for p in paths) else get_registry()
+        reg = lazy_registry() if _files_only(paths) else get_registry()
     except RegistryError as exc:
         raise fail(str(exc))
     max_size = None
