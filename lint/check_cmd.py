@@ -8,7 +8,9 @@ help and calls :func:`run_check` too.
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+TYPE_CHECKING = False  # typing itself is not imported: `parallint --version` needs none of it
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, List, Optional
 
 #: the exit-status contract (docs/failure-contract.md): 0 clean, 1 findings, 2 usage or internal
 #: error. A crash is never 1: main() turns any escaped exception into a one-line error and 2.
