@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the exit-status contract (docs/failure-contract.md): 0 clean, 1 findings, 2 usage or internal
 #: error. A crash is never 1: main() turns any escaped exception into a one-line error and 2.
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: at most this many files named: the run keeps the cyclic garbage collector off throughout
+QUIET_GC_FILES = 16
 
 
 class Exit(Exception):
@@ -90,9 +92,10 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
     """``parallint check`` (see :func:`parallint.cli_typer.check` for the options); the exit status."""
     import gc
 
-    # files a hook names (no folder): a run of a few hundred milliseconds at most, mostly imports,
-    # which the cyclic collector would scan over and over; the runner collects while it reads many
-    quiet = gc.isenabled() and _files_only(paths)
+    # a few files a hook names (no folder): a run of a few hundred milliseconds at most, mostly
+    # imports, which the cyclic collector would scan over and over (more files: as before, the
+    # runner pauses and collects while it reads them)
+    quiet = gc.isenabled() and _files_only(paths) and len(paths or ()) <= QUIET_GC_FILES
     if quiet:
         gc.disable()
     try:

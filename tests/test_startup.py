@@ -301,3 +301,32 @@ def test_deferred_rules_find_what_the_classes_find(ref, tmp_path):
         got = [check_paths(list(ex.paths) or ["."], Config(None, where, dict(ex.config)), rules=[r], cwd=where)
                for r in (ref, cls)]
         assert got[0].diagnostics == got[1].diagnostics and not got[0].errors, (ref.code, i)
+
+
+def test_check_leaves_the_collector_as_it_found_it(tmp_path, monkeypatch, capsys):
+    """A run over a few named files keeps the cyclic collector off while it works (start-up) and
+    turns it back on, error or not; an embedding process keeps its collector."""
+    import gc
+
+    from parallint.check_cmd import run_check
+
+    write_tree(tmp_path, {"ds_config.json": '{"train_batch_size": 15, "train_micro_batch_size_per_gpu": 2,\n'
+                                            ' "gradient_accumulation_steps": 2}\n'})
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    import parallint.index as index
+
+    real = index.check_files
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(index, "check_files", spy)
+    assert gc.isenabled()
+    assert run_check(["ds_config.json"], output_format="json") == 1
+    assert run_check(["ds_config.json", "--missing--"], output_format="json") in (1, 2)
+    assert gc.isenabled() and seen == [False, False]
+    assert run_check(["."], output_format="json", exit_zero=True) == 0  # a folder: as before
+    assert seen[-1] is True and gc.isenabled()
+    capsys.readouterr()
