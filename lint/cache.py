@@ -23,12 +23,12 @@ cache that cannot be written (a read-only checkout) only makes the run slower.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import json
 import os
-import pickle
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -140,6 +140,9 @@ class FileCache:
         except OSError:
             self.misses += 1
             return None
+        import hmac
+        import pickle
+
         mac, payload = raw[:_MAC], raw[_MAC:]
         good = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
         if len(mac) != _MAC or not hmac.compare_digest(mac, good):
@@ -167,6 +170,9 @@ class FileCache:
         stamps: dict[str, str | None] = {}
         for m in members:
             stamps[str(m)] = file_digest(m)
+        import pickle
+        import tempfile
+
         try:
             payload = pickle.dumps((ENTRY_FORMAT, key, stamps, result), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - something unpicklable: not cached
