@@ -43,15 +43,25 @@ def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> 
     else:
         cands = [raw]
     folders = [base] if base == root else [base, root]
+    note = _probed()
     for c in cands:
         p = Path(os.path.expanduser(c))  # never raises on an unknown `~user`
         for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
+            if note is not None:
+                note(cand)  # a file that appears there later links (the run cache's manifest)
             try:
                 if cand.is_file():
                     return cand.resolve()
-            except OSError:
+            except (OSError, ValueError):
                 continue
     return None
+
+
+def _probed():
+    """parallint.cache.note_probe while a run is recorded, else None."""
+    from parallint import deps
+
+    return deps.note_probe if deps.recording() is not None else None
 
 
 def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
