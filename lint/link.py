@@ -82,7 +82,12 @@ def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], d
         _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, depth)
 
 
-def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path) -> list[Job]:
+def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path,
+               settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> list[Job]:
+    """The jobs of ``files``: one per launch, one per declared group, and the job of every other
+    file on its own. ``settled(file, members)`` says that the rules of a file's own job (with
+    those member files) have run already (in a worker): that job is assembled without the facts
+    only its rules would read (the script's own launcher, see :func:`pylaunch.attach`)."""
     jobs: list[Job] = []
     taken: set[Path] = set()
     declared_for: dict[Path, list[Path]] = {}
@@ -142,15 +147,17 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
     for f in files:
         if f.abspath in taken or f.launches:
             continue
-        jobs.append(standalone_job(f, read))
+        jobs.append(standalone_job(f, read, settled))
     return jobs
 
 
-def standalone_job(f: FileFacts, read: Reader) -> Job:
+def standalone_job(f: FileFacts, read: Reader,
+                   settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> Job:
     """The job of a file that no launch takes in: the file and the files it names."""
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
     root = repo_root(f.abspath.parent)
     _follow(job, f, read, root, {f.abspath}, 1)
-    pylaunch.attach(job, None, root)
+    if settled is None or not settled(f, tuple(x.abspath for x in job.files)):
+        pylaunch.attach(job, None, root)
     return job

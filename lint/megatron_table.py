@@ -38,13 +38,51 @@ FRAMEWORKS = ("megatron-lm", "megatron-deepspeed")
 
 
 # -- reading Python source without importing it ---------------------------------------------------
+#: what one run has read already (trees, tables, flags), emptied by :func:`reset` when a run starts:
+#: a launch file per experiment names the same few entry scripts, and their tables are the same
+_MEMO: dict[tuple, object] = {}
+
+
+def reset() -> None:
+    """Forget what earlier runs read (the files may have changed since)."""
+    _MEMO.clear()
+
+
+def _memo(key: tuple, make):
+    if key in _MEMO:
+        return _MEMO[key]
+    value = _MEMO[key] = make()
+    return value
+
+
 def _parse(path: Path) -> ast.Module | None:
+    return _memo(("parse", path), lambda: _parse_now(path))  # type: ignore[no-any-return]
+
+
+def _parse_now(path: Path) -> ast.Module | None:
+    from parallint.deps import note_probe
+
+    note_probe(path)
     try:
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             return None
         return ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _statements(tree: ast.AST) -> list[ast.AST]:
+    """The statements of ``tree`` (and its except handlers and match cases) in :func:`ast.walk`'s
+    order, without entering expressions (which hold no statement)."""
+    out = [tree]
+    for node in out:  # (the list grows while it is read: breadth first)
+        for name in node._fields:
+            if name in _BLOCKS:
+                out.extend(x for x in getattr(node, name, ()) if isinstance(x, ast.AST))
+    return out
 
 
 def _call_name(node: ast.Call) -> str:
@@ -69,8 +107,16 @@ def added_flags(tree: ast.AST) -> set[str]:
 
 def _imports(tree: ast.AST) -> dict[str, tuple[str, int]]:
     """name -> (module, level) for every ``from module import name`` in the file (any scope)."""
+    key = ("imports", id(tree))
+    hit = _MEMO.get(key)
+    if hit is None or hit[0] is not tree:  # type: ignore[index]
+        hit = _MEMO[key] = (tree, _imports_now(tree))  # the tree kept with it: its id stays its own
+    return hit[1]  # type: ignore[index,no-any-return]
+
+
+def _imports_now(tree: ast.AST) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 out[alias.asname or alias.name] = (node.module or "", node.level)
@@ -88,9 +134,13 @@ def _module_file(root: Path, here: Path, module: str, level: int) -> Path | None
         bases = [base]
     else:
         bases = [root, here.parent]
+    from parallint.deps import note_probe
+
     for b in bases:
         cand = b.joinpath(*parts) if parts else b
         for c in (cand.with_suffix(".py") if parts else None, cand / "__init__.py"):
+            if c is not None:
+                note_probe(c)
             try:
                 if c is not None and c.is_file() and (root == c.resolve().parent or root in c.resolve().parents):
                     return c
@@ -187,8 +237,11 @@ ARGUMENT_MODULES = ("megatron/training/arguments.py", "megatron/arguments.py")
 
 
 def arguments_module(root: Path) -> Path | None:
+    from parallint.deps import note_probe
+
     for rel in ARGUMENT_MODULES:
         p = root / rel
+        note_probe(p)
         if p.is_file():
             return p
     return None
@@ -257,6 +310,11 @@ def script_flags(path: Path, root: Path) -> set[str] | None:
     """The flags a Megatron entry script adds to Megatron's: its own ``add_argument`` flags and
     those of its ``extra_args_provider``. None when they cannot be known (a provider that is not
     in the repository, ``ignore_unknown_args=True``, a script that is not a Megatron entry point)."""
+    got = _memo(("script", path, root), lambda: _script_flags(path, root))
+    return None if got is None else set(got)  # type: ignore[call-overload]
+
+
+def _script_flags(path: Path, root: Path) -> set[str] | None:
     tree = _parse(path)
     if tree is None:
         return None
@@ -353,9 +411,12 @@ def bundled(framework: str) -> dict:
     return json.loads(text)
 
 
-@lru_cache(maxsize=32)
 def vendored(root: str) -> dict | None:
     """The table of a Megatron checkout at ``root`` (the repository being checked), or None."""
+    return _memo(("vendored", root), lambda: _vendored(root))  # type: ignore[no-any-return]
+
+
+def _vendored(root: str) -> dict | None:
     try:
         return extract(Path(root))
     except (OSError, RecursionError, ValueError):

@@ -278,6 +278,8 @@ class Runner:
         self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
+        if "parallint.megatron_table" in sys.modules:  # tables read by an earlier run in this process
+            sys.modules["parallint.megatron_table"].reset()
 
     # reading ------------------------------------------------------------------------------
     def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
@@ -718,7 +720,12 @@ class Runner:
     def jobs(self, files: list[FileFacts]):
         from parallint.link import build_jobs
 
-        return build_jobs(files, self.read, self.config.get("links", []), self.config.base)
+        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled)
+
+    def _settled(self, f: FileFacts, members: tuple[Path, ...]) -> bool:
+        """Whether the rules of ``f``'s own job, with these member files, ran already (see
+        :meth:`_alone`): check() then takes their findings, not the job's."""
+        return f.abspath in self.early_job and self.alone.get(f.abspath) == members
 
     def check(self, paths: list[str], rules: list[type], files: list[FileFacts] | None = None) -> Result:
         if files is None:
