@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -361,18 +362,21 @@ def campaign(args) -> dict:
     pending = [Run(t, args.examples, args.seed, args.deadline_ms / 1000, args.hang_s, args.nice, tmp) for t in names]
     running: list[Run] = []
     done: list[Run] = []
-    while pending or running:
-        while pending and len(running) < args.jobs:
-            r = pending.pop(0)
-            r.started = time.monotonic()
-            r.start()
-            running.append(r)
-        time.sleep(0.5)
-        for r in list(running):
-            if r.poll():
-                running.remove(r)
-                done.append(r)
-                print(_line(r, time.monotonic() - r.started), flush=True)
+    try:
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                r = pending.pop(0)
+                r.started = time.monotonic()
+                r.start()
+                running.append(r)
+            time.sleep(0.5)
+            for r in list(running):
+                if r.poll():
+                    running.remove(r)
+                    done.append(r)
+                    print(_line(r, time.monotonic() - r.started), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the per-target state files
     summary = {}
     for r in done:
         t = r.total

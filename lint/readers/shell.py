@@ -18,7 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from parallint import cmdline
 from parallint.cmdline import UNKNOWN, Seg, Word
@@ -42,6 +42,10 @@ PLACEHOLDER_SPAN = re.compile(rb"<[A-Za-z_][^<>\n]*>")
 ASSIGN_PLACEHOLDER = re.compile(rb"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(<[A-Za-z_][^<>\n]*>[^\n]*)$")
 ASSIGN_PLACEHOLDER_ANY = re.compile(rb"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=(<[A-Za-z_][^<>\n]*>[^\n]*)$", re.M)
 REPAIR_SECONDS = 0.5  # time re-parsing may take while repairing one file (more for a slow first parse)
+#: CPU seconds one tree-sitter parse may take. Its error recovery is superlinear on some broken text
+#: (thousands of `[[x]]` lines: 1.8 s for 24 KB), while a real 2 MB script parses in well under
+#: this; a parse cancelled here leaves the file not analysed ("too complex"), never half-read
+PARSE_CPU_SECONDS = 0.4
 #: text that starts a launch: an unparsed statement holding one is reported, not skipped silently
 LAUNCH_TEXT = re.compile(rb"(?:^|[\s;&|(`\"'=/])(?:torchrun|deepspeed|torch\.distributed\.(?:run|launch)|"
                          rb"accelerate(?:-launch|\s+launch)|srun|mpirun|mpiexec|python[\d.]*)(?=[\s\"';]|$)", re.M)
@@ -207,6 +211,30 @@ class _Abort(Exception):
     pass
 
 
+class TooComplex(_Abort):
+    """tree-sitter-bash ran past PARSE_CPU_SECONDS on one text."""
+
+
+def _ts_parse(data: bytes):
+    """tree-sitter's parse of ``data``, cancelled (TooComplex) once it has used PARSE_CPU_SECONDS
+    of CPU time: a progress callback only runs when the text comes through a read callback."""
+    import time
+
+    clock = time.process_time
+    deadline = clock() + PARSE_CPU_SECONDS
+
+    def read(offset: int, _point) -> bytes:
+        return data[offset:offset + 65536]
+
+    def progress(_offset: int, _has_error: bool) -> bool:
+        return clock() > deadline
+
+    try:
+        return _parser().parse(read, progress_callback=progress)
+    except ValueError:  # "Parsing failed": cancelled by progress()
+        raise TooComplex(f"too complex (parsing the shell took over {PARSE_CPU_SECONDS:g} s)") from None
+
+
 class Evaluator:
     def __init__(self, path: str, abspath: Path | None, root: Path | None = None) -> None:
         self.path = path
@@ -232,6 +260,8 @@ class Evaluator:
         self.call_stack: list[str] = []
         #: statements holding a launch that tree-sitter could not parse
         self.unparsed: list[Span] = []
+        #: why the text was not analysed (a parse ran past its budget), else ""
+        self.too_complex = ""
 
     # ---- entry points
     def run_file(self, src: Src) -> None:
@@ -700,7 +730,7 @@ class Evaluator:
                 sub.fixed = src.span(node.start_byte, node.start_byte + 4)
                 self.call_depth += 1
                 try:
-                    tree = _parser().parse(sub.data)
+                    tree = _ts_parse(sub.data)
                     self._stmts(tree.root_node.children, sub)
                 finally:
                     self.call_depth -= 1
@@ -978,6 +1008,11 @@ class Evaluator:
                     started = False
         if started:
             fields.append(cur)
+        if len(fields) > MAX_WORDS:
+            # a runaway expansion: no command of this many words is followed (see MAX_WORDS), and a
+            # list this long is not iterated word by word; the rest is any number of words
+            del fields[MAX_WORDS:]
+            fields.append(None)
         out: list[list[Piece] | None] = []
         for f in fields:
             if f is not None and len(f) == 1 and not f[0].known and f[0].splat:
@@ -1297,26 +1332,47 @@ def parse_repaired(data: bytes):
     import time
 
     t0 = time.perf_counter()
-    tree = _parser().parse(data)
+    tree = _ts_parse(data)
     if not tree.root_node.has_error:
         return data, tree, []
     # tree-sitter's error recovery can be superlinear (thousands of unclosed `if`s): re-parse only
     # while the time spent stays within a small multiple of a plain parse
     deadline = t0 + max(REPAIR_SECONDS, 4 * (time.perf_counter() - t0))
     buf = bytearray(data)
+
     placeholders: list[tuple[int, int, str]] = []
-    tail = data.rstrip()
-    if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
-        buf[len(tail) - 1] = 32
-        tree = _parser().parse(bytes(buf))
-    # every `NAME=<placeholder>` line at once (Megatron's templates have a dozen), then the lines
-    # where errors remain, one re-parse each, within a budget of parsed bytes
-    for m in ASSIGN_PLACEHOLDER_ANY.finditer(data):
-        a, b = m.start(1), m.start(1) + len(m.group(1).rstrip())
-        placeholders.append((a, b, data[a:b].decode("utf-8", "replace").strip()))
-        buf[a:b] = b"X" * (b - a)
+    good = (data, tree, [])  # the last text that parsed, its tree and its placeholders
+
+    def reparse() -> Any:
+        nonlocal good
+        text = bytes(buf)
+        t = _ts_parse(text)  # TooComplex: the repair stops, and the last text that parsed stands
+        good = (text, t, list(placeholders))
+        return t
+
+    try:
+        tail = data.rstrip()
+        if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
+            buf[len(tail) - 1] = 32
+            tree = reparse()
+        # every `NAME=<placeholder>` line at once (Megatron's templates have a dozen), then the
+        # lines where errors remain, one re-parse each, within the deadline
+        for m in ASSIGN_PLACEHOLDER_ANY.finditer(data):
+            a, b = m.start(1), m.start(1) + len(m.group(1).rstrip())
+            placeholders.append((a, b, data[a:b].decode("utf-8", "replace").strip()))
+            buf[a:b] = b"X" * (b - a)
+        _repair_lines(data, buf, tree, placeholders, deadline, reparse)
+    except TooComplex:
+        pass
+    return good
+
+
+def _repair_lines(data: bytes, buf: bytearray, tree, placeholders: list, deadline: float, reparse) -> None:
+    """parse_repaired's placeholder repairs, each followed by ``reparse()``."""
+    import time
+
     if placeholders:
-        tree = _parser().parse(bytes(buf))
+        tree = reparse()
     line_starts = None
     for _ in range(MAX_REPAIRS):
         if not tree.root_node.has_error or time.perf_counter() > deadline:
@@ -1347,8 +1403,7 @@ def parse_repaired(data: bytes):
                 break
         if not changed:
             break
-        tree = _parser().parse(bytes(buf))
-    return bytes(buf), tree, placeholders
+        tree = reparse()
 
 
 def _tokens_with_pos(text: str):
@@ -1446,8 +1501,14 @@ def _dq_literal_bytes(src: Src, a: int, b: int) -> list[Piece]:
     return out
 
 
+#: what str.isspace() calls whitespace (the word splitting below has always split on exactly that)
+_SPACE_CHARS = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())
+_NONSPACE = re.compile("[^" + re.escape(_SPACE_CHARS) + "]+")
+
+
 def _split_pieces(ps: list[Piece]) -> list[list[Piece]]:
-    """Word splitting of an unquoted expansion, keeping each part's position."""
+    """Word splitting of an unquoted expansion, keeping each part's position (linear: the runs of
+    non-space found by one regex scan, byte offsets advanced, never recounted)."""
     fields: list[list[Piece]] = []
     cur: list[Piece] = []
     for p in ps:
@@ -1455,26 +1516,31 @@ def _split_pieces(ps: list[Piece]) -> list[list[Piece]]:
             cur.append(p)
             continue
         text = p.text
-        i = 0
-        while i < len(text):
-            if text[i].isspace():
-                if cur:
-                    fields.append(cur)
-                    cur = []
-                i += 1
-                continue
-            j = i
-            while j < len(text) and not text[j].isspace():
-                j += 1
-            if p.exact:
-                start = p.start + len(text[:i].encode())
-                cur.append(Piece(text[i:j], p.src, start, True, "", True))
-            else:
-                cur.append(Piece(text[i:j], p.src, p.start, True, "", False))
-            i = j
-            if i < len(text) and cur:
+        n = len(text)
+        ascii_text = text.isascii()
+        b_at, b_off = 0, 0  # byte offset b_off of character b_at
+        prev = 0
+        for m in _NONSPACE.finditer(text):
+            i, j = m.span()
+            if i > prev and cur:  # whitespace before this word ends the field
                 fields.append(cur)
                 cur = []
+            if p.exact:
+                if ascii_text:
+                    b_off = i
+                else:
+                    b_off += len(text[b_at:i].encode())
+                    b_at = i
+                cur.append(Piece(text[i:j], p.src, p.start + b_off, True, "", True))
+            else:
+                cur.append(Piece(text[i:j], p.src, p.start, True, "", False))
+            if j < n:
+                fields.append(cur)
+                cur = []
+            prev = j
+        if prev < n and cur:  # only whitespace (after the last word)
+            fields.append(cur)
+            cur = []
     if cur:
         fields.append(cur)
     return fields
@@ -1590,6 +1656,8 @@ def evaluate(text: str | bytes, path: str, abspath: Path | None = None, env: dic
     src = Src(path, data[:MAX_BYTES], line_offset, col_offset, abspath)
     try:
         ev.run_file(src)
+    except TooComplex as exc:
+        ev.too_complex = str(exc)
     except (_Abort, RecursionError):
         pass
     return ev
@@ -1645,6 +1713,9 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
         ev = evaluate(text, path, abspath)
     except Exception as exc:  # noqa: BLE001 - a reader never raises
         ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
+        return ff
+    if ev.too_complex:
+        ff.diagnostics.append(syn001(path, ev.too_complex))  # the runner reports it as SYN002
         return ff
     for sp in ev.unparsed:
         ff.diagnostics.append(Diagnostic(
