@@ -353,7 +353,7 @@ def _trace(what: str) -> None:
 
 def _unsteady(message: str) -> bool:
     """A SYN002 reason that depends on the machine's load, not on the files."""
-    return any(w in message for w in ("timed out", "out of memory", "crashed"))
+    return any(w in message for w in ("timed out", "out of memory", "crashed", "took over"))  # "took over": a CPU budget
 
 
 def _run_cache(runner, paths: list[str], rules, all_job_findings: bool, related_findings: bool):
