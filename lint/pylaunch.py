@@ -450,9 +450,22 @@ _CACHE: dict[tuple[str, int], "PyLaunch | None"] = {}
 #: runs to its line's end: no backtracking between several ``#``)
 _SEP = r"(?:[ \t\r\n\f\\]|#[^\n]*\n)*"
 _SEP_CLOSE = r"(?:[ \t\r\n\f\\)]|#[^\n]*\n)*"  # ... and a closing parenthesis before a dot
-#: an assignment target ending in one of NEMO_FIELDS' attribute paths
-_NEMO_TARGET = re.compile("|".join(r"\b" + (_SEP_CLOSE + r"\." + _SEP).join(re.escape(p) for p in tail.split("."))
-                                   + r"\b" for tail in NEMO_FIELDS))
+#: an assignment target ending in one of NEMO_FIELDS' attribute paths: (its words, its pattern);
+#: the pattern starts with a literal (a fast search), the word boundary before it is tested apart
+_NEMO_TARGETS = [(tuple(tail.split(".")),
+                  re.compile((_SEP_CLOSE + r"\." + _SEP).join(re.escape(p) for p in tail.split(".")) + r"\b"))
+                 for tail in NEMO_FIELDS]
+
+
+def _nemo_target(text: str) -> bool:
+    for words, pattern in _NEMO_TARGETS:
+        if not all(w in text for w in words):
+            continue
+        for m in pattern.finditer(text):
+            at = m.start()
+            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                return True
+    return False
 
 
 def may_state(text: str) -> bool:
@@ -468,7 +481,7 @@ def may_state(text: str) -> bool:
         return True
     if ("WORLD_SIZE" in text or "MASTER_ADDR" in text) and "environ" in text:
         return True
-    return _NEMO_TARGET.search(text) is not None
+    return _nemo_target(text)
 
 
 def scan(path: str, text: str) -> PyLaunch | None:
