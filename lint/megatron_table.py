@@ -71,6 +71,40 @@ def _parse_now(path: Path) -> ast.Module | None:
         return None
 
 
+#: fields that never hold a node worth visiting (names, flags, the Load/Store and operator singletons)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
+                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
+                          "end_col_offset"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a tree in :func:`ast.walk`'s order (less the context and operator
+    singletons), listed once per tree and run."""
+    key = ("nodes", id(tree))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is tree:  # type: ignore[index]
+        return hit[1]  # type: ignore[index,no-any-return]
+    AST = ast.AST
+    out = [tree]
+    push = out.append
+    for node in out:  # (the list grows while it is read: breadth first)
+        t = type(node)
+        fields = _FIELDS.get(t)
+        if fields is None:
+            fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+    _MEMO[key] = (tree, out)  # the tree kept with it: its id stays its own
+    return out
+
+
 _BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
@@ -97,7 +131,7 @@ def _call_name(node: ast.Call) -> str:
 def added_flags(tree: ast.AST) -> set[str]:
     """Every ``--flag`` string given positionally to an ``add_argument`` call."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"):
@@ -204,7 +238,7 @@ def _dataclass_flags(root: Path, path: Path, tree: ast.Module, name: str, exclud
 def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
     """Flags of every ``ArgumentGroupFactory(Config, exclude=[...])`` in the arguments module."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not (isinstance(node, ast.Call) and _call_name(node) == "ArgumentGroupFactory" and node.args):
             continue
         cls = node.args[0]
@@ -226,7 +260,7 @@ def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
 
 def _list_assigned(tree: ast.AST, name: str) -> set[str]:
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             if isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
                 out |= {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
@@ -285,7 +319,7 @@ def rejected_flags(tree: ast.AST) -> dict[str, str]:
 
     out: dict[str, str] = {}
     texts: list[ast.AST]
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
             texts = [node.msg]
         elif isinstance(node, ast.If):
@@ -320,11 +354,12 @@ def _script_flags(path: Path, root: Path) -> set[str] | None:
         return None
     flags = added_flags(tree)
     imports = _imports(tree)
-    defined = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    assigned = {t.id for d in ast.walk(tree) if isinstance(d, ast.Assign) for t in d.targets
+    nodes = _nodes(tree)
+    defined = {d.name: d for d in nodes if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assigned = {t.id for d in nodes if isinstance(d, ast.Assign) for t in d.targets
                 if isinstance(t, ast.Name)}
     megatron_entry = False
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ENTRY_CALLS
                 and imports.get(node.func.id, ("", 0))[0].split(".")[0] == "megatron"):
             continue  # Megatron's own entry points only (not some `parser.parse_args()`)
