@@ -336,14 +336,39 @@ class _Set:
     folder's path relative to the patterns' folder, and per pattern whether it matches that path
     or a folder above it, and (anchored patterns) whether the path is its first k-1 segments."""
 
-    __slots__ = ("fast", "rel", "matched", "ready")
+    __slots__ = ("fast", "rel", "depth", "matched", "prefix", "ready")
 
     def __init__(self, fast: "list[_Fast]", parts: list[str]) -> None:
         self.fast = fast
         self.rel = "/".join(parts)
-        n = len(parts)
+        n = self.depth = len(parts)
         self.matched = [bool(parts) and f.glob.match(self.rel) for f in fast]
-        self.ready = [f.kind == 2 and n == f.k - 1 and all(t(x) for t, x in zip(f.tests, parts)) for f in fast]
+        # anchored: the path so far is the pattern's first segments
+        self.prefix = [f.kind == 2 and n < f.k and all(t(x) for t, x in zip(f.tests, parts)) for f in fast]
+        self.ready = [p and n == f.k - 1 for f, p in zip(fast, self.prefix)]
+
+    def child(self, name: str) -> "_Set":
+        """The same patterns seen from the folder ``name`` below this one."""
+        out = _Set.__new__(_Set)
+        out.fast = self.fast
+        out.rel = f"{self.rel}/{name}" if self.rel else name
+        n = out.depth = self.depth + 1
+        matched, prefix, ready = [], [], []
+        for f, m, p, r in zip(self.fast, self.matched, self.prefix, self.ready):
+            if m:
+                hit = True
+            elif f.kind == 1:
+                hit = f.tests[0](name)
+            elif f.kind == 2:
+                hit = r and f.tests[-1](name)
+            else:
+                hit = f.glob.match(out.rel)
+            p = p and n <= f.k - 1 and f.tests[n - 1](name) if f.kind == 2 else False
+            matched.append(hit)
+            prefix.append(p)
+            ready.append(p and n == f.k - 1)
+        out.matched, out.prefix, out.ready = matched, prefix, ready
+        return out
 
     def verdict(self, name: str, is_dir: bool) -> bool | None:
         """:func:`_matches` for ``name`` in the folder: True ignored, False re-included, None
@@ -436,18 +461,29 @@ class Excluder:
         if (not sd.startswith(base) and base.startswith(sd)) or d == d.parent:
             self._folders[d] = None
             return None
+        up = self._folders.get(d.parent)  # the folder above, when it was asked first (a walk)
         try:
             rel = d.relative_to(self.base).as_posix()
-            cfg = _Set(self._fast, [] if rel == "." else rel.split("/"))
+            if up is not None and rel != "." and "/" in rel:
+                cfg = up[0].child(d.name)
+            else:
+                cfg = _Set(self._fast, [] if rel == "." else rel.split("/"))
         except ValueError:
             cfg = _Set(self._fast, [])  # outside the base a name is matched on its own
         chain: list[_Set] = []
         if self.respect_gitignore:
-            for folder in reversed(self._chain(d / "_", False)):
-                pats, fast = self._ignore(str(folder))
+            folders = self._chain(d / "_", False)
+            if up is not None and folders[1:] == self._chain(d.parent / "_", False):
+                chain = [x.child(d.name) for x in up[1]]
+                pats, fast = self._ignore(str(d))
                 if pats:
-                    r = d.relative_to(folder).as_posix()
-                    chain.append(_Set(fast, [] if r == "." else r.split("/")))
+                    chain.append(_Set(fast, []))
+            else:
+                for folder in reversed(folders):
+                    pats, fast = self._ignore(str(folder))
+                    if pats:
+                        r = d.relative_to(folder).as_posix()
+                        chain.append(_Set(fast, [] if r == "." else r.split("/")))
         out = (cfg, chain)
         self._folders[d] = out
         return out

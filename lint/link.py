@@ -22,7 +22,24 @@ MAX_DEPTH = 3
 Reader = Callable[[Path], "FileFacts | None"]
 
 
+_ROOTS: dict[Path, Path] = {}  # repo_root per folder, for one run (see reset)
+
+
+def reset() -> None:
+    """Forget the repository roots found by an earlier run."""
+    _ROOTS.clear()
+
+
 def repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` with ``.git``, ``pyproject.toml`` or ``setup.py``
+    (else ``start``); remembered for the run, as every file of a folder asks for it."""
+    hit = _ROOTS.get(start)
+    if hit is None:
+        hit = _ROOTS[start] = _repo_root(start)
+    return hit
+
+
+def _repo_root(start: Path) -> Path:
     for d in (start, *start.parents):
         if (d / ".git").exists() or (d / "pyproject.toml").is_file() or (d / "setup.py").is_file():
             return d

@@ -278,8 +278,9 @@ class Runner:
         self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
-        if "parallint.megatron_table" in sys.modules:  # tables read by an earlier run in this process
-            sys.modules["parallint.megatron_table"].reset()
+        for mod in ("parallint.megatron_table", "parallint.link"):  # what an earlier run in this process found
+            if mod in sys.modules:
+                sys.modules[mod].reset()
 
     # reading ------------------------------------------------------------------------------
     def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
