@@ -249,18 +249,16 @@ def _listing(folder: str) -> str | None:
 
 
 def _sig(path: str) -> tuple[int, int, int, int] | None:
-    """(file type, size, mtime_ns, inode), or None when nothing is there."""
+    """(mode: file type and permissions, size, mtime_ns, inode), or None when nothing is there."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return stat_type(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino
+    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino
 
 
-def stat_type(mode: int) -> int:
-    import stat
-
-    return stat.S_IFMT(mode)
+def _kind(mode: int) -> int:
+    return mode & 0o170000  # stat.S_IFMT
 
 
 def _head_digest(path: str, n: int) -> str | None:
@@ -417,7 +415,7 @@ class RunCache:
                 paths.setdefault(os.path.join(d, m), False)
         for p, content in paths.items():
             sig = _sig(p)
-            if sig is None or not content or sig[0] != _REG:
+            if sig is None or not content or _kind(sig[0]) != _REG:
                 files[p] = (sig, None, None, False)
                 continue
             n, dig, size = rec.reads.get(p, (None, None, None))
@@ -438,7 +436,7 @@ class RunCache:
                 listings[d] = rec.listings[d]
                 continue
             sig = _sig(d)
-            if sig is None or sig[0] != _DIR:
+            if sig is None or _kind(sig[0]) != _DIR:
                 files.setdefault(d, (sig, None, None, False))
                 continue
             if sig[2] >= racy:
@@ -482,10 +480,10 @@ def _check_entry(path: str, entry: tuple) -> "bool | tuple":
     if sig is None or now is None:
         return sig == now
     if n is None:  # only its kind matters (a folder, a marker, a file looked for)
-        return now[0] == sig[0]
+        return _kind(now[0]) == _kind(sig[0])
     if now == sig and not racy:
         return True
-    if now[0] != sig[0] or now[1] != sig[1]:
+    if now[0] != sig[0] or now[1] != sig[1]:  # (a file made unreadable is another finding)
         return False
     if _head_digest(path, n) != dig:
         return False
