@@ -331,6 +331,15 @@ class RunCache:
         out.update(p for p in sys.path if "site-packages" in p or "dist-packages" in p)
         return tuple(os.path.join(os.path.abspath(p), "") for p in out if p)
 
+    def prepare(self) -> None:
+        """Make the cache folder before a run walks the tree (a folder made during the run would
+        change its parent's listing, and the next run would not reuse this one)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            _ignore_file(self.folder)
+        except OSError:
+            pass
+
     # -- reading ----------------------------------------------------------------------------
     def load(self) -> Any:
         """The stored result when every file and folder in its manifest is as recorded, else

@@ -330,6 +330,7 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
 
     from parallint import deps
 
+    whole.prepare()
     t0 = time.time_ns()
     rec = deps.start_recording()
     try:

@@ -226,3 +226,11 @@ def test_parallint_code_is_part_of_the_key(monkeypatch, tmp_path):
     monkeypatch.setattr(parallint, "__version__", parallint.__version__ + ".post1")
     b = RunCache(tmp_path / "c", [], {}, {"paths": ["."]}).run_key
     assert a != b
+
+
+def test_a_cache_folder_inside_the_repository_is_reused_from_the_second_run(cli, repo, env):
+    env = dict(env, PARALLINT_CACHE_DIR="")  # the default: .parallint_cache at the repository root
+    _age(repo)
+    first, how = _check(cli, repo, env)
+    assert how == "miss, stored" and (repo / ".parallint_cache" / "runs").is_dir()
+    assert _check(cli, repo, env) == (first, "hit")
