@@ -23,8 +23,10 @@ cache that cannot be written (a read-only checkout) only makes the run slower.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -141,13 +143,14 @@ class FileCache:
         except OSError:
             self.misses += 1
             return None
+        import hmac
+        import pickle
+
         mac, payload = raw[:_MAC], raw[_MAC:]
         good = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
         if len(mac) != _MAC or not hmac.compare_digest(mac, good):
             self.misses += 1
             return None
-        import pickle
-
         try:
             value = pickle.loads(payload)
             fmt, stored_key, members, result = value
@@ -352,9 +355,13 @@ class RunCache:
             raw = self._path().read_bytes()
         except OSError:
             return None
+        try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
+            from _operator import _compare_digest as same
+        except ImportError:  # pragma: no cover - another Python implementation
+            from hmac import compare_digest as same
         mac, payload = raw[:_MAC], raw[_MAC:]
         good = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
-        if len(mac) != _MAC or not hmac.compare_digest(mac, good):
+        if len(mac) != _MAC or not same(mac, good):
             return None
         try:
             fmt, run_key, files, listings, result = pickle.loads(payload)

@@ -8,11 +8,15 @@ help and calls :func:`run_check` too.
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+TYPE_CHECKING = False  # typing itself is not imported: `parallint --version` needs none of it
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, List, Optional
 
 #: the exit-status contract (docs/failure-contract.md): 0 clean, 1 findings, 2 usage or internal
 #: error. A crash is never 1: main() turns any escaped exception into a one-line error and 2.
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: at most this many files named: the run keeps the cyclic garbage collector off throughout
+QUIET_GC_FILES = 16
 
 
 class Exit(Exception):
@@ -86,20 +90,38 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
               no_cache: bool = False,
               baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False) -> int:
     """``parallint check`` (see :func:`parallint.cli_typer.check` for the options); the exit status."""
+    import gc
+
+    # a few files a hook names (no folder): a run of a few hundred milliseconds at most, mostly
+    # imports, which the cyclic collector would scan over and over (more files: as before, the
+    # runner pauses and collects while it reads them)
+    quiet = gc.isenabled() and _files_only(paths) and len(paths or ()) <= QUIET_GC_FILES
+    if quiet:
+        gc.disable()
     try:
         _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
                ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
                related_findings, no_cache, baseline, write_baseline, add_noqa)
     except Exit as exc:
         return exc.code
+    finally:
+        if quiet:
+            gc.enable()
     return EXIT_OK
+
+
+def _files_only(paths: Optional[List[str]]) -> bool:
+    """Whether ``check`` was given files (or standard input) and no folder."""
+    import os
+
+    return bool(paths) and not any(os.path.isdir(p) for p in paths or ())
 
 
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
            related_findings, no_cache, baseline, write_baseline, add_noqa) -> None:
     from parallint.diagnostics import Severity
-    from parallint.registry import RegistryError, UnknownSelector, get_registry
+    from parallint.registry import RegistryError, UnknownSelector, get_registry, lazy_registry
     from parallint.report import FORMATS, render
     from parallint.index import check_files
 
@@ -107,7 +129,9 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
         raise fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
     _check_gpu(gpu)
     try:
-        reg = get_registry()
+        # files as a hook names them: import the rule modules their jobs need (a folder: all of
+        # them, before any worker process starts)
+        reg = lazy_registry() if _files_only(paths) else get_registry()
     except RegistryError as exc:
         raise fail(str(exc))
     max_size = None

@@ -12,9 +12,11 @@ keeps the two option tables equal. The engine, readers, LibCST and jsonschema lo
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
-
 from parallint.check_cmd import EXIT_ERROR, EXIT_OK, echo, parse_check, run_check, tolerant_streams
+
+TYPE_CHECKING = False  # typing itself is not imported: `parallint --version` needs none of it
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, List, Optional
 
 
 def _fast(argv: List[str]) -> Optional[int]:
@@ -52,6 +54,11 @@ def main() -> None:
              "(set PARALLINT_DEBUG=1 for a traceback)", err=True)
         sys.exit(EXIT_ERROR)
     if code is not None:
+        import gc
+
+        # what the run built stays until the process ends: the collector's passes at interpreter
+        # exit need not walk it (they cost more than reading a config file)
+        gc.freeze()
         sys.exit(code)
     from parallint.cli_typer import main as typer_main
 

@@ -3,18 +3,11 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from parallint.diagnostics import Severity
 
@@ -66,6 +59,8 @@ def validate(settings: dict, source: str) -> None:
     known = list(schema["properties"])
     for key in settings:
         if key not in schema["properties"]:
+            import difflib
+
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{source}: unknown key '{key}' in [tool.parallint]{hint}")
@@ -108,6 +103,12 @@ def _read_toml(path: Path) -> dict:
     reason = config_guard("toml", text)
     if reason:
         raise ConfigError(f"{path}: cannot read configuration: {reason}")
+    import sys  # tomllib only when a configuration file is there to read
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -9,7 +9,10 @@ with their results (:meth:`Record.take`). Outside a recorded run every ``note_*`
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import os
 from pathlib import Path
 from typing import Any, Iterable

@@ -20,10 +20,12 @@ the launch file (or the folder) to get its job.
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
@@ -128,6 +130,8 @@ class LinkCache:
             keep = dict(self.data)
             if len(keep) > 4 * MAX_INDEX_FILES:
                 keep = {k: v for k, v in keep.items() if k in self.used}
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".links.", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"tag": self.tag, "files": keep}, fh, separators=(",", ":"))
@@ -275,10 +279,10 @@ class ReverseIndex:
 def _git_files(root: Path) -> list[str] | None:
     """Tracked and untracked files git does not ignore, relative to ``root`` (None: not a git work
     tree, or git is unavailable)."""
-    import subprocess
-
     if not (root / ".git").exists():
         return None
+    import subprocess
+
     cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     try:
         listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
@@ -477,7 +481,7 @@ def nested_settings_filter(diags: list, config, selection, cwd: Path | None = No
     configuration's fail level. ``selection(config)`` -> (rules, fail level). ``run_codes``: the
     run's own selection, when the rules that ran are more (the union with nested selections)."""
     from parallint.config import find_config, load_config
-    from parallint.registry import get_registry
+    from parallint.registry import lazy_registry as get_registry  # covers() needs codes and names only
 
     cwd = cwd or Path.cwd()
     run = config.path.resolve() if config.path else None

@@ -566,11 +566,11 @@ def plain_python_world(job, script: FileFacts | None) -> None:
 def torchx_config(job, root: Path | None = None) -> None:
     """``torchx run dist.ddp`` without ``-j``: the ``j`` of ``[component:dist.ddp]`` in the
     ``.torchxconfig`` next to the launch file (or at the repository root), which TorchX reads."""
-    import configparser
-
     la = getattr(job, "launch", None)
     if la is None or "torchx" not in la.options or "torchx_j" in la.options or "opaque" in la.options:
         return
+    import configparser
+
     folder = job.root.abspath.parent
     for d in dict.fromkeys((folder, root or folder)):
         p = d / ".torchxconfig"

@@ -4,21 +4,40 @@ plus third-party rules registered under the entry-point group ``parallint.rules`
 An entry point may name a module (all Rule subclasses defined in it), a Rule subclass, or a list
 of them. Codes and names must be unique. Selectors (codes, prefixes such as ``DDP`` or ``LAY0``,
 rule names, ``ALL``) are resolved here.
+
+:func:`get_registry` imports every rule module. ``check`` uses :func:`lazy_registry` instead: the
+built-in rules are known by their declarations (code, name, severity, ``kinds``, ``calls``, whether
+they check files and jobs), read from a generated table (``parallint/data/rules.json``, see
+:func:`declaration_table`), and a rule family's module is imported only when one of its rules has
+something to look at (:class:`RuleRef`):
+
+* a file check, for a file of one of the rule's ``kinds`` (the runner asks for no other);
+* a job check, for every job, except for a rule about scripts and launches, one that declares
+  ``calls`` (calls it matches in Python scripts) or whose ``kinds`` include ``python`` or a launch
+  kind (``shell``, ``makefile``, ``kube``, ``skypilot``): it can only match a job that has a launch,
+  a Python file or a file of its kinds. A job of configs alone (a DeepSpeed JSON checked on its
+  own) never imports the script and launch rules, nor the script model they read.
+
+The table is checked against the rules by the test suite (regenerate it with
+``PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py``) and at run time against
+each rule module's source (size and CRC): a module that is new or changed since the table was
+written is imported as before. Plugin rules are always imported (entry points name their objects).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 import re
 from types import ModuleType
-from typing import Iterable
+from typing import Any, Iterable
 
 from parallint.rule import DOC_SECTIONS, Rule
 
-CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
-NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+CODE_RE = r"^[A-Z]{2,5}[0-9]{3}$"
+NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+TABLE = "rules.json"
+#: kinds of launch files (parallint.classify.LAUNCH_KINDS) and of scripts: a rule with one of them
+#: (or with calls) is about launches and scripts, see :meth:`RuleRef.may_match`
+_SCRIPT_OR_LAUNCH = frozenset({"python", "shell", "makefile", "kube", "skypilot"})
 
 
 class RegistryError(Exception):
@@ -31,20 +50,38 @@ class UnknownSelector(Exception):
 
 def _rules_in(module: ModuleType) -> list[type[Rule]]:
     out = []
-    for _, obj in inspect.getmembers(module, inspect.isclass):
-        if issubclass(obj, Rule) and obj is not Rule and obj.__module__ == module.__name__ and obj.code:
+    for _, obj in sorted(vars(module).items()):
+        if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and \
+                obj.__module__ == module.__name__ and obj.code:
             out.append(obj)
     return out
 
 
-def _builtin_modules() -> list[ModuleType]:
+def _builtin_names() -> list[str]:
+    """The rule families: the public modules of ``parallint.rules``, by name."""
+    import os
+
     import parallint.rules as pkg
 
-    mods = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            mods.append(importlib.import_module(f"parallint.rules.{info.name}"))
-    return mods
+    names: set[str] = set()
+    for folder in pkg.__path__:
+        try:
+            for n in os.listdir(folder):
+                if n.endswith(".py") and n[:-3].isidentifier():
+                    names.add(n[:-3])
+                elif n.isidentifier() and os.path.isfile(os.path.join(folder, n, "__init__.py")):
+                    names.add(n)
+        except OSError:  # not a folder (a zipped install): ask the import system
+            import pkgutil
+
+            names.update(info.name for info in pkgutil.iter_modules([folder]))
+    return sorted(n for n in names if not n.startswith("_"))
+
+
+def _builtin_modules() -> list[ModuleType]:
+    import importlib
+
+    return [importlib.import_module(f"parallint.rules.{name}") for name in _builtin_names()]
 
 
 def _plugin_entry_points() -> list:
@@ -74,6 +111,8 @@ def _plugin_entry_points() -> list:
 
 
 def _entry_point_rules() -> list[type[Rule]]:
+    import inspect
+
     out: list[type[Rule]] = []
     for ep in _plugin_entry_points():
         try:
@@ -94,12 +133,14 @@ def _entry_point_rules() -> list[type[Rule]]:
 def check_rule_class(cls: type[Rule]) -> list[str]:
     """Problems with a rule's declaration (used by the registry and by the test suite)."""
     problems = []
-    if not CODE_RE.match(cls.code or ""):
+    if not re.match(CODE_RE, cls.code or ""):
         problems.append(f"{cls.__name__}: code {cls.code!r} is not like ABC123")
-    if not NAME_RE.match(cls.name or ""):
+    if not re.match(NAME_RE, cls.name or ""):
         problems.append(f"{cls.code}: name {cls.name!r} is not kebab-case")
     if not cls.summary:
         problems.append(f"{cls.code}: no summary")
+    import inspect
+
     heads = re.findall(r"^## (.+?)\s*$", inspect.cleandoc(cls.doc or ""), re.M)
     if tuple(heads) != DOC_SECTIONS:
         problems.append(f"{cls.code}: doc sections {heads} != {list(DOC_SECTIONS)}")
@@ -110,13 +151,16 @@ def check_declarations(cls: type[Rule]) -> list[str]:
     """Unknown names in what a rule declares it needs: file kinds, call groups, facts."""
     from parallint.classify import KINDS
     from parallint.model.vocab import FACT_KEYS
-    from parallint.model.script import GROUPS
 
     problems = []
     for kind in sorted(set(cls.kinds) - KINDS):
         problems.append(f"{cls.code}: unknown file kind {kind!r} in kinds (known: {', '.join(sorted(KINDS))})")
     for call in sorted(cls.calls):
-        if "." not in call and call not in GROUPS:
+        if "." in call:
+            continue
+        from parallint.model.script import GROUPS
+
+        if call not in GROUPS:
             problems.append(f"{cls.code}: unknown call group {call!r} in calls (known: {', '.join(sorted(GROUPS))}; "
                             f"or a qualified name such as torch.distributed.barrier)")
     for key in sorted(set(cls.facts) - FACT_KEYS):
@@ -126,10 +170,99 @@ def check_declarations(cls: type[Rule]) -> list[str]:
     return problems
 
 
+class RuleRef:
+    """A built-in rule known by its declarations (the generated table) until it has work to do.
+
+    It stands for the rule class where ``check`` passes rules around (selection, the runner, the
+    cache key, the reports): it has the class's ``code``, ``name``, ``severity``, ``summary``,
+    ``kinds``, ``calls``, ``__module__`` and ``__qualname__``; anything else (``doc``, the examples,
+    ``documentation()``) imports the rule's module and comes from the class. Called, it makes a
+    rule instance that imports the module at its first check that can match (:meth:`may_match`).
+    """
+
+    def __init__(self, module: str, decl: dict[str, Any]) -> None:
+        from parallint.diagnostics import Severity
+
+        self._cls: type[Rule] | None = None
+        self.__module__ = module
+        self.__qualname__ = self.__name__ = str(decl["class"])
+        self.code: str = decl["code"]
+        self.name: str = decl["name"]
+        self.severity = Severity.parse(decl["severity"])
+        self.summary: str = decl["summary"]
+        self.kinds: frozenset[str] = frozenset(decl["kinds"])
+        self.calls: frozenset[str] = frozenset(decl["calls"])
+        self.checks_files: bool = bool(decl["file"])
+        self.checks_jobs: bool = bool(decl["job"])
+        #: a rule about scripts and launches (see the module's docstring)
+        self.scripts_or_launches = bool(self.calls) or bool(self.kinds & _SCRIPT_OR_LAUNCH)
+
+    def load(self) -> type[Rule]:
+        """The rule class (its module imported now if it was not)."""
+        if self._cls is None:
+            import importlib
+
+            cls = getattr(importlib.import_module(self.__module__), self.__qualname__)
+            assert isinstance(cls, type) and issubclass(cls, Rule) and cls.code == self.code, self.code
+            self._cls = cls
+        return self._cls
+
+    def may_match(self, job: Any) -> bool:
+        """Whether the rule's job check can find anything in ``job`` (False: it is not imported)."""
+        if not self.checks_jobs:
+            return False
+        if not self.scripts_or_launches or getattr(job, "launch", None) is not None:
+            return True
+        return any(f.kind == "python" or f.kind in self.kinds for f in getattr(job, "files", ()))
+
+    def __call__(self) -> "_Deferred":
+        return _Deferred(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_cls":
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+    def __repr__(self) -> str:
+        return f"<rule {self.code} ({self.__module__}.{self.__qualname__}, not imported yet)>" \
+            if self._cls is None else repr(self._cls)
+
+
+class _Deferred:
+    """An instance of a :class:`RuleRef`'s rule, made when a check first needs it. The runner calls
+    ``check_file`` only for files of the rule's kinds; ``check_job`` asks :meth:`RuleRef.may_match`."""
+
+    def __init__(self, ref: RuleRef) -> None:
+        self.ref = ref
+        self.code, self.name, self.kinds, self.severity = ref.code, ref.name, ref.kinds, ref.severity
+        self._rule: Rule | None = None
+
+    def rule(self) -> Rule:
+        if self._rule is None:
+            self._rule = self.ref.load()()
+        return self._rule
+
+    def check_file(self, f: Any, ctx: Any) -> Iterable[Any]:
+        if not self.ref.checks_files or f.kind not in self.kinds:
+            return ()
+        return self.rule().check_file(f, ctx)
+
+    def check_job(self, job: Any, ctx: Any) -> Iterable[Any]:
+        if not self.ref.may_match(job):
+            return ()
+        return self.rule().check_job(job, ctx)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("ref", "_rule"):
+            raise AttributeError(name)
+        return getattr(self.rule(), name)
+
+
 class Registry:
     def __init__(self, rules: Iterable[type[Rule]]) -> None:
         self.rules: list[type[Rule]] = sorted(rules, key=lambda r: r.code)
-        problems = [p for r in self.rules for p in check_declarations(r)]
+        # a RuleRef's declarations were checked when the table was written (tests/test_startup.py)
+        problems = [p for r in self.rules if not isinstance(r, RuleRef) for p in check_declarations(r)]
         if problems:
             raise RegistryError("; ".join(problems))
         by_code: dict[str, type[Rule]] = {}
@@ -200,19 +333,127 @@ class Registry:
 
 
 _REGISTRY: Registry | None = None
+_LAZY: Registry | None = None
+_PLUGINS: list[type[Rule]] | None = None
+
+
+def _plugins() -> list[type[Rule]]:
+    """The plugin rules (loaded once; their needles join the pre-filter)."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        _PLUGINS = _entry_point_rules()
+        if _PLUGINS:
+            from parallint.plugins import register_needles
+
+            register_needles(_PLUGINS)
+    return _PLUGINS
 
 
 def get_registry() -> Registry:
+    """Every rule, built-in and plugin, as its class (every rule module imported)."""
     global _REGISTRY
     if _REGISTRY is None:
         rules: list[type[Rule]] = []
         for m in _builtin_modules():
             rules.extend(_rules_in(m))
-        plugins = _entry_point_rules()
-        rules.extend(plugins)
+        rules.extend(_plugins())
         _REGISTRY = Registry(rules)
-        if plugins:
-            from parallint.plugins import register_needles
-
-            register_needles(plugins)
     return _REGISTRY
+
+
+def lazy_registry() -> Registry:
+    """Every rule, the built-in ones as :class:`RuleRef` where the declaration table is current
+    for their module (else as the class): what ``check`` selects from and runs."""
+    global _LAZY
+    if _REGISTRY is not None:
+        return _REGISTRY
+    if _LAZY is None:
+        rules: list[Any] = []
+        for name in _builtin_names():
+            refs = _refs(name)
+            if refs is None:
+                import importlib
+
+                rules.extend(_rules_in(importlib.import_module(f"parallint.rules.{name}")))
+            else:
+                rules.extend(refs)
+        rules.extend(_plugins())
+        _LAZY = Registry(rules)
+    return _LAZY
+
+
+_TABLE: dict | None = None
+
+
+def _table() -> dict:
+    global _TABLE
+    if _TABLE is None:
+        import json
+
+        from parallint.data import read_text
+
+        try:
+            data = json.loads(read_text("parallint.data", TABLE))
+            _TABLE = data["modules"] if isinstance(data, dict) and isinstance(data.get("modules"), dict) else {}
+        except (OSError, ValueError, KeyError):
+            _TABLE = {}
+    return _TABLE
+
+
+def _source_stamp(data: bytes) -> str:
+    import zlib
+
+    return f"{len(data)}:{zlib.crc32(data):08x}"  # a check that the table is current, not a security one
+
+
+def _refs(name: str) -> list[RuleRef] | None:
+    """The RuleRefs of rule family ``name``, or None when the table does not describe its current
+    source (a module added or edited since the table was written; an install without sources)."""
+    import os
+
+    import parallint.rules as pkg
+
+    entry = _table().get(name)
+    if not isinstance(entry, dict):
+        return None
+    for folder in pkg.__path__:
+        try:
+            with open(os.path.join(folder, f"{name}.py"), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if _source_stamp(data) != entry.get("source"):
+            return None
+        try:
+            return [RuleRef(f"parallint.rules.{name}", d) for d in entry["rules"]]
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def declaration_table() -> str:
+    """``parallint/data/rules.json``: every built-in rule's declarations, by module, with the stamp
+    of the module's source it was made from (tests/test_startup.py keeps it current)."""
+    import json
+    import os
+
+    import parallint.rules as pkg
+
+    modules = {}
+    for mod in _builtin_modules():
+        name = mod.__name__.rsplit(".", 1)[1]
+        path = next(os.path.join(d, f"{name}.py") for d in pkg.__path__ if os.path.exists(os.path.join(d, f"{name}.py")))
+        with open(path, "rb") as fh:
+            stamp = _source_stamp(fh.read())
+        modules[name] = {"source": stamp, "rules": [
+            {"class": r.__qualname__, "code": r.code, "name": r.name, "severity": str(r.severity),
+             "summary": r.summary, "kinds": sorted(r.kinds), "calls": sorted(r.calls),
+             "file": r.check_file is not Rule.check_file, "job": r.check_job is not Rule.check_job}
+            for r in sorted(_rules_in(mod), key=lambda r: r.code)]}
+    head = json.dumps("the rules in parallint.rules (regenerate: PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest "
+                      "tests/test_startup.py)")
+    parts = []
+    for name, entry in modules.items():
+        rules = ",\n".join("    " + json.dumps(d, ensure_ascii=False) for d in entry["rules"])
+        parts.append(f'  {json.dumps(name)}: {{"source": {json.dumps(entry["source"])}, "rules": [\n{rules}]}}')
+    return '{"generated_from": ' + head + ',\n "modules": {\n' + ",\n".join(parts) + "}}\n"

@@ -27,7 +27,6 @@ an unknown kind, call group or fact, so a typo fails loudly instead of silencing
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
 
@@ -58,6 +57,8 @@ class Example:
     doc: bool = False
 
     def all_files(self) -> dict[str, str]:
+        import textwrap
+
         out = {}
         if self.code:
             out[self.filename] = textwrap.dedent(self.code).lstrip("\n")
@@ -128,6 +129,8 @@ class Rule:
     def documentation(cls, findings: Sequence[str] = ()) -> str:
         """The rule's Markdown documentation, its ``## Example`` rendered from a tested example
         (with ``findings``, what running that example reports; see parallint.examples)."""
+        import textwrap
+
         head = f"# {cls.code} {cls.name} ({cls.severity})\n\n{cls.summary}\n\n"
         doc = textwrap.dedent(cls.doc).strip()
         example = cls.render_example(findings)

@@ -18,11 +18,32 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+|[ \t]+(?=[A-Za-z0-9_\-]*[0-9]))*))?", re.I)
-_FILE_NOQA = re.compile(
+
+class _Lazy:
+    """A regular expression compiled at its first use: most files hold no noqa comment, and these
+    patterns (case-insensitive, with look-ahead) take milliseconds to compile at each start."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.args = (pattern, flags)
+        self.compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        if self.compiled is None:
+            self.compiled = re.compile(*self.args)
+        return self.compiled
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.get().match(text, pos)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.get().search(text)
+
+
+_NOQA = _Lazy(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+|[ \t]+(?=[A-Za-z0-9_\-]*[0-9]))*))?", re.I)
+_FILE_NOQA = _Lazy(
     r"^#\s*parallint:\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?\s*$", re.I)
 ALL = ("ALL",)
-_CODE = re.compile(r"^([A-Z]{2,5})([0-9]{3})$")
+_CODE = _Lazy(r"^([A-Z]{2,5})([0-9]{3})$")
 
 
 def _codes(group: str | None) -> tuple[str, ...]:
@@ -68,7 +89,7 @@ def _python_comments(text: str) -> dict[int, tuple[int, str]]:
     return out
 
 
-_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_HEREDOC = _Lazy(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 
 def _scan_comments(text: str, syntax: str) -> dict[int, tuple[int, str]]:
@@ -224,9 +245,9 @@ def apply(diags: list, files: Iterable, checked: set, config, enabled: set[str],
     """Findings left after ``# noqa`` and ``per-file-ignores``; with SYN003 enabled, plus one
     SYN003 finding per unused or unknown code of the files in ``checked`` (abspaths: the files
     whose every rule ran, so an unused code is really unused)."""
-    from parallint.registry import UnknownSelector, get_registry
+    from parallint.registry import UnknownSelector, lazy_registry
 
-    reg = get_registry()
+    reg = lazy_registry()  # codes and names only: no rule module is imported for this
     by_display = {f.path: f for f in files if f is not None}
     scans: dict[str, Suppressions] = {}
 

@@ -3,7 +3,6 @@ in ``schemas/``), fp16 together with bf16, ignored offload settings, duplicate k
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from typing import Any, Iterator
@@ -83,10 +82,14 @@ def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
 def _unreported_extra_key(key: str, known: list, schema: dict) -> bool:
     """An extra key of a closed object that _explain would not report: the framework tolerates
     unknown keys there and the key is no misspelling of a known one."""
+    import difflib
+
     return not schema.get("x-parallint-strict") and not difflib.get_close_matches(key, known, n=1, cutoff=0.85)
 
 
 def _explain(err, tree, unknown_reason):
+    import difflib
+
     path = list(err.absolute_path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = list((err.schema.get("properties") or {}).keys())

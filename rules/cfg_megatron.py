@@ -3,7 +3,6 @@ its argument validation."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity
@@ -134,6 +133,8 @@ class UnknownMegatronArgument(Rule):
                                            f"(unrecognized arguments); {hint}")
                 continue
             if raw not in suggested and len(suggested) < MAX_SUGGESTIONS:
+                import difflib
+
                 suggested[raw] = difflib.get_close_matches(raw, table.known, n=1, cutoff=0.8)
             close = suggested.get(raw)
             hint = f"; rename it to {close[0]}" if close else "; remove it or add it to the script's own parser"

@@ -56,11 +56,6 @@ def _gib(x: float) -> str:
 
 def _setup(job, ctx):
     """(spec, estimate, gpu name, gpu memory) for a job the MEM rules can judge, else None."""
-    from parallint.estimator.gpus import largest_gpu, resolve_gpu
-    from parallint.estimator.memory import estimate
-    from parallint.estimator.params import ShapeError
-    from parallint.estimator.spec import spec_for_job
-
     facts = job.facts
     if not any(facts.get(k) is not None for k in _LAYOUT_STATED):
         return None
@@ -83,9 +78,15 @@ def _setup(job, ctx):
         if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or _PARTIAL.search(f.text or "")):
             return None
     config = getattr(ctx, "config", None) or {}
+    from parallint.estimator.spec import spec_for_job
+
     spec = spec_for_job(job, config)
     if spec is None:
         return None
+    from parallint.estimator.gpus import largest_gpu, resolve_gpu
+    from parallint.estimator.memory import estimate
+    from parallint.estimator.params import ShapeError
+
     fw = facts.get("framework")
     tr = spec.setdefault("training", {})
     if not tr.get("recompute"):

@@ -362,6 +362,21 @@ def test_slow_native_shell_parse_is_cancelled(tmp_path, cli):
     assert any(d["code"] == "DDP001" for d in items)
 
 
+def test_cancelled_shell_parse_leaves_the_parser_fresh():
+    """tree-sitter resumes a cancelled parse on the next call, whatever text it is given (wrong
+    trees, then SIGSEGV: fuzz seed 3 crashed 21 times in 64,638 inputs): after a cancellation the
+    next text parses on its own."""
+    from parallint.readers import shell
+
+    bad = ("#!/bin/bash\n" + "[[x]]\n" * 6000).encode()
+    good = b"torchrun --nproc_per_node 8 train.py\n" * 50
+    for _ in range(3):
+        with pytest.raises(shell.TooComplex):
+            shell._ts_parse(bad)
+        tree = shell._ts_parse(good)
+        assert not tree.root_node.has_error and len(tree.root_node.children) == 50
+
+
 def test_shell_repair_past_budget_keeps_the_last_parse(monkeypatch):
     """A placeholder repair whose re-parse runs past the budget stops repairing: the text and tree
     returned are the last ones that parsed, so positions stay exact."""
@@ -383,19 +398,20 @@ def test_shell_repair_past_budget_keeps_the_last_parse(monkeypatch):
     assert tree.root_node.has_error
 
 
-def test_runaway_word_splitting_is_bounded():
+def test_runaway_word_splitting_is_bounded(monkeypatch):
     """`$ARGS` holding thousands of words, used in many commands: each expansion stops at the
-    command word limit (the rest is any number of words) instead of building every word."""
-    import time as _time
-
+    command word limit (the rest is any number of words) instead of building every word (5,000
+    words in 40 commands built 200,000 words and took 2.5 s)."""
     from parallint.readers import shell
 
+    built = []
+    real = shell._to_word
+    monkeypatch.setattr(shell, "_to_word", lambda f, usage: built.append(1) or real(f, usage))
     words = " ".join(["--x"] * 5000)
     text = f'ARGS="{words}"\n' + "torchrun train.py $ARGS\n" * 40
-    c = _time.process_time()
     ev = shell.evaluate(text, "run.sh")
-    assert _time.process_time() - c < 2.0
     assert ev.launches == []  # a command of over MAX_WORDS words is not followed
+    assert 0 < len(built) <= 40 * (shell.MAX_WORDS + 2)
 
 
 # ----------------------------------------------------------------------------- absurd sizes in a job

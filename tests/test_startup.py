@@ -144,3 +144,189 @@ def test_plugin_prescan(tmp_path):
         z.writestr("x.py", "")
     assert may_declare("parallint.rules", [str(archive)])  # cannot see inside: look properly
     assert may_declare("parallint.rules", [str(tmp_path / "thing.egg")])
+
+
+# ------------------------------------------------------------------ what a one-file run imports
+
+def _loaded(args, cwd):
+    """Every module in sys.modules when ``parallint ARGS`` ends (rule modules come through
+    importlib.import_module, which -X importtime does not show), and the process."""
+    out = cwd / ".modules.txt"
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+            f"sys.argv = ['parallint'] + {list(args)!r}\n"
+            "from parallint.cli import main\nmain()\n")
+    env = dict(os.environ)
+    env.pop("PARALLINT_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    mods = set(out.read_text().split("\n"))
+    out.unlink()
+    return mods, proc
+
+
+#: never imported for a JSON config checked on its own: parsers of other formats, the engine's
+#: tools for other cases (git listing, cache writes, config files, did-you-mean), the script and
+#: launch rules with the script model they read, the memory estimator for a job without a model
+NOT_FOR_JSON = HEAVY + (
+    "yaml", "tomllib", "subprocess", "tempfile", "pickle", "difflib", "configparser", "_hashlib", "textwrap",
+    "parallint.model.script", "parallint.readers.python", "parallint.estimator.memory", "parallint.estimator.gpus",
+    "parallint.rules.ddp", "parallint.rules.pg", "parallint.rules.dat", "parallint.rules.ckp",
+    "parallint.rules.lch", "parallint.rules.env", "parallint.rules.lay_mesh", "parallint.rules.pip",
+    "parallint.rules.noqa", "parallint.rules.syn")
+
+
+def test_json_check_imports_only_what_a_json_config_needs(tmp_path):
+    write_tree(tmp_path, {"ds_config.json": '{"train_batch_size": 15, "train_micro_batch_size_per_gpu": 2,\n'
+                                            ' "gradient_accumulation_steps": 2, "zero_optimization": {"stage": 2},\n'
+                                            ' "bf16": {"enabled": true}}\n'})
+    mods, proc = _loaded(["check", "--format", "json", "ds_config.json"], tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert [d["code"] for d in json.loads(proc.stdout)] == ["BAT001"]  # it really checked
+    assert "parallint.rules.bat" in mods and "parallint.readers.jsonpos" in mods
+    assert sorted(m for m in NOT_FOR_JSON if m in mods) == []
+
+
+def test_yaml_check_imports_no_script_rules(tmp_path):
+    write_tree(tmp_path, {"megatron_gpt.yaml": "trainer:\n  devices: 8\n  num_nodes: 2\nmodel:\n  micro_batch_size: 2\n"
+                                               "  global_batch_size: 64\n  tensor_model_parallel_size: 2\n"})
+    mods, proc = _loaded(["check", "megatron_gpt.yaml"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "yaml" in mods and "parallint.rules.lay" in mods
+    unwanted = HEAVY + ("tomllib", "subprocess", "tempfile", "parallint.model.script", "parallint.rules.ddp",
+                        "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env")
+    assert sorted(m for m in unwanted if m in mods) == []
+
+
+def test_a_configuration_file_is_read_with_tomllib(tmp_path):
+    write_tree(tmp_path, {"pyproject.toml": "[tool.parallint]\nignore = [\"BAT001\"]\n",
+                          "ds_config.json": '{"train_batch_size": 15, "train_micro_batch_size_per_gpu": 2,\n'
+                                            ' "gradient_accumulation_steps": 2}\n'})
+    mods, proc = _loaded(["check", "--format", "json", "ds_config.json"], tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == [], proc.stderr[-2000:]
+    assert "tomllib" in mods or "tomli" in mods
+
+
+def test_a_launch_brings_its_rules(tmp_path):
+    """The deferred families load when a job has what they match: a launch and a script."""
+    write_tree(tmp_path, {"run.sh": "torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+                          "train.py": "import torch.distributed as dist\nimport os\n"
+                                      "os.environ['MASTER_ADDR'] = 'localhost'\ndist.init_process_group('nccl')\n"})
+    mods, proc = _loaded(["check", "--format", "json", "run.sh"], tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert {"parallint.rules.lch", "parallint.rules.pg", "parallint.rules.ddp"} <= mods
+
+
+# ------------------------------------------------------------------ the rule declaration table
+
+def test_rule_declaration_table_is_current():
+    from parallint.registry import TABLE, declaration_table
+
+    path = ROOT / "lint" / "data" / TABLE
+    want = declaration_table()
+    if os.environ.get("PARALLINT_UPDATE_SNAPSHOTS"):
+        path.write_text(want, "utf-8")
+    assert path.read_text("utf-8") == want, \
+        f"lint/data/{TABLE} is stale (a rule module changed): PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py"
+
+
+def test_lazy_registry_stands_for_every_rule():
+    from parallint.registry import RuleRef, _refs, _builtin_names, get_registry
+
+    eager = {r.code: r for r in get_registry().rules}
+    refs = {r.code: r for name in _builtin_names() for r in (_refs(name) or [])}
+    assert set(refs) == {c for c, r in eager.items() if r.__module__.startswith("parallint.rules.")}
+    for code, ref in refs.items():
+        cls = eager[code]
+        assert isinstance(ref, RuleRef)
+        assert (ref.code, ref.name, ref.severity, ref.summary, ref.kinds, ref.calls, ref.__module__, ref.__qualname__) == \
+            (cls.code, cls.name, cls.severity, cls.summary, cls.kinds, cls.calls, cls.__module__, cls.__qualname__)
+        assert ref.load() is cls and ref.doc == cls.doc
+
+
+def test_a_changed_rule_module_is_imported_not_trusted(monkeypatch):
+    from parallint import registry
+
+    monkeypatch.setattr(registry, "_TABLE", {**registry._table(), "bat": {**registry._table()["bat"], "source": "0:0"}})
+    assert registry._refs("bat") is None and registry._refs("cfg") is not None
+    monkeypatch.setattr(registry, "_TABLE", {k: v for k, v in registry._table().items() if k != "lch"})
+    assert registry._refs("lch") is None
+
+
+def _job(kinds, launch=None):
+    from pathlib import Path
+
+    from parallint.facts import FileFacts
+    from parallint.job import Job
+
+    files = [FileFacts(path=f"f{i}", abspath=Path(f"/f{i}"), kind=k, text="") for i, k in enumerate(kinds)]
+    return Job(name="j", root=files[0], launch=launch, files=files)
+
+
+def test_script_and_launch_job_checks_skip_a_job_of_configs():
+    from parallint import registry
+
+    refs = {r.code: r for name in registry._builtin_names() for r in (registry._refs(name) or [])}
+    configs = _job(["deepspeed", "nemo"])
+    assert not refs["LCH001"].may_match(configs) and not refs["PG003"].may_match(configs)
+    assert not refs["DDP002"].may_match(configs) and not refs["LAY007"].may_match(configs)
+    assert not refs["DDP001"].may_match(configs)  # no job check at all
+    for code in ("BAT001", "LAY001", "PIP004", "MEM001", "CFG006"):  # config and fact rules: every job
+        assert refs[code].may_match(configs), code
+    assert refs["PG003"].may_match(_job(["deepspeed", "python"]))
+    assert refs["LCH001"].may_match(_job(["deepspeed"], launch=object()))
+    assert refs["LCH001"].may_match(_job(["accelerate"]))
+
+
+def _skippable():
+    from parallint import registry
+
+    refs = [r for name in registry._builtin_names() for r in (registry._refs(name) or [])]
+    return [r for r in refs if r.checks_jobs and r.scripts_or_launches]
+
+
+@pytest.mark.parametrize("ref", _skippable(), ids=lambda r: r.code)
+def test_deferred_rules_find_what_the_classes_find(ref, tmp_path):
+    """Every example of a rule whose job check may be skipped: the same findings through the
+    RuleRef as through the class."""
+    from parallint.config import Config
+    from parallint.runner import check_paths
+
+    cls = ref.load()
+    for i, ex in enumerate(list(cls.valid) + list(cls.invalid)):
+        where = tmp_path / f"ex{i}"
+        for name, text in ex.all_files().items():
+            p = where / name
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        got = [check_paths(list(ex.paths) or ["."], Config(None, where, dict(ex.config)), rules=[r], cwd=where)
+               for r in (ref, cls)]
+        assert got[0].diagnostics == got[1].diagnostics and not got[0].errors, (ref.code, i)
+
+
+def test_check_leaves_the_collector_as_it_found_it(tmp_path, monkeypatch, capsys):
+    """A run over a few named files keeps the cyclic collector off while it works (start-up) and
+    turns it back on, error or not; an embedding process keeps its collector."""
+    import gc
+
+    from parallint.check_cmd import run_check
+
+    write_tree(tmp_path, {"ds_config.json": '{"train_batch_size": 15, "train_micro_batch_size_per_gpu": 2,\n'
+                                            ' "gradient_accumulation_steps": 2}\n'})
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    import parallint.index as index
+
+    real = index.check_files
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(index, "check_files", spy)
+    assert gc.isenabled()
+    assert run_check(["ds_config.json"], output_format="json") == 1
+    assert run_check(["ds_config.json", "--missing--"], output_format="json") in (1, 2)
+    assert gc.isenabled() and seen == [False, False]
+    assert run_check(["."], output_format="json", exit_zero=True) == 0  # a folder: as before
+    assert seen[-1] is True and gc.isenabled()
+    capsys.readouterr()

@@ -229,9 +229,13 @@ def _ts_parse(data: bytes):
     def progress(_offset: int, _has_error: bool) -> bool:
         return clock() > deadline
 
+    parser = _parser()
     try:
-        return _parser().parse(read, progress_callback=progress)
+        return parser.parse(read, progress_callback=progress)
     except ValueError:  # "Parsing failed": cancelled by progress()
+        # a cancelled parser resumes the cancelled text on its next parse, whatever text it is
+        # given (wrong trees, then memory errors): it must start afresh
+        parser.reset()
         raise TooComplex(f"too complex (parsing the shell took over {PARSE_CPU_SECONDS:g} s)") from None
 
 

@@ -4,22 +4,27 @@ Every mapping, sequence and scalar keeps its line and column, mappings remember 
 and limits stop alias bombs and runaway nesting. Scalars are constructed with PyYAML's *safe*
 constructor, so YAML 1.1 quirks apply exactly as the frameworks see them (``1e-5`` is a string,
 ``NO`` is false).
+
+PyYAML is imported when a document is loaded, not with this module: :class:`PNode` is the tree of
+the JSON and TOML readers too, and a run that reads no YAML never imports it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
-
-import yaml
+from typing import TYPE_CHECKING, Any, Iterator
 
 from parallint.diagnostics import Span
 
-_Loader: type[yaml.CSafeLoader] | type[yaml.SafeLoader]
-try:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+if TYPE_CHECKING:  # pragma: no cover
+    import yaml
+
+
+def _loader() -> "type[yaml.CSafeLoader] | type[yaml.SafeLoader]":
+    """PyYAML's safe loader, C-accelerated when the build has it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
 MAX_NODES = 100_000  # after alias expansion: a "billion laughs" bomb stops here, before any work
 MAX_DEPTH = 200
@@ -91,9 +96,13 @@ class _Converter:
     def __init__(self, path: str) -> None:
         self.path = path
         self.count = 0
+        import yaml
+
+        self.yaml = yaml
         self.constructor = yaml.constructor.SafeConstructor()
 
     def convert(self, node: yaml.Node, depth: int = 0) -> PNode:
+        yaml = self.yaml
         self.count += 1
         if self.count > MAX_NODES:
             raise YamlLimitError(f"more than {MAX_NODES} YAML nodes (alias expansion?)")
@@ -133,7 +142,7 @@ class _Converter:
     def _scalar(self, node: yaml.Node) -> Any:
         try:
             return self.constructor.construct_object(node, deep=True)
-        except yaml.YAMLError:
+        except self.yaml.YAMLError:
             return node.value
 
 
@@ -141,6 +150,8 @@ def expanded_size(node: yaml.Node, limit: int = MAX_NODES) -> int:
     """How many nodes ``node`` becomes once every alias is expanded (stops counting past
     ``limit``). Aliases share node objects, so sizes are computed once per object: linear in the
     text, whatever the expansion. Iterative: no recursion on deep documents."""
+    import yaml
+
     sizes: dict[int, int] = {}
     stack: list[tuple[yaml.Node, bool]] = [(node, False)]
     while stack:
@@ -178,10 +189,12 @@ def load_all(text: str, path: str) -> list[PNode]:
     reason = config_guard("yaml", text)  # before the composer, which recurses per level
     if reason:
         raise YamlLimitError(reason)
+    import yaml
+
     conv = _Converter(path)
     docs = []
     total = 0
-    for node in yaml.compose_all(text, Loader=_Loader):
+    for node in yaml.compose_all(text, Loader=_loader()):
         if node is not None:
             total += expanded_size(node, MAX_NODES - total)
             if total > MAX_NODES:
