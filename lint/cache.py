@@ -358,7 +358,7 @@ class RunCache:
         try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
             from _operator import _compare_digest as same
         except ImportError:  # pragma: no cover - another Python implementation
-            from hmac import compare_digest as same
+            from hmac import compare_digest as same  # type: ignore[no-redef]
         mac, payload = raw[:_MAC], raw[_MAC:]
         good = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
         if len(mac) != _MAC or not same(mac, good):
