@@ -27,10 +27,11 @@ try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (mil
     import _blake2 as hashlib
 except ImportError:  # pragma: no cover - another Python implementation
     import hashlib  # type: ignore[no-redef]
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
+
+from parallint.deps import Record, _names_digest
 
 ENTRY_FORMAT = 1
 FILES_DIR = "files"
@@ -104,6 +105,8 @@ class FileCache:
     """Signed per-file entries under ``folder`` for one run (rules and settings fixed)."""
 
     def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any]) -> None:
+        import json
+
         self.folder = folder / FILES_DIR
         self.key = user_key()
         sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
@@ -218,3 +221,296 @@ def clean(folder: Path) -> bool:
         return False
     shutil.rmtree(folder, ignore_errors=True)
     return not folder.exists()
+
+
+# ------------------------------------------------------------------------------- the run cache
+# A warm run of the same command over an unchanged tree reuses the whole run's findings. What a
+# run depended on is recorded while it runs: the files it read (with the digest of the bytes read),
+# the folders it walked (with their listing as walked), the paths it probed and found missing, the
+# repository markers above them; a cold run is stored with that manifest, and the next run with
+# the same key checks the manifest instead of running. A file is trusted by its stat signature
+# (size, mtime_ns, inode), as Ruff does, except when it was modified within RACY_NS of the run
+# that recorded it (a coarse clock could hide a later edit): then, and whenever its stat changed,
+# its content digest decides.
+
+RUNS_DIR = "runs"
+RUN_FORMAT = 1
+RACY_NS = 2_000_000_000  # coarser than any file system's time stamps (FAT: 2 s)
+#: files above the folders a run looks at, whose existence decides a repository root, a
+#: configuration or a .gitignore chain
+MARKERS = (".git", ".gitignore", "pyproject.toml", "setup.py", "parallint.toml", ".parallint.toml")
+#: bytes hashed of a file recorded without a digest taken as it was read
+STORE_HASH_BYTES = 8 << 20
+_SKIP_DEVICES = ("/dev/", "/proc/", "/sys/")
+
+
+def _listing(folder: str) -> str | None:
+    try:
+        return _names_digest(os.listdir(folder))
+    except OSError:
+        return None
+
+
+def _sig(path: str) -> tuple[int, int, int, int] | None:
+    """(mode: file type and permissions, size, mtime_ns, inode), or None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _kind(mode: int) -> int:
+    return mode & 0o170000  # stat.S_IFMT
+
+
+def _head_digest(path: str, n: int) -> str | None:
+    from parallint.safeio import read_regular
+
+    data = read_regular(path, n)
+    return None if data is None else digest(data[:n])
+
+
+def _fspath(p: Any) -> str | None:
+    try:
+        s = os.fsdecode(os.fspath(p))
+    except (TypeError, ValueError):
+        return None
+    return os.path.abspath(s) if s else None
+
+
+class RunCache:
+    """The findings of whole runs, keyed by everything that decides them besides the files
+    (parallint's code, the rules, the settings, the command's paths and options), each with the
+    manifest of the files and folders the run depended on."""
+
+    def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any],
+                 extra: dict[str, Any]) -> None:
+        import json
+        import sys
+
+        self.folder = folder
+        self.dir = folder / RUNS_DIR
+        self.key = user_key()
+        sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
+        plugins = []
+        for r in rules:  # a plugin rule's own code (builtin rules are in the fingerprint)
+            if not r.__module__.startswith("parallint."):
+                mod = sys.modules.get(r.__module__)
+                f = getattr(mod, "__file__", None)
+                plugins.append(f"{f}:{_sig(f) if f else None}")
+        try:
+            conf = json.dumps(settings, sort_keys=True, default=repr)
+            more = json.dumps(extra, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            conf, more = repr(sorted(settings.items(), key=repr)), repr(sorted(extra.items(), key=repr))
+        env = f"{sys.version}\n{sys.executable}\n{os.path.expanduser('~')}"
+        self.run_key = digest("\n".join([str(RUN_FORMAT), code_fingerprint(), str(sel), str(sorted(plugins)),
+                                         conf, more, env]).encode("utf-8", "surrogateescape"))
+        self.skip = self._skip_prefixes()
+        self.outcome = "off" if self.key is None else "miss"
+
+    @property
+    def usable(self) -> bool:
+        return self.key is not None
+
+    def _path(self) -> Path:
+        return self.dir / self.run_key
+
+    def _skip_prefixes(self) -> tuple[str, ...]:
+        import sys
+
+        out = {str(self.folder), os.path.dirname(user_path())}
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+            out.add(p)
+        try:
+            import parallint
+            import parallint.rules
+
+            for pkg in (parallint, parallint.rules):
+                out.update(getattr(pkg, "__path__", ()))
+        except ImportError:  # pragma: no cover
+            pass
+        out.update(p for p in sys.path if "site-packages" in p or "dist-packages" in p)
+        return tuple(os.path.join(os.path.abspath(p), "") for p in out if p)
+
+    def prepare(self) -> None:
+        """Make the cache folder before a run walks the tree (a folder made during the run would
+        change its parent's listing, and the next run would not reuse this one)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            _ignore_file(self.folder)
+        except OSError:
+            pass
+
+    # -- reading ----------------------------------------------------------------------------
+    def load(self) -> Any:
+        """The stored result when every file and folder in its manifest is as recorded, else
+        None."""
+        import pickle
+
+        if self.key is None:
+            return None
+        try:
+            raw = self._path().read_bytes()
+        except OSError:
+            return None
+        try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
+            from _operator import _compare_digest as same
+        except ImportError:  # pragma: no cover - another Python implementation
+            from hmac import compare_digest as same  # type: ignore[no-redef]
+        mac, payload = raw[:_MAC], raw[_MAC:]
+        good = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
+        if len(mac) != _MAC or not same(mac, good):
+            return None
+        try:
+            fmt, run_key, files, listings, result = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - a damaged entry is a miss
+            return None
+        if fmt != RUN_FORMAT or run_key != self.run_key or not isinstance(files, dict) or \
+                not isinstance(listings, dict):
+            return None
+        touched = False
+        for path, want in listings.items():
+            if want is None or _listing(path) != want:
+                self.outcome = "changed"
+                return None
+        for path, entry in files.items():
+            state = _check_entry(path, entry)
+            if state is False:
+                self.outcome = "changed"
+                return None
+            if state is not True:
+                files[path] = state  # same content, new stat (a touch, a checkout)
+                touched = True
+        if touched:
+            self._write((fmt, run_key, files, listings, result))
+        self.outcome = "hit"
+        return result
+
+    # -- writing ----------------------------------------------------------------------------
+    def store(self, result: Any, rec: Record, read: Iterable[Any], t0: int) -> bool:
+        """Store ``result`` with the manifest of ``rec`` (and of the files ``read``); ``t0`` is
+        when the run began (time.time_ns()). False when it is not stored (something changed while
+        the run read it, or the cache cannot be written)."""
+        if self.key is None:
+            return False
+        racy = t0 - RACY_NS
+        files: dict[str, tuple] = {}
+        paths: dict[str, bool] = {}  # path -> read (content matters) or only looked for
+        for ap in read:
+            paths[str(ap)] = True
+        for key in rec.reads:
+            paths[key] = True
+        skip = self.skip
+        for raw in rec.opened:
+            s = _fspath(raw)
+            if s is None or s.endswith(".pyc") or s.startswith(_SKIP_DEVICES) or s.startswith(skip):
+                continue
+            paths[s] = True
+        for p in rec.probes:
+            paths.setdefault(p, False)
+        folders: set[str] = set(rec.listings)
+        for raw in rec.listed:
+            s = _fspath(raw)
+            if s is not None and not s.startswith(skip) and not s.startswith(_SKIP_DEVICES):
+                folders.add(s)
+        for p in list(paths):
+            folders.add(os.path.dirname(p))
+        above: set[str] = set()
+        for d in folders:
+            parent = os.path.dirname(d)
+            while parent and parent not in above and parent not in folders:
+                above.add(parent)
+                nxt = os.path.dirname(parent)
+                if nxt == parent:
+                    break
+                parent = nxt
+        for d in above | folders:
+            for m in MARKERS:
+                paths.setdefault(os.path.join(d, m), False)
+        for p, content in paths.items():
+            sig = _sig(p)
+            if sig is None or not content or _kind(sig[0]) != _REG:
+                files[p] = (sig, None, None, False)
+                continue
+            n, dig, size = rec.reads.get(p, (None, None, None))
+            if size is not None and size != sig[1]:
+                return False  # changed since it was read
+            if sig[2] >= racy:
+                if dig is None:
+                    return False  # changed just before or during the run, and not read by the runner
+            elif dig is None:
+                n = max(STORE_HASH_BYTES, sig[1])
+                dig = _head_digest(p, n)
+                if dig is None:
+                    return False
+            files[p] = (sig, n, dig, sig[2] >= racy)
+        listings: dict[str, str | None] = {}
+        for d in folders:
+            if d in rec.listings:
+                listings[d] = rec.listings[d]
+                continue
+            sig = _sig(d)
+            if sig is None or _kind(sig[0]) != _DIR:
+                files.setdefault(d, (sig, None, None, False))
+                continue
+            if sig[2] >= racy:
+                return False  # a folder that changed just now, listed only now: not trusted
+            listings[d] = _listing(d)
+        return self._write((RUN_FORMAT, self.run_key, files, listings, result))
+
+    def _write(self, value: Any) -> bool:
+        import pickle
+        import tempfile
+
+        if self.key is None:
+            return False
+        try:
+            payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - something unpicklable: not cached
+            return False
+        mac = hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
+        path = self._path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _ignore_file(self.folder)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".r.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(mac + payload)
+            os.replace(tmp, path)
+        except OSError:
+            return False
+        return True
+
+
+_REG = 0o100000
+_DIR = 0o040000
+
+
+def _check_entry(path: str, entry: tuple) -> "bool | tuple":
+    """True when ``path`` is as recorded; False when it changed; a fresh entry when only its
+    stat changed (same content)."""
+    sig, n, dig, racy = entry
+    now = _sig(path)
+    if sig is None or now is None:
+        return sig == now
+    if n is None:  # only its kind matters (a folder, a marker, a file looked for)
+        return _kind(now[0]) == _kind(sig[0])
+    if now == sig and not racy:
+        return True
+    if now[0] != sig[0] or now[1] != sig[1]:  # (a file made unreadable is another finding)
+        return False
+    if _head_digest(path, n) != dig:
+        return False
+    import time
+
+    still = now[2] >= time.time_ns() - RACY_NS
+    if now == sig and still:
+        return True
+    return (now, n, dig, still)  # same content; trusted by its stat from now on once it is old enough
+
+
+def user_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "parallint", "key")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
@@ -246,11 +246,12 @@ def _parent_matches(p: _Pattern, rel: str) -> bool:
     return any(p.glob.match("/".join(parts[:k])) for k in range(1, len(parts)))
 
 
-@lru_cache(maxsize=4096)
 def _gitignore(dirpath: str) -> tuple[_Pattern, ...]:
+    """The patterns of ``dirpath/.gitignore`` (read at each call: an :class:`Excluder` keeps them
+    for its run, so that an edited .gitignore counts in the next run of a long-lived process)."""
+    path = os.path.join(dirpath, ".gitignore")
     try:
-        fd = os.open(os.path.join(dirpath, ".gitignore"),
-                     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (OSError, ValueError):
         return ()
     try:  # a regular file only (a FIFO named .gitignore would block), and at most 1 MB of it
@@ -261,22 +262,138 @@ def _gitignore(dirpath: str) -> tuple[_Pattern, ...]:
         return ()
     finally:
         os.close(fd)
+    from parallint.deps import note_read
+
+    note_read(path, data)
     return tuple(compile_patterns(data.decode("utf-8", errors="replace").splitlines()))
 
 
-@lru_cache(maxsize=4096)
 def _git_root(start: Path) -> Path | None:
     for d in (start, *start.parents):
-        try:
-            os.stat(d / ".git")
-        except (OSError, ValueError):  # missing, or a folder we may not look into
-            continue
-        return d
+        if _has_git(d):
+            return d
     return None
 
 
+def _has_git(d: Path) -> bool:
+    try:
+        os.stat(d / ".git")
+        return True
+    except (OSError, ValueError):  # missing, or a folder we may not look into
+        return False
+
+
+# ----------------------------------------------------------------------- matching per folder
+# A walk asks about every name in every folder. What the names of one folder share (the
+# folder's path against each pattern) is worked out once per folder (:class:`_Folder`); each
+# name then costs one cheap test per pattern. The verdicts are those of
+# :meth:`Excluder.excluded_slow`, which stays the reference (tests compare the two).
+
+def _segment_matcher(toks: list) -> Callable[[str], bool]:
+    """A fast test for one segment's token list (plain string tests where the glob is a literal,
+    or literals around one or two ``*``); the general matcher otherwise."""
+    lits = [t for t in toks if t != _STAR]
+    if all(type(t) is tuple and t[0] == "lit" for t in lits):
+        stars = [i for i, t in enumerate(toks) if t == _STAR]
+        if not stars:
+            whole = "".join(t[1] for t in toks)
+            return whole.__eq__
+        if stars == [0] and len(toks) > 1:
+            tail = "".join(t[1] for t in toks[1:])
+            return lambda name: name.endswith(tail)
+        if stars == [len(toks) - 1] and len(toks) > 1:
+            head = "".join(t[1] for t in toks[:-1])
+            return lambda name: name.startswith(head)
+        if len(toks) > 2 and stars == [0, len(toks) - 1]:
+            mid = "".join(t[1] for t in toks[1:-1])
+            return lambda name: mid in name
+    return lambda name: _match_segment(toks, name)
+
+
+class _Fast:
+    """One pattern prepared for matching per folder: ``kind`` 1 = one unanchored segment, 2 =
+    anchored without ``**`` (``k`` segments, one test each), 0 = anything else (the glob)."""
+
+    __slots__ = ("glob", "kind", "k", "tests", "dir_only", "negate")
+
+    def __init__(self, pat: _Pattern) -> None:
+        g = pat.glob
+        self.glob = g
+        self.dir_only = pat.dir_only
+        self.negate = pat.negate
+        self.tests: list[Callable[[str], bool]] = []
+        self.kind, self.k = 0, 0
+        if any(seg == _DSTAR for seg in g.segs):
+            return
+        if not g.anchored and len(g.segs) == 1:
+            self.kind, self.k, self.tests = 1, 1, [_segment_matcher(g.segs[0])]
+        elif g.anchored and g.segs:
+            self.kind, self.k, self.tests = 2, len(g.segs), [_segment_matcher(t) for t in g.segs]
+
+
+class _Set:
+    """One pattern list (the configured excludes, or one .gitignore) seen from one folder: the
+    folder's path relative to the patterns' folder, and per pattern whether it matches that path
+    or a folder above it, and (anchored patterns) whether the path is its first k-1 segments."""
+
+    __slots__ = ("fast", "rel", "depth", "matched", "prefix", "ready")
+
+    def __init__(self, fast: "list[_Fast]", parts: list[str]) -> None:
+        self.fast = fast
+        self.rel = "/".join(parts)
+        n = self.depth = len(parts)
+        self.matched = [bool(parts) and f.glob.match(self.rel) for f in fast]
+        # anchored: the path so far is the pattern's first segments
+        self.prefix = [f.kind == 2 and n < f.k and all(t(x) for t, x in zip(f.tests, parts)) for f in fast]
+        self.ready = [p and n == f.k - 1 for f, p in zip(fast, self.prefix)]
+
+    def child(self, name: str) -> "_Set":
+        """The same patterns seen from the folder ``name`` below this one."""
+        out = _Set.__new__(_Set)
+        out.fast = self.fast
+        out.rel = f"{self.rel}/{name}" if self.rel else name
+        n = out.depth = self.depth + 1
+        matched, prefix, ready = [], [], []
+        for f, m, p, r in zip(self.fast, self.matched, self.prefix, self.ready):
+            if m:
+                hit = True
+            elif f.kind == 1:
+                hit = f.tests[0](name)
+            elif f.kind == 2:
+                hit = r and f.tests[-1](name)
+            else:
+                hit = f.glob.match(out.rel)
+            p = p and n <= f.k - 1 and f.tests[n - 1](name) if f.kind == 2 else False
+            matched.append(hit)
+            prefix.append(p)
+            ready.append(p and n == f.k - 1)
+        out.matched, out.prefix, out.ready = matched, prefix, ready
+        return out
+
+    def verdict(self, name: str, is_dir: bool) -> bool | None:
+        """:func:`_matches` for ``name`` in the folder: True ignored, False re-included, None
+        when no pattern says anything."""
+        verdict = None
+        for f, m, ready in zip(self.fast, self.matched, self.ready):
+            if f.dir_only and not is_dir:
+                hit = m  # a folder-only pattern reaches a file through a folder above it
+            elif m:
+                hit = True
+            elif f.kind == 1:
+                hit = f.tests[0](name)
+            elif f.kind == 2:
+                hit = ready and f.tests[-1](name)
+            else:
+                hit = f.glob.match(f"{self.rel}/{name}" if self.rel else name)
+            if hit:
+                verdict = not f.negate
+        return verdict
+
+
 class Excluder:
-    """Decides whether a path is excluded by config patterns or by the .gitignore files above it."""
+    """Decides whether a path is excluded by config patterns or by the .gitignore files above it.
+    One instance serves one run: each .gitignore is read once, and what the names of one folder
+    share is worked out once."""
 
     def __init__(self, patterns: list[str], base: Path, respect_gitignore: bool = True,
                  include_tests: bool = False) -> None:
@@ -284,8 +401,95 @@ class Excluder:
         self.base = base
         self.respect_gitignore = respect_gitignore
         self.include_tests = include_tests
+        self._fast = [_Fast(p) for p in self.patterns]
+        self._ignores: dict[str, tuple[tuple[_Pattern, ...], list[_Fast]]] = {}
+        self._roots: dict[Path, Path | None] = {}
+        self._folders: dict[Path, "tuple[_Set, list[_Set]] | None"] = {}
+
+    def _ignore(self, folder: str) -> tuple[tuple[_Pattern, ...], list[_Fast]]:
+        hit = self._ignores.get(folder)
+        if hit is None:
+            pats = _gitignore(folder)
+            hit = self._ignores[folder] = (pats, [_Fast(p) for p in pats])
+        return hit
+
+    def _root(self, start: Path) -> Path | None:
+        if start not in self._roots:
+            self._roots[start] = _git_root(start)
+        return self._roots[start]
+
+    def _chain(self, path: Path, is_dir: bool) -> list[Path]:
+        """The folders whose .gitignore applies to ``path``, innermost first."""
+        root = self._root(path.parent if not is_dir else path)
+        if root is None:
+            # not in a repository: a .gitignore in the folders walked still applies
+            root = self.base if str(path).startswith(str(self.base)) else path.parent
+        d = path.parent
+        chain = []
+        while True:
+            chain.append(d)
+            if d == root or d == d.parent:
+                break
+            d = d.parent
+        return chain
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
+        shared = self._folder(path.parent)
+        if shared is None or path == self.base or (is_dir and self.respect_gitignore and _has_git(path)):
+            return self.excluded_slow(path, is_dir)
+        cfg, chain = shared
+        name = path.name
+        if cfg.verdict(name, is_dir):
+            return True
+        if not self.respect_gitignore:
+            return False
+        verdict = None
+        for s in chain:
+            v = s.verdict(name, is_dir)
+            if v is not None:
+                verdict = v
+        return bool(verdict)
+
+    def _folder(self, d: Path) -> "tuple[_Set, list[_Set]] | None":
+        """What the verdicts for the names in folder ``d`` share; None where the names of ``d``
+        may not share it (then :meth:`excluded_slow` decides each)."""
+        if d in self._folders:
+            return self._folders[d]
+        base, sd = str(self.base), str(d)
+        # outside a repository the .gitignore root is decided by a string test on the whole
+        # path: a folder whose names may pass it while the folder does not is left to the slow way
+        if (not sd.startswith(base) and base.startswith(sd)) or d == d.parent:
+            self._folders[d] = None
+            return None
+        up = self._folders.get(d.parent)  # the folder above, when it was asked first (a walk)
+        try:
+            rel = d.relative_to(self.base).as_posix()
+            if up is not None and rel != "." and "/" in rel:
+                cfg = up[0].child(d.name)
+            else:
+                cfg = _Set(self._fast, [] if rel == "." else rel.split("/"))
+        except ValueError:
+            cfg = _Set(self._fast, [])  # outside the base a name is matched on its own
+        chain: list[_Set] = []
+        if self.respect_gitignore:
+            folders = self._chain(d / "_", False)
+            if up is not None and folders[1:] == self._chain(d.parent / "_", False):
+                chain = [x.child(d.name) for x in up[1]]
+                pats, fast = self._ignore(str(d))
+                if pats:
+                    chain.append(_Set(fast, []))
+            else:
+                for folder in reversed(folders):
+                    pats, fast = self._ignore(str(folder))
+                    if pats:
+                        r = d.relative_to(folder).as_posix()
+                        chain.append(_Set(fast, [] if r == "." else r.split("/")))
+        out = (cfg, chain)
+        self._folders[d] = out
+        return out
+
+    def excluded_slow(self, path: Path, is_dir: bool) -> bool:
+        """The reference verdict: every pattern tried on the whole path."""
         try:
             rel = path.relative_to(self.base).as_posix()
         except ValueError:
@@ -294,20 +498,9 @@ class Excluder:
             return True
         if not self.respect_gitignore:
             return False
-        root = _git_root(path.parent if not is_dir else path)
-        if root is None:
-            # not in a repository: a .gitignore in the folders walked still applies
-            root = self.base if str(path).startswith(str(self.base)) else path.parent
         verdict = None
-        d = path.parent
-        chain = []
-        while True:
-            chain.append(d)
-            if d == root or d == d.parent:
-                break
-            d = d.parent
-        for folder in reversed(chain):
-            pats = _gitignore(str(folder))
+        for folder in reversed(self._chain(path, is_dir)):
+            pats, _ = self._ignore(str(folder))
             if pats:
                 try:
                     r = path.relative_to(folder).as_posix()
@@ -385,6 +578,9 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
             skipped.append((Path(exc.filename), f"folder cannot be read ({exc.strerror or exc}); "
                                                   "the files in it were not checked"))
 
+    from parallint.deps import note_listing, recording
+
+    note = note_listing if recording() is not None else None
     for dirpath, dirnames, filenames in os.walk(top, followlinks=True, onerror=unreadable):
         try:
             st = os.stat(dirpath)
@@ -397,6 +593,8 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
             continue
         visited_dirs.add(key)
         d = Path(dirpath)
+        if note is not None:
+            note(dirpath, dirnames + filenames)  # the folder as walked (the run cache's manifest)
         dirnames[:] = sorted(
             x for x in dirnames
             if not (skip_tests and x in TEST_DIRS) and not excluder.excluded(d / x, True))

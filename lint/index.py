@@ -300,18 +300,82 @@ def _git_files(root: Path) -> list[str] | None:
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
-                related_findings: bool = False):
+                related_findings: bool = False, run_cache: bool | None = None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
     a given file: a launch edit that breaks a config). Folders are checked as usual. ``buffers``
-    (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents)."""
+    (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents).
+
+    With ``use_cache``, per-file results come from the content cache (parallint.cache); with
+    ``run_cache`` too (the default), a run over folders only whose files, folders and settings are
+    unchanged since the same run was last made gives that run's findings without reading any file
+    (:class:`parallint.cache.RunCache`; the result then has no ``jobs``)."""
     from parallint.runner import Runner
 
     runner = Runner(config, cwd)
     cwd = runner.cwd
+    whole = None
     if use_cache and not buffers and stdin is None:
         runner.store = content_cache(runner, paths, rules)
+        if (use_cache if run_cache is None else run_cache) and paths and \
+                all(os.path.isdir(os.path.join(cwd, p)) for p in paths):
+            whole = _run_cache(runner, paths, rules, all_job_findings, related_findings)
+    if whole is None:
+        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+    from parallint.runner import Result
+
+    hit = whole.load()
+    if hit is not None:
+        _trace("hit")
+        diagnostics, checked = hit
+        return Result(list(diagnostics), checked)
+    import time
+
+    from parallint import deps
+
+    whole.prepare()
+    t0 = time.time_ns()
+    rec = deps.start_recording()
+    try:
+        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+    finally:
+        deps.stop_recording()
+    stored = False
+    if not result.errors and not any(d.code == "SYN002" and _unsteady(d.message) for d in result.diagnostics):
+        stored = whole.store((result.diagnostics, result.files_checked), rec, runner.cache.keys(), t0)
+    _trace(f"{whole.outcome}, {'stored' if stored else 'not stored'}")
+    return result
+
+
+def _trace(what: str) -> None:
+    """``PARALLINT_CACHE_TRACE=1``: say on standard error what the run cache did."""
+    if os.environ.get("PARALLINT_CACHE_TRACE"):
+        import sys
+
+        print(f"parallint: run cache: {what}", file=sys.stderr)
+
+
+def _unsteady(message: str) -> bool:
+    """A SYN002 reason that depends on the machine's load, not on the files."""
+    return any(w in message for w in ("timed out", "out of memory", "crashed", "took over"))  # "took over": a CPU budget
+
+
+def _run_cache(runner, paths: list[str], rules, all_job_findings: bool, related_findings: bool):
+    from parallint.cache import RunCache
+
+    cfg = runner.config
+    store = runner.store
+    extra = {"paths": [os.path.abspath(os.path.join(runner.cwd, p)) for p in paths], "cwd": str(runner.cwd),
+             "base": str(cfg.base), "config": str(cfg.path), "exclude": list(cfg.exclude),
+             "all_job_findings": all_job_findings, "related_findings": related_findings}
+    run = RunCache(store.folder.parent, rules, cfg.settings, extra)
+    return run if run.usable else None
+
+
+def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool, buffers: dict | None,
+                 related_findings: bool, use_cache: bool):
+    cwd = runner.cwd
     for ap, text in (buffers or {}).items():
         runner.stdin[Path(os.path.abspath(ap))] = text
     given: list[Path] = []  # files named (or the stdin file)

@@ -22,7 +22,24 @@ MAX_DEPTH = 3
 Reader = Callable[[Path], "FileFacts | None"]
 
 
+_ROOTS: dict[Path, Path] = {}  # repo_root per folder, for one run (see reset)
+
+
+def reset() -> None:
+    """Forget the repository roots found by an earlier run."""
+    _ROOTS.clear()
+
+
 def repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` with ``.git``, ``pyproject.toml`` or ``setup.py``
+    (else ``start``); remembered for the run, as every file of a folder asks for it."""
+    hit = _ROOTS.get(start)
+    if hit is None:
+        hit = _ROOTS[start] = _repo_root(start)
+    return hit
+
+
+def _repo_root(start: Path) -> Path:
     for d in (start, *start.parents):
         if (d / ".git").exists() or (d / "pyproject.toml").is_file() or (d / "setup.py").is_file():
             return d
@@ -43,15 +60,25 @@ def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> 
     else:
         cands = [raw]
     folders = [base] if base == root else [base, root]
+    note = _probed()
     for c in cands:
         p = Path(os.path.expanduser(c))  # never raises on an unknown `~user`
         for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
+            if note is not None:
+                note(cand)  # a file that appears there later links (the run cache's manifest)
             try:
                 if cand.is_file():
                     return cand.resolve()
-            except OSError:
+            except (OSError, ValueError):
                 continue
     return None
+
+
+def _probed():
+    """parallint.cache.note_probe while a run is recorded, else None."""
+    from parallint import deps
+
+    return deps.note_probe if deps.recording() is not None else None
 
 
 def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
@@ -72,7 +99,12 @@ def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], d
         _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, depth)
 
 
-def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path) -> list[Job]:
+def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path,
+               settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> list[Job]:
+    """The jobs of ``files``: one per launch, one per declared group, and the job of every other
+    file on its own. ``settled(file, members)`` says that the rules of a file's own job (with
+    those member files) have run already (in a worker): that job is assembled without the facts
+    only its rules would read (the script's own launcher, see :func:`pylaunch.attach`)."""
     jobs: list[Job] = []
     taken: set[Path] = set()
     declared_for: dict[Path, list[Path]] = {}
@@ -132,15 +164,17 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
     for f in files:
         if f.abspath in taken or f.launches:
             continue
-        jobs.append(standalone_job(f, read))
+        jobs.append(standalone_job(f, read, settled))
     return jobs
 
 
-def standalone_job(f: FileFacts, read: Reader) -> Job:
+def standalone_job(f: FileFacts, read: Reader,
+                   settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> Job:
     """The job of a file that no launch takes in: the file and the files it names."""
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
     root = repo_root(f.abspath.parent)
     _follow(job, f, read, root, {f.abspath}, 1)
-    pylaunch.attach(job, None, root)
+    if settled is None or not settled(f, tuple(x.abspath for x in job.files)):
+        pylaunch.attach(job, None, root)
     return job

@@ -38,13 +38,85 @@ FRAMEWORKS = ("megatron-lm", "megatron-deepspeed")
 
 
 # -- reading Python source without importing it ---------------------------------------------------
+#: what one run has read already (trees, tables, flags), emptied by :func:`reset` when a run starts:
+#: a launch file per experiment names the same few entry scripts, and their tables are the same
+_MEMO: dict[tuple, object] = {}
+
+
+def reset() -> None:
+    """Forget what earlier runs read (the files may have changed since)."""
+    _MEMO.clear()
+
+
+def _memo(key: tuple, make):
+    if key in _MEMO:
+        return _MEMO[key]
+    value = _MEMO[key] = make()
+    return value
+
+
 def _parse(path: Path) -> ast.Module | None:
+    return _memo(("parse", path), lambda: _parse_now(path))  # type: ignore[no-any-return]
+
+
+def _parse_now(path: Path) -> ast.Module | None:
+    from parallint.deps import note_probe
+
+    note_probe(path)
     try:
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             return None
         return ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+#: fields that never hold a node worth visiting (names, flags, the Load/Store and operator singletons)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
+                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
+                          "end_col_offset"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a tree in :func:`ast.walk`'s order (less the context and operator
+    singletons), listed once per tree and run."""
+    key = ("nodes", id(tree))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is tree:  # type: ignore[index]
+        return hit[1]  # type: ignore[index,no-any-return]
+    AST = ast.AST
+    out = [tree]
+    push = out.append
+    for node in out:  # (the list grows while it is read: breadth first)
+        t = type(node)
+        fields = _FIELDS.get(t)
+        if fields is None:
+            fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+    _MEMO[key] = (tree, out)  # the tree kept with it: its id stays its own
+    return out
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _statements(tree: ast.AST) -> list[ast.AST]:
+    """The statements of ``tree`` (and its except handlers and match cases) in :func:`ast.walk`'s
+    order, without entering expressions (which hold no statement)."""
+    out = [tree]
+    for node in out:  # (the list grows while it is read: breadth first)
+        for name in node._fields:
+            if name in _BLOCKS:
+                out.extend(x for x in getattr(node, name, ()) if isinstance(x, ast.AST))
+    return out
 
 
 def _call_name(node: ast.Call) -> str:
@@ -59,7 +131,7 @@ def _call_name(node: ast.Call) -> str:
 def added_flags(tree: ast.AST) -> set[str]:
     """Every ``--flag`` string given positionally to an ``add_argument`` call."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--"):
@@ -69,8 +141,16 @@ def added_flags(tree: ast.AST) -> set[str]:
 
 def _imports(tree: ast.AST) -> dict[str, tuple[str, int]]:
     """name -> (module, level) for every ``from module import name`` in the file (any scope)."""
+    key = ("imports", id(tree))
+    hit = _MEMO.get(key)
+    if hit is None or hit[0] is not tree:  # type: ignore[index]
+        hit = _MEMO[key] = (tree, _imports_now(tree))  # the tree kept with it: its id stays its own
+    return hit[1]  # type: ignore[index,no-any-return]
+
+
+def _imports_now(tree: ast.AST) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 out[alias.asname or alias.name] = (node.module or "", node.level)
@@ -88,9 +168,13 @@ def _module_file(root: Path, here: Path, module: str, level: int) -> Path | None
         bases = [base]
     else:
         bases = [root, here.parent]
+    from parallint.deps import note_probe
+
     for b in bases:
         cand = b.joinpath(*parts) if parts else b
         for c in (cand.with_suffix(".py") if parts else None, cand / "__init__.py"):
+            if c is not None:
+                note_probe(c)
             try:
                 if c is not None and c.is_file() and (root == c.resolve().parent or root in c.resolve().parents):
                     return c
@@ -154,7 +238,7 @@ def _dataclass_flags(root: Path, path: Path, tree: ast.Module, name: str, exclud
 def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
     """Flags of every ``ArgumentGroupFactory(Config, exclude=[...])`` in the arguments module."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not (isinstance(node, ast.Call) and _call_name(node) == "ArgumentGroupFactory" and node.args):
             continue
         cls = node.args[0]
@@ -176,7 +260,7 @@ def _factory_flags(root: Path, path: Path, tree: ast.Module) -> set[str] | None:
 
 def _list_assigned(tree: ast.AST, name: str) -> set[str]:
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             if isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
                 out |= {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
@@ -187,8 +271,11 @@ ARGUMENT_MODULES = ("megatron/training/arguments.py", "megatron/arguments.py")
 
 
 def arguments_module(root: Path) -> Path | None:
+    from parallint.deps import note_probe
+
     for rel in ARGUMENT_MODULES:
         p = root / rel
+        note_probe(p)
         if p.is_file():
             return p
     return None
@@ -232,7 +319,7 @@ def rejected_flags(tree: ast.AST) -> dict[str, str]:
 
     out: dict[str, str] = {}
     texts: list[ast.AST]
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
             texts = [node.msg]
         elif isinstance(node, ast.If):
@@ -257,16 +344,22 @@ def script_flags(path: Path, root: Path) -> set[str] | None:
     """The flags a Megatron entry script adds to Megatron's: its own ``add_argument`` flags and
     those of its ``extra_args_provider``. None when they cannot be known (a provider that is not
     in the repository, ``ignore_unknown_args=True``, a script that is not a Megatron entry point)."""
+    got = _memo(("script", path, root), lambda: _script_flags(path, root))
+    return None if got is None else set(got)  # type: ignore[call-overload]
+
+
+def _script_flags(path: Path, root: Path) -> set[str] | None:
     tree = _parse(path)
     if tree is None:
         return None
     flags = added_flags(tree)
     imports = _imports(tree)
-    defined = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    assigned = {t.id for d in ast.walk(tree) if isinstance(d, ast.Assign) for t in d.targets
+    nodes = _nodes(tree)
+    defined = {d.name: d for d in nodes if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assigned = {t.id for d in nodes if isinstance(d, ast.Assign) for t in d.targets
                 if isinstance(t, ast.Name)}
     megatron_entry = False
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ENTRY_CALLS
                 and imports.get(node.func.id, ("", 0))[0].split(".")[0] == "megatron"):
             continue  # Megatron's own entry points only (not some `parser.parse_args()`)
@@ -353,9 +446,12 @@ def bundled(framework: str) -> dict:
     return json.loads(text)
 
 
-@lru_cache(maxsize=32)
 def vendored(root: str) -> dict | None:
     """The table of a Megatron checkout at ``root`` (the repository being checked), or None."""
+    return _memo(("vendored", root), lambda: _vendored(root))  # type: ignore[no-any-return]
+
+
+def _vendored(root: str) -> dict | None:
     try:
         return extract(Path(root))
     except (OSError, RecursionError, ValueError):

@@ -85,21 +85,35 @@ class PyLaunch:
 _LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+#: fields that never hold a node a scan looks at (names, flags, and the Load/Store and operator
+#: singletons, which are nodes but say nothing here)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
+                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
+                          "end_col_offset"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _walk(tree: ast.AST) -> list[ast.AST]:
-    """The nodes of ``tree`` in :func:`ast.walk`'s order (breadth first), as a list: one pass
-    without ast.walk's generators, reused by every loop of the scan."""
+    """The nodes of ``tree`` in :func:`ast.walk`'s order (breadth first), as a list, less the
+    context and operator singletons: one pass without ast.walk's generators, reused by every
+    loop of the scan."""
     AST = ast.AST
+    fields_of = _FIELDS
     out = [tree]
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
-        for name in node._fields:
+    push = out.append
+    for node in out:  # (the list grows while it is read: breadth first)
+        t = type(node)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        for name in fields:
             v = getattr(node, name, None)
             if type(v) is list:
-                out.extend(x for x in v if isinstance(x, AST))
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
             elif isinstance(v, AST):
-                out.append(v)
+                push(v)
     return out
 
 
@@ -123,42 +137,63 @@ class _Scan:
         self.alias: dict[str, str] = {}
         self.consts: dict[str, ast.AST] = {}
         self.out = PyLaunch()
-        self.loops: set[int] = set()  # ids of nodes inside a loop or comprehension
+        self._always: set[int] | None = None
+        self._loops: set[int] | None = None
 
     # -- names
     def imports(self) -> None:
         self.nodes = _walk(self.tree)  # every node, in ast.walk's order, listed once
-        for node in self.nodes:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+        Import, ImportFrom, Assign, AnnAssign, AugAssign, Name = \
+            ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Name
         counts: dict[str, int] = {}
         for node in self.nodes:
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    if isinstance(t, ast.Name):
-                        counts[t.id] = counts.get(t.id, 0) + 1
+            t = type(node)
+            if t is Import:
+                for a in node.names:  # type: ignore[attr-defined]
+                    self.alias[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif t is ImportFrom:
+                if node.module and not node.level:  # type: ignore[attr-defined]
+                    for a in node.names:  # type: ignore[attr-defined]
+                        self.alias[a.asname or a.name] = f"{node.module}.{a.name}"  # type: ignore[attr-defined]
+            elif t is Assign or t is AnnAssign or t is AugAssign:
+                for tg in (node.targets if t is Assign else [node.target]):  # type: ignore[attr-defined]
+                    if type(tg) is Name:
+                        counts[tg.id] = counts.get(tg.id, 0) + 1
         for node in self.tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name = node.targets[0].id
                 if counts.get(name) == 1 and isinstance(node.value, ast.Constant):
                     self.consts[name] = node.value
-        self.always = {id(st) for st in self.tree.body}
-        # one pass (a walk per function or loop was quadratic in nesting): the bodies of `if
-        # __name__ == "__main__":` and of every function with an init_process_group call anywhere
-        # inside (nested functions included) always run; every node inside a loop is in a loop
+
+    @property
+    def always(self) -> set[int]:
+        """Ids of the statements that always run (see :meth:`_flow`)."""
+        if self._always is None:
+            self._flow()
+        return self._always  # type: ignore[return-value]
+
+    @property
+    def loops(self) -> set[int]:
+        """Ids of the nodes inside a loop or comprehension (see :meth:`_flow`)."""
+        if self._loops is None:
+            self._flow()
+        return self._loops  # type: ignore[return-value]
+
+    def _flow(self) -> None:
+        """One pass, made only when a launcher call or assignment needs it (a walk per function
+        or loop was quadratic in nesting): the module's statements, the bodies of `if __name__ ==
+        "__main__":` and of every function with an init_process_group call anywhere inside
+        (nested functions included) always run; every node inside a loop is in a loop."""
+        always = {id(st) for st in self.tree.body}
+        loops: set[int] = set()
         setup: dict[int, ast.AST] = {}
         stack: list[tuple[ast.AST, tuple, bool]] = [(self.tree, (), False)]
         while stack:
             node, funcs, in_loop = stack.pop()
             if in_loop:
-                self.loops.add(id(node))
+                loops.add(id(node))
             if isinstance(node, ast.If) and _is_main_guard(node.test):
-                self.always.update(id(st) for st in node.body)
+                always.update(id(st) for st in node.body)
             elif funcs and isinstance(node, ast.Call) and self.qname(node.func).endswith("init_process_group"):
                 setup.update((id(fn), fn) for fn in funcs)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -166,7 +201,8 @@ class _Scan:
             in_loop = in_loop or isinstance(node, _LOOPS)
             stack.extend((c, funcs, in_loop) for c in ast.iter_child_nodes(node))
         for fn in setup.values():
-            self.always.update(id(st) for st in fn.body)  # type: ignore[attr-defined]
+            always.update(id(st) for st in fn.body)  # type: ignore[attr-defined]
+        self._always, self._loops = always, loops
 
     def qname(self, func: ast.AST) -> str:
         parts: list[str] = []
@@ -410,10 +446,48 @@ class _Scan:
 _CACHE: dict[tuple[str, int], "PyLaunch | None"] = {}
 
 
+#: what separates two tokens of one expression: blanks, line continuations, comments (a comment
+#: runs to its line's end: no backtracking between several ``#``)
+_SEP = r"(?:[ \t\r\n\f\\]|#[^\n]*\n)*"
+_SEP_CLOSE = r"(?:[ \t\r\n\f\\)]|#[^\n]*\n)*"  # ... and a closing parenthesis before a dot
+#: an assignment target ending in one of NEMO_FIELDS' attribute paths: (its words, its pattern);
+#: the pattern starts with a literal (a fast search), the word boundary before it is tested apart
+_NEMO_TARGETS = [(tuple(tail.split(".")),
+                  re.compile((_SEP_CLOSE + r"\." + _SEP).join(re.escape(p) for p in tail.split(".")) + r"\b"))
+                 for tail in NEMO_FIELDS]
+
+
+def _nemo_target(text: str) -> bool:
+    for words, pattern in _NEMO_TARGETS:
+        if not all(w in text for w in words):
+            continue
+        for m in pattern.finditer(text):
+            at = m.start()
+            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                return True
+    return False
+
+
+def may_state(text: str) -> bool:
+    """False when ``text`` cannot state a launch fact :class:`_Scan` finds: every qualified name
+    it matches has each of its parts in the text (in an import or the call), an ``os.environ``
+    key is a literal in the text, and a NeMo recipe field is an attribute path in the text."""
+    if "submitit" in text or "update_parameters" in text or "nemo_run" in text:
+        return True
+    if ("Fabric" in text and "lightning" in text) or ("ScalingConfig" in text and "ray" in text) or \
+            ("_recipe" in text and "nemo" in text):
+        return True
+    if "multiprocessing" in text and "torch" in text and ("spawn" in text or "start_processes" in text):
+        return True
+    if ("WORLD_SIZE" in text or "MASTER_ADDR" in text) and "environ" in text:
+        return True
+    return _nemo_target(text)
+
+
 def scan(path: str, text: str) -> PyLaunch | None:
     """The launch facts a script states (None when it states none, or cannot be parsed). A script
     linked by several launches is parsed once."""
-    if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES):
+    if not text or len(text) > MAX_BYTES or not any(n in text for n in NEEDLES) or not may_state(text):
         return None
     key = (path, hash(text))
     if key not in _CACHE:

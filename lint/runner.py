@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from parallint import deps as _deps
 from parallint.classify import READERS, claims_suffix, classify
 from parallint.config import Config
 from parallint.diagnostics import Diagnostic, Severity, Span
@@ -109,6 +110,9 @@ def _work(item: tuple[Path, str, str, str]):
     """In a worker: parse one file and run the file rules on it, and the job rules on the job the
     file makes on its own; the syntax tree stays here (dropped once those rules are done)."""
     runner, rules = _WORKER
+    rec = _deps.recording()
+    if rec is not None:
+        rec.take()  # what the parent had recorded before the fork is the parent's
     f = runner._parse(*item)
     early = None
     if f is not None:
@@ -118,7 +122,7 @@ def _work(item: tuple[Path, str, str, str]):
     runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
-    return f, early, errors
+    return f, early, errors, (rec.take() if rec is not None else None)
 
 
 def _gate(rules: list[type]) -> Any:
@@ -274,6 +278,9 @@ class Runner:
         self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
+        for mod in ("parallint.megatron_table", "parallint.link"):  # what an earlier run in this process found
+            if mod in sys.modules:
+                sys.modules[mod].reset()
 
     # reading ------------------------------------------------------------------------------
     def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
@@ -341,6 +348,8 @@ class Runner:
             if isinstance(got, str):
                 return self._skipped(abspath, display, got) if claims_suffix(display) else None
             raw, size = got
+            if _deps.recording() is not None:
+                _deps.note_read(abspath, raw, size)
             if size > self.max_bytes:
                 head = raw[:HEAD_BYTES].decode("utf-8", errors="replace")
                 kind = classify(display, head)
@@ -678,7 +687,9 @@ class Runner:
                 if not ok:
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
                     continue
-                f, early, errors = payload
+                f, early, errors, record = payload
+                if record is not None and _deps.recording() is not None:
+                    _deps.recording().merge(record)  # what the worker read, for the run cache
                 self.cache[item[0]] = f
                 if f is not None and early is not None:
                     self._keep_early(item[0], early)
@@ -710,7 +721,12 @@ class Runner:
     def jobs(self, files: list[FileFacts]):
         from parallint.link import build_jobs
 
-        return build_jobs(files, self.read, self.config.get("links", []), self.config.base)
+        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled)
+
+    def _settled(self, f: FileFacts, members: tuple[Path, ...]) -> bool:
+        """Whether the rules of ``f``'s own job, with these member files, ran already (see
+        :meth:`_alone`): check() then takes their findings, not the job's."""
+        return f.abspath in self.early_job and self.alone.get(f.abspath) == members
 
     def check(self, paths: list[str], rules: list[type], files: list[FileFacts] | None = None) -> Result:
         if files is None:

@@ -74,7 +74,7 @@ def reads(monkeypatch):
 
 def _check(repo: Path, use_cache: bool = True) -> list[tuple]:
     rules = get_registry().rules
-    res = check_files(["."], Config(None, repo, {}), rules, cwd=repo, use_cache=use_cache)
+    res = check_files(["."], Config(None, repo, {}), rules, cwd=repo, use_cache=use_cache, run_cache=False)
     assert not res.errors
     return [(d.code, d.span.path, d.span.line, d.span.column, d.message, d.severity) for d in res.diagnostics]
 

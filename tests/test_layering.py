@@ -34,6 +34,7 @@ LAYER_OF = {
     "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
     "parallint.limits": "model",
     "parallint.safeio": "model",  # reading regular files without blocking
+    "parallint.deps": "model",  # what a run read and probed (the run cache's manifest)
     # domain knowledge the readers and rules share: presets, parameter counts, memory
     "parallint.estimator": "knowledge",
     # finding and classifying files
