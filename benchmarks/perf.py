@@ -14,7 +14,8 @@ Whole trees (floor: a bare ``ast.parse`` of every ``.py``):
   trees given with ``--trees`` or else those found in /work/repos (Megatron-LM,
   DeepSpeedExamples, torchtitan), and the running interpreter's standard library (a copy of its
   ``.py`` files, without site-packages).
-One-file runs, as pre-commit makes them: a ~300-line training script against
+One-file runs, as pre-commit makes them (cold: ``--no-cache``, the file changed since the last run):
+  a ~300-line training script against
   ``python -c "import libcst"``, a NeMo-style YAML and a DeepSpeed JSON against
   ``python -c "import yaml"``, ``parallint --version`` against ``python -c pass``.
 One generated 50,000-line Python file against its LibCST parse.
@@ -591,10 +592,10 @@ class Bench:
         imp_yaml = Figure('python -c "import yaml"', [self.py, "-c", "import yaml"], cwd=str(d))
         bare = Figure("python -c pass", [self.py, "-c", "pass"], cwd=str(d))
         runs = [
-            (Figure(f"check a {lines}-line training script", [self.exe, "check", "--exit-zero", "train.py"], cwd=str(d)),
+            (Figure(f"check a {lines}-line training script", [self.exe, "check", "--exit-zero", *self._no_cache(), "train.py"], cwd=str(d)),
              imp_libcst, 1.3),
-            (Figure("check a NeMo-style YAML", [self.exe, "check", "--exit-zero", "nemo_gpt.yaml"], cwd=str(d)), imp_yaml, 2.0),
-            (Figure("check a DeepSpeed JSON", [self.exe, "check", "--exit-zero", "ds_config.json"], cwd=str(d)), imp_yaml, 2.0),
+            (Figure("check a NeMo-style YAML", [self.exe, "check", "--exit-zero", *self._no_cache(), "nemo_gpt.yaml"], cwd=str(d)), imp_yaml, 2.0),
+            (Figure("check a DeepSpeed JSON", [self.exe, "check", "--exit-zero", *self._no_cache(), "ds_config.json"], cwd=str(d)), imp_yaml, 2.0),
             (Figure("parallint --version", [self.exe, "--version"], cwd=str(d)), bare, None),
         ]
         other = []
@@ -616,7 +617,7 @@ class Bench:
         path = d / "big_module.py"
         path.write_text(big_file())
         floor = Figure("LibCST parse", [self.py, "-c", LIBCST_ONE, str(path)], cwd=str(d))
-        fig = Figure("parallint check", [self.exe, "check", "--exit-zero", "big_module.py"], cwd=str(d))
+        fig = Figure("parallint check", [self.exe, "check", "--exit-zero", *self._no_cache(), "big_module.py"], cwd=str(d))
         print("  measuring the 50k-line file ...", file=sys.stderr, flush=True)
         measure([floor, fig], self.args.repeat, self.env)
         self.results["big_file"] = {"lines": path.read_text().count("\n"), "bytes": path.stat().st_size,
