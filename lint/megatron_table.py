@@ -71,13 +71,6 @@ def _parse_now(path: Path) -> ast.Module | None:
         return None
 
 
-#: fields that never hold a node worth visiting (names, flags, the Load/Store and operator singletons)
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
-                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
-                          "end_col_offset"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _nodes(tree: ast.AST) -> list[ast.AST]:
     """The nodes of a tree in :func:`ast.walk`'s order (less the context and operator
     singletons), listed once per tree and run."""
@@ -85,22 +78,9 @@ def _nodes(tree: ast.AST) -> list[ast.AST]:
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is tree:  # type: ignore[index]
         return hit[1]  # type: ignore[index,no-any-return]
-    AST = ast.AST
-    out = [tree]
-    push = out.append
-    for node in out:  # (the list grows while it is read: breadth first)
-        t = type(node)
-        fields = _FIELDS.get(t)
-        if fields is None:
-            fields = _FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
-        for name in fields:
-            v = getattr(node, name, None)
-            if type(v) is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        push(x)
-            elif isinstance(v, AST):
-                push(v)
+    from parallint.model.pyshared import ast_nodes
+
+    out = ast_nodes(tree)
     _MEMO[key] = (tree, out)  # the tree kept with it: its id stays its own
     return out
 

@@ -85,36 +85,13 @@ class PyLaunch:
 _LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-#: fields that never hold a node a scan looks at (names, flags, and the Load/Store and operator
-#: singletons, which are nodes but say nothing here)
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
-                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
-                          "end_col_offset"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _walk(tree: ast.AST) -> list[ast.AST]:
     """The nodes of ``tree`` in :func:`ast.walk`'s order (breadth first), as a list, less the
     context and operator singletons: one pass without ast.walk's generators, reused by every
     loop of the scan."""
-    AST = ast.AST
-    fields_of = _FIELDS
-    out = [tree]
-    push = out.append
-    for node in out:  # (the list grows while it is read: breadth first)
-        t = type(node)
-        fields = fields_of.get(t)
-        if fields is None:
-            fields = fields_of[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
-        for name in fields:
-            v = getattr(node, name, None)
-            if type(v) is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        push(x)
-            elif isinstance(v, AST):
-                push(v)
-    return out
+    from parallint.model.pyshared import ast_nodes
+
+    return ast_nodes(tree)
 
 
 def _is_main_guard(test: ast.AST) -> bool:

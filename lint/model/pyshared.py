@@ -53,3 +53,34 @@ def _before(a: Any, b: Any) -> bool:
 def is_int(n: Any) -> bool:
     """An integer literal (LibCST's ``Integer``: not a bool)."""
     return type(n) is ast.Constant and type(n.value) is int
+
+
+#: fields that never hold a node worth visiting (names, flags, the Load/Store and operator singletons)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "module", "kind", "level", "conversion",
+                          "simple", "is_async", "type_comment", "asname", "lineno", "col_offset", "end_lineno",
+                          "end_col_offset"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def ast_nodes(tree: Any) -> list[Any]:
+    """The nodes of an ``ast`` tree in :func:`ast.walk`'s order (breadth first), as a list, less
+    the context and operator singletons: one pass without ast.walk's generators."""
+    AST = ast.AST
+    fields_of = _FIELDS
+    out = [tree]
+    push = out.append
+    for node in out:  # (the list grows while it is read: breadth first)
+        t = type(node)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+    return out
+

@@ -680,25 +680,23 @@ class _Collector:
     def v_For(self, node) -> bool:
         self.walk(node.iter)
         self._bind_target(node.target, MULTI)
-        loop = self._loop(node, node.target, node.iter)
-        self.s.loops.append((loop, tuple(self.loops), self.frame))
-        self.loops.append(loop)
-        self.block(node.body)
-        self.loops.pop()
-        if node.orelse:
-            self.block(node.orelse)
+        self._loop_blocks(node, node.target, node.iter)
         return False
 
     def v_While(self, node) -> bool:
         self.walk(node.test)
-        loop = self._loop(node, None, node.test)
+        self._loop_blocks(node, None, node.test)
+        return False
+
+    def _loop_blocks(self, node, target, head) -> None:
+        """A loop's body under its Loop, then its else block (outside it)."""
+        loop = self._loop(node, target, head)
         self.s.loops.append((loop, tuple(self.loops), self.frame))
         self.loops.append(loop)
         self.block(node.body)
         self.loops.pop()
         if node.orelse:
             self.block(node.orelse)
-        return False
 
     def v_comprehension(self, node) -> bool:
         self._bind_target(node.target, MULTI)
