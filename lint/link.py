@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from parallint import hfargs, pylaunch
 from parallint.facts import FileFacts, Value
 from parallint.job import Job
 
@@ -145,6 +144,8 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
             script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)
+            from parallint import hfargs, pylaunch
+
             hfargs.attach(job, launch, script)  # HF TrainingArguments given as flags on the launch line
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
@@ -175,6 +176,11 @@ def standalone_job(f: FileFacts, read: Reader,
     job.facts.extend(f.facts)
     root = repo_root(f.abspath.parent)
     _follow(job, f, read, root, {f.abspath}, 1)
-    if settled is None or not settled(f, tuple(x.abspath for x in job.files)):
+    # without a launch, only Python files state launch facts (pylaunch.attach does nothing else):
+    # a config's own job imports no launch scanner
+    if (settled is None or not settled(f, tuple(x.abspath for x in job.files))) and \
+            any(x.kind == "python" for x in job.files):
+        from parallint import pylaunch
+
         pylaunch.attach(job, None, root)
     return job

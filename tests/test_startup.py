@@ -180,13 +180,14 @@ def _loaded(args, cwd):
 
 #: never imported for a JSON config checked on its own: parsers of other formats, the engine's
 #: tools for other cases (git listing, cache writes, config files, did-you-mean), the script and
-#: launch rules with the script model they read, the memory estimator for a job without a model
+#: launch rules with the script model they read (and the launch scanner a job without a launch or a
+#: Python file never calls), the memory estimator for a job without a model
 NOT_FOR_JSON = HEAVY + (
     "yaml", "tomllib", "subprocess", "tempfile", "pickle", "difflib", "configparser", "_hashlib", "textwrap",
     "parallint.model.script", "parallint.readers.python", "parallint.estimator.memory", "parallint.estimator.gpus",
     "parallint.rules.ddp", "parallint.rules.pg", "parallint.rules.dat", "parallint.rules.ckp",
     "parallint.rules.lch", "parallint.rules.env", "parallint.rules.lay_mesh", "parallint.rules.pip",
-    "parallint.rules.noqa", "parallint.rules.syn")
+    "parallint.rules.noqa", "parallint.rules.syn", "parallint.pylaunch", "parallint.hfargs")
 
 
 def test_json_check_imports_only_what_a_json_config_needs(tmp_path):
@@ -207,7 +208,8 @@ def test_yaml_check_imports_no_script_rules(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "yaml" in mods and "parallint.rules.lay" in mods
     unwanted = HEAVY + ("tomllib", "subprocess", "tempfile", "parallint.model.script", "parallint.rules.ddp",
-                        "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env")
+                        "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env", "parallint.pylaunch",
+                        "parallint.hfargs")
     assert sorted(m for m in unwanted if m in mods) == []
 
 
