@@ -330,6 +330,15 @@ class _Fast:
         elif g.anchored and g.segs:
             self.kind, self.k, self.tests = 2, len(g.segs), [_segment_matcher(t) for t in g.segs]
 
+    def hit(self, name: str, ready: bool, path: str) -> bool:
+        """Whether the pattern matches ``name`` (at ``path``) in a folder it does not already
+        match: ``ready`` is the folder being the pattern's first k-1 segments (kind 2)."""
+        if self.kind == 1:
+            return self.tests[0](name)
+        if self.kind == 2:
+            return ready and self.tests[-1](name)
+        return bool(self.glob.match(path))
+
 
 class _Set:
     """One pattern list (the configured excludes, or one .gitignore) seen from one folder: the
@@ -355,14 +364,7 @@ class _Set:
         n = out.depth = self.depth + 1
         matched, prefix, ready = [], [], []
         for f, m, p, r in zip(self.fast, self.matched, self.prefix, self.ready):
-            if m:
-                hit = True
-            elif f.kind == 1:
-                hit = f.tests[0](name)
-            elif f.kind == 2:
-                hit = r and f.tests[-1](name)
-            else:
-                hit = f.glob.match(out.rel)
+            hit = m or f.hit(name, r, out.rel)
             p = p and n <= f.k - 1 and f.tests[n - 1](name) if f.kind == 2 else False
             matched.append(hit)
             prefix.append(p)
@@ -374,17 +376,12 @@ class _Set:
         """:func:`_matches` for ``name`` in the folder: True ignored, False re-included, None
         when no pattern says anything."""
         verdict = None
+        path = f"{self.rel}/{name}" if self.rel else name
         for f, m, ready in zip(self.fast, self.matched, self.ready):
             if f.dir_only and not is_dir:
                 hit = m  # a folder-only pattern reaches a file through a folder above it
-            elif m:
-                hit = True
-            elif f.kind == 1:
-                hit = f.tests[0](name)
-            elif f.kind == 2:
-                hit = ready and f.tests[-1](name)
             else:
-                hit = f.glob.match(f"{self.rel}/{name}" if self.rel else name)
+                hit = m or f.hit(name, ready, path)
             if hit:
                 verdict = not f.negate
         return verdict

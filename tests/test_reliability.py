@@ -398,6 +398,12 @@ def test_shell_repair_past_budget_keeps_the_last_parse(monkeypatch):
     assert tree.root_node.has_error
 
 
+def test_word_splitting_splits_on_what_isspace_calls_space():
+    from parallint.readers import shell
+
+    assert shell._SPACE_CHARS == "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
 def test_runaway_word_splitting_is_bounded(monkeypatch):
     """`$ARGS` holding thousands of words, used in many commands: each expansion stops at the
     command word limit (the rest is any number of words) instead of building every word (5,000
