@@ -16,7 +16,7 @@ exec``. ``srun``/``mpirun`` wrap the command they start: the inner launch is ret
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import Final
 
 from parallint import megatron_args
 from parallint.diagnostics import Span
@@ -24,27 +24,47 @@ from parallint.facts import FactMap, Value
 from parallint.launch import Launch
 from parallint.model.launches import is_loopback  # noqa: F401 - one definition, shared with the rules
 from parallint.model.origin import How, Origin
+from parallint.record import EqRecord, FrozenRecord
 
 UNKNOWN = "\x00"
 
 
-@dataclass
-class Seg:
+class Seg(EqRecord):
     """A run of a word's text: ``text[start:end]`` came from ``span`` (or is unknown)."""
 
+    _fields = ("start", "end", "span", "known", "why")
     start: int
     end: int
     span: Span | None
-    known: bool = True
-    why: str = ""
+    known: bool
+    why: str
+
+    def __init__(self, start: int, end: int, span: Span | None, known: bool = True, why: str = "") -> None:
+        self.start = start
+        self.end = end
+        self.span = span
+        self.known = known
+        self.why = why
 
 
-@dataclass
-class Word:
+class Word(EqRecord):
+    _fields = ("text", "span", "segs", "splat")
     text: str
     span: Span | None
-    segs: list[Seg] = field(default_factory=list)
-    splat: bool = False  # an unquoted unknown expansion: any number of words
+    segs: list[Seg]
+    splat: bool  # an unquoted unknown expansion: any number of words
+
+    def __init__(
+        self,
+        text: str,
+        span: Span | None,
+        segs: list[Seg] | None = None,
+        splat: bool = False,
+    ) -> None:
+        self.text = text
+        self.span = span
+        self.segs = [] if segs is None else segs
+        self.splat = splat
 
     @classmethod
     def lit(cls, text: str, span: Span | None = None) -> "Word":
@@ -158,15 +178,27 @@ def norm(opt: str) -> str:
     return opt.lstrip("-").replace("-", "_")
 
 
-@dataclass
-class Context:
+class Context(EqRecord):
     """What a command runs in: exported environment, the scheduler directives of the file and
     their facts (``#SBATCH --nodes`` ...)."""
 
-    env: dict[str, Value] = field(default_factory=dict)
-    scheduler: dict[str, Value] = field(default_factory=dict)
-    scheduler_facts: FactMap = field(default_factory=FactMap)
-    depth: int = 0
+    _fields = ("env", "scheduler", "scheduler_facts", "depth")
+    env: dict[str, Value]
+    scheduler: dict[str, Value]
+    scheduler_facts: FactMap
+    depth: int
+
+    def __init__(
+        self,
+        env: dict[str, Value] | None = None,
+        scheduler: dict[str, Value] | None = None,
+        scheduler_facts: FactMap | None = None,
+        depth: int = 0,
+    ) -> None:
+        self.env = {} if env is None else env
+        self.scheduler = {} if scheduler is None else scheduler
+        self.scheduler_facts = FactMap() if scheduler_facts is None else scheduler_facts
+        self.depth = depth
 
 
 def parse_command(words: list[Word], ctx: Context | None = None, span: Span | None = None) -> Launch | None:
@@ -444,18 +476,36 @@ def _inherit(launch: Launch, ctx: Context) -> None:
                 launch.facts.add(key, v)
 
 
-@dataclass(frozen=True)
-class _Frontend:
+class _Frontend(FrozenRecord):
     """A launcher that forks the workers itself: its option tables and what its options state."""
 
-    source: str  # how its options are named in a fact's source ("deepspeed" -> "deepspeed --num_nodes")
-    bools: set[str]
-    values: set[str]
+    _fields = ("source", "bools", "values", "facts", "links", "module", "aliases")
+    source: Final[str]  # how its options are named in a fact's source ("deepspeed" -> "deepspeed --num_nodes")
+    bools: Final[set[str]]
+    values: Final[set[str]]
     #: (option names, first present wins; fact key; whether ``N:N`` counts as N)
-    facts: tuple[tuple[tuple[str, ...], str, bool], ...]
-    links: tuple[str, ...] = ()  # options naming a file the job reads
-    module: tuple[str, ...] = ("module", "m")  # options saying the script is a module
-    aliases: tuple[tuple[str, str], ...] = ()  # (short, long) spellings of one option
+    facts: Final[tuple[tuple[tuple[str, ...], str, bool], ...]]
+    links: Final[tuple[str, ...]]  # options naming a file the job reads
+    module: Final[tuple[str, ...]]  # options saying the script is a module
+    aliases: Final[tuple[tuple[str, str], ...]]  # (short, long) spellings of one option
+
+    def __init__(
+        self,
+        source: str,
+        bools: set[str],
+        values: set[str],
+        facts: tuple[tuple[tuple[str, ...], str, bool], ...],
+        links: tuple[str, ...] = (),
+        module: tuple[str, ...] = ("module", "m"),
+        aliases: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.source = source
+        self.bools = bools
+        self.values = values
+        self.facts = facts
+        self.links = links
+        self.module = module
+        self.aliases = aliases
 
 
 def _torchrun_like(source: str) -> _Frontend:

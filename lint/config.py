@@ -5,22 +5,32 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parallint.diagnostics import Severity
+from parallint.record import EqRecord
 
 
 class ConfigError(Exception):
     """A configuration problem; the CLI prints it on one line and exits 2."""
 
 
-@dataclass
-class Config:
-    path: Path | None = None  # the file it came from (None: defaults)
-    base: Path = field(default_factory=Path.cwd)  # folder globs are relative to
-    settings: dict[str, Any] = field(default_factory=dict)
+class Config(EqRecord):
+    _fields = ("path", "base", "settings")
+    path: Path | None  # the file it came from (None: defaults)
+    base: Path  # folder globs are relative to
+    settings: dict[str, Any]
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        base: Path | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = path
+        self.base = Path.cwd() if base is None else base
+        self.settings = {} if settings is None else settings
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.settings.get(key, default)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from typing import Final
+
+from parallint.record import FrozenRecord
 
 
 class Severity(enum.IntEnum):
@@ -24,49 +26,89 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, order=True)
-class Span:
+class Span(FrozenRecord):
     """A region of a file. Lines and columns are 1-based; the end is exclusive-ish (column after)."""
 
-    path: str
-    line: int
-    column: int = 1
-    end_line: int = 0
-    end_column: int = 0
+    _fields = ("path", "line", "column", "end_line", "end_column")
+    path: Final[str]
+    line: Final[int]
+    column: Final[int]
+    end_line: Final[int]
+    end_column: Final[int]
 
-    def __post_init__(self) -> None:
-        if self.end_line < self.line:
-            object.__setattr__(self, "end_line", self.line)
-        if self.end_line == self.line and self.end_column < self.column:
-            object.__setattr__(self, "end_column", self.column)
+    def __init__(self, path: str, line: int, column: int = 1, end_line: int = 0, end_column: int = 0) -> None:
+        if end_line < line:
+            end_line = line
+        if end_line == line and end_column < column:
+            end_column = column
+        self.path = path
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
+
+    # ordered as a tuple of its fields (sorting findings)
+    def __lt__(self, other: Span) -> bool:
+        return bool(self._key(self) < self._key(other))
+
+    def __le__(self, other: Span) -> bool:
+        return bool(self._key(self) <= self._key(other))
+
+    def __gt__(self, other: Span) -> bool:
+        return bool(self._key(self) > self._key(other))
+
+    def __ge__(self, other: Span) -> bool:
+        return bool(self._key(self) >= self._key(other))
 
     @classmethod
     def whole_file(cls, path: str) -> "Span":
         return cls(path, 1, 1, 1, 1)
 
 
-@dataclass(frozen=True)
-class Related:
+class Related(FrozenRecord):
     """Another place that takes part in a (usually cross-file) finding."""
 
-    path: str
-    line: int
-    message: str
-    column: int = 1
+    _fields = ("path", "line", "message", "column")
+    path: Final[str]
+    line: Final[int]
+    message: Final[str]
+    column: Final[int]
+
+    def __init__(self, path: str, line: int, message: str, column: int = 1) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        self.column = column
 
     @classmethod
     def at(cls, span: Span, message: str) -> "Related":
         return cls(span.path, span.line, message, span.column)
 
 
-@dataclass(frozen=True)
-class Diagnostic:
-    code: str
-    name: str
-    severity: Severity
-    message: str
-    span: Span
-    related: tuple[Related, ...] = field(default=())
+class Diagnostic(FrozenRecord):
+    _fields = ("code", "name", "severity", "message", "span", "related")
+    code: Final[str]
+    name: Final[str]
+    severity: Final[Severity]
+    message: Final[str]
+    span: Final[Span]
+    related: Final[tuple[Related, ...]]
+
+    def __init__(
+        self,
+        code: str,
+        name: str,
+        severity: Severity,
+        message: str,
+        span: Span,
+        related: tuple[Related, ...] = (),
+    ) -> None:
+        self.code = code
+        self.name = name
+        self.severity = severity
+        self.message = message
+        self.span = span
+        self.related = related
 
     @property
     def path(self) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Final
+
+from parallint.record import FrozenRecord
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
@@ -16,11 +17,16 @@ DEFAULT_EXCLUDE = (
 MAX_FILES = 200_000
 
 
-@dataclass(frozen=True)
-class Candidate:
-    abspath: Path
-    display: str  # relative to the working directory when below it, '/'-separated
-    explicit: bool  # named on the command line (not found by walking a folder)
+class Candidate(FrozenRecord):
+    _fields = ("abspath", "display", "explicit")
+    abspath: Final[Path]
+    display: Final[str]  # relative to the working directory when below it, '/'-separated
+    explicit: Final[bool]  # named on the command line (not found by walking a folder)
+
+    def __init__(self, abspath: Path, display: str, explicit: bool) -> None:
+        self.abspath = abspath
+        self.display = display
+        self.explicit = explicit
 
 
 def display_path(p: Path, cwd: Path) -> str:
@@ -191,11 +197,16 @@ def compile_glob(pattern: str) -> "_Glob | None":
     return _Glob(anchored, segs)
 
 
-@dataclass(frozen=True)
-class _Pattern:
-    glob: _Glob
-    negate: bool
-    dir_only: bool
+class _Pattern(FrozenRecord):
+    _fields = ("glob", "negate", "dir_only")
+    glob: Final[_Glob]
+    negate: Final[bool]
+    dir_only: Final[bool]
+
+    def __init__(self, glob: _Glob, negate: bool, dir_only: bool) -> None:
+        self.glob = glob
+        self.negate = negate
+        self.dir_only = dir_only
 
     @property
     def regex(self) -> _Glob:

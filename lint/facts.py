@@ -8,13 +8,13 @@ Normalized fact keys follow the job spec of DESIGN.md, e.g. ``parallel.tp``, ``p
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Final, Iterable, Iterator
 
 from parallint.diagnostics import Diagnostic, Span
 from parallint.model import vocab as _vocab
 from parallint.model.origin import LITERAL, How, Origin
+from parallint.record import EqRecord, FrozenRecord
 
 __all__ = ["FACT_KEYS", "FactMap", "FileFacts", "How", "Origin", "Value", "known_int"]
 
@@ -23,8 +23,7 @@ __all__ = ["FACT_KEYS", "FactMap", "FileFacts", "How", "Origin", "Value", "known
 FACT_KEYS = _vocab.FACT_KEYS
 
 
-@dataclass(frozen=True)
-class Value:
+class Value(FrozenRecord):
     """A value as parallint understands it.
 
     ``known`` is False when the value cannot be resolved statically; ``why`` then says why
@@ -35,12 +34,29 @@ class Value:
     ``origin``, never on the words of ``source``. The file and position are ``span``.
     """
 
-    value: Any = None
-    span: Span | None = None
-    known: bool = True
-    why: str = ""
-    source: str = ""
-    origin: Origin = LITERAL
+    _fields = ("value", "span", "known", "why", "source", "origin")
+    value: Final[Any]
+    span: Final[Span | None]
+    known: Final[bool]
+    why: Final[str]
+    source: Final[str]
+    origin: Final[Origin]
+
+    def __init__(
+        self,
+        value: Any = None,
+        span: Span | None = None,
+        known: bool = True,
+        why: str = "",
+        source: str = "",
+        origin: Origin = LITERAL,
+    ) -> None:
+        self.value = value
+        self.span = span
+        self.known = known
+        self.why = why
+        self.source = source
+        self.origin = origin
 
     @classmethod
     def unknown(cls, why: str, span: Span | None = None, source: str = "", origin: Origin = LITERAL) -> "Value":
@@ -126,25 +142,49 @@ class FactMap:
         return len(self._d)
 
 
-@dataclass
-class FileFacts:
+class FileFacts(EqRecord):
     """What one reader made of one file."""
 
+    _fields = ("path", "abspath", "kind", "text", "facts", "launches", "links", "data", "diagnostics", "standalone_job")
     path: str  # display path: relative to the working directory, '/'-separated
     abspath: Path
     kind: str  # see parallint.classify.KINDS
     text: str
-    facts: FactMap = field(default_factory=FactMap)
+    facts: FactMap
     #: launch commands found in the file (parallint.launch.Launch objects), for launch files
-    launches: list[Any] = field(default_factory=list)
+    launches: list[Any]
     #: values naming other files (value = the path as written); resolved by the linker
-    links: list[Value] = field(default_factory=list)
+    links: list[Value]
     #: reader-specific payload for file-level rules (e.g. parallint.model.script.Script)
-    data: Any = None
+    data: Any
     #: findings the reader itself produced (SYN001 and friends)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic]
     #: a single file that states its own world size is a job on its own
-    standalone_job: bool = False
+    standalone_job: bool
+
+    def __init__(
+        self,
+        path: str,
+        abspath: Path,
+        kind: str,
+        text: str,
+        facts: FactMap | None = None,
+        launches: list[Any] | None = None,
+        links: list[Value] | None = None,
+        data: Any = None,
+        diagnostics: list[Diagnostic] | None = None,
+        standalone_job: bool = False,
+    ) -> None:
+        self.path = path
+        self.abspath = abspath
+        self.kind = kind
+        self.text = text
+        self.facts = FactMap() if facts is None else facts
+        self.launches = [] if launches is None else launches
+        self.links = [] if links is None else links
+        self.data = data
+        self.diagnostics = [] if diagnostics is None else diagnostics
+        self.standalone_job = standalone_job
 
     def span(self, line: int, column: int = 1, end_line: int = 0, end_column: int = 0) -> Span:
         return Span(self.path, line, column, end_line, end_column)

@@ -7,23 +7,39 @@ one at the value that is wrong with the others as related locations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from parallint.facts import FactMap, FileFacts, Value, known_int
 from parallint.model.world import world_size
+from parallint.record import EqRecord
 
 
-@dataclass
-class Job:
+class Job(EqRecord):
+    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters")
     name: str  # a display name: the launch file (and line) or the standalone file
     root: FileFacts  # the launch file, or the standalone config/script
-    launch: Any = None  # the parallint.launch.Launch this job came from, if any
-    files: list[FileFacts] = field(default_factory=list)  # root first, then linked files
-    facts: FactMap = field(default_factory=FactMap)
+    launch: Any  # the parallint.launch.Launch this job came from, if any
+    files: list[FileFacts]  # root first, then linked files
+    facts: FactMap
     #: loopback ``MASTER_ADDR`` values the job's Python files always set, in file order (set by the
     #: linker for a launch's job, from :func:`parallint.pylaunch.loopback_master`)
-    loopback_masters: list[Value] = field(default_factory=list)
+    loopback_masters: list[Value]
+
+    def __init__(
+        self,
+        name: str,
+        root: FileFacts,
+        launch: Any = None,
+        files: list[FileFacts] | None = None,
+        facts: FactMap | None = None,
+        loopback_masters: list[Value] | None = None,
+    ) -> None:
+        self.name = name
+        self.root = root
+        self.launch = launch
+        self.files = [] if files is None else files
+        self.facts = FactMap() if facts is None else facts
+        self.loopback_masters = [] if loopback_masters is None else loopback_masters
 
     def get(self, key: str) -> Value | None:
         return self.facts.get(key)

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parallint.diagnostics import Span
 from parallint.facts import FactMap, FileFacts, Value
 from parallint.model.origin import How, Origin
+from parallint.record import EqRecord
 
 MAX_BYTES = 2_000_000
 #: cheap text needles: a script without any of them is not parsed
@@ -68,18 +68,30 @@ NEMO_FIELDS = {
 }
 
 
-@dataclass
-class PyLaunch:
+class PyLaunch(EqRecord):
     """What a script states about how it is launched."""
 
-    facts: FactMap = field(default_factory=FactMap)
-    kinds: set[str] = field(default_factory=set)  # ray, submitit, nemo_run, fabric, spawn, environ
+    _fields = ("facts", "kinds", "master_addr", "layout")
+    facts: FactMap
+    kinds: set[str]  # ray, submitit, nemo_run, fabric, spawn, environ
     #: an unconditional ``os.environ["MASTER_ADDR"] = "localhost"`` (module level, the main guard, or
     #: the function that calls init_process_group)
-    master_addr: Value | None = None
+    master_addr: Value | None
     #: layout facts of the script's own strategy (Fabric's ``ModelParallelStrategy``): they hold
     #: whatever launcher starts the script
-    layout: FactMap = field(default_factory=FactMap)
+    layout: FactMap
+
+    def __init__(
+        self,
+        facts: FactMap | None = None,
+        kinds: set[str] | None = None,
+        master_addr: Value | None = None,
+        layout: FactMap | None = None,
+    ) -> None:
+        self.facts = FactMap() if facts is None else facts
+        self.kinds = set() if kinds is None else kinds
+        self.master_addr = master_addr
+        self.layout = FactMap() if layout is None else layout
 
 
 _LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -653,7 +665,7 @@ def _as_launcher(facts: FactMap) -> FactMap:
     """The world size a script's own launcher states (Ray Train, mp.spawn, os.environ) is a fact of
     the launcher layer (``Origin.via``), as torchrun's would be: rules that compare a script's
     layout with the processes its launch starts take it from there."""
-    from dataclasses import replace
+    from parallint.record import replace
 
     out = FactMap()
     for key, vs in facts.items():

@@ -111,8 +111,6 @@ def _plugin_entry_points() -> list:
 
 
 def _entry_point_rules() -> list[type[Rule]]:
-    import inspect
-
     out: list[type[Rule]] = []
     for ep in _plugin_entry_points():
         try:
@@ -123,7 +121,7 @@ def _entry_point_rules() -> list[type[Rule]]:
         for item in items:
             if isinstance(item, ModuleType):
                 out.extend(_rules_in(item))
-            elif inspect.isclass(item) and issubclass(item, Rule):
+            elif isinstance(item, type) and issubclass(item, Rule):
                 out.append(item)
             else:
                 raise RegistryError(f"rule plugin '{ep.name}' ({ep.value}) is not a Rule, list or module")

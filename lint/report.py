@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from parallint import __version__
 from parallint.diagnostics import Diagnostic, Severity
+from parallint.record import EqRecord
 
 FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab", "checkstyle")
 INFO_URI = "https://github.com/parallint/parallint"
@@ -23,16 +23,32 @@ def doc_uri(code: str) -> str:
     return DOCS_URI.format(code=code)
 
 
-@dataclass
-class Options:
+class Options(EqRecord):
     """How a report is rendered beyond the format."""
 
-    cwd: Path = field(default_factory=Path.cwd)
-    root: Path | None = None  # %SRCROOT%: the repository root (default: found from cwd)
-    color: bool = False
-    code_frame: bool = False
-    show_docs_link: bool = False
-    statistics: bool = False
+    _fields = ("cwd", "root", "color", "code_frame", "show_docs_link", "statistics")
+    cwd: Path
+    root: Path | None  # %SRCROOT%: the repository root (default: found from cwd)
+    color: bool
+    code_frame: bool
+    show_docs_link: bool
+    statistics: bool
+
+    def __init__(
+        self,
+        cwd: Path | None = None,
+        root: Path | None = None,
+        color: bool = False,
+        code_frame: bool = False,
+        show_docs_link: bool = False,
+        statistics: bool = False,
+    ) -> None:
+        self.cwd = Path.cwd() if cwd is None else cwd
+        self.root = root
+        self.color = color
+        self.code_frame = code_frame
+        self.show_docs_link = show_docs_link
+        self.statistics = statistics
 
     def srcroot(self) -> Path:
         if self.root is None:

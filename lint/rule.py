@@ -27,10 +27,10 @@ an unknown kind, call group or fact, so a typo fails loudly instead of silencing
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
+from typing import ClassVar, Final, Iterable, Sequence, TYPE_CHECKING
 
 from parallint.diagnostics import Diagnostic, Related, Severity, Span
+from parallint.record import FrozenRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     from parallint.facts import FileFacts
@@ -40,21 +40,41 @@ if TYPE_CHECKING:  # pragma: no cover
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "How to fix")
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(FrozenRecord):
     """A VALID or INVALID example. ``code`` goes into ``filename``; ``files`` adds more files."""
 
-    code: str = ""
-    filename: str = "train.py"
-    files: dict[str, str] = field(default_factory=dict)
-    count: int = 1  # INVALID: how many findings of this rule
-    line: int | None = None  # INVALID: the line of the (first) finding, when given
+    _fields = ("code", "filename", "files", "count", "line", "paths", "config", "doc")
+    code: Final[str]
+    filename: Final[str]
+    files: Final[dict[str, str]]
+    count: Final[int]  # INVALID: how many findings of this rule
+    line: Final[int | None]  # INVALID: the line of the (first) finding, when given
     #: the file the check is run on (default: every file of the example); e.g. only the launch file
-    paths: Sequence[str] = ()
+    paths: Final[Sequence[str]]
     #: configuration for the run, as in [tool.parallint] (e.g. {"gpu": "A100-80GB"})
-    config: dict = field(default_factory=dict)
+    config: Final[dict]
     #: INVALID: the example the doc's ``## Example`` shows (default: the first INVALID example)
-    doc: bool = False
+    doc: Final[bool]
+
+    def __init__(
+        self,
+        code: str = "",
+        filename: str = "train.py",
+        files: dict[str, str] | None = None,
+        count: int = 1,
+        line: int | None = None,
+        paths: Sequence[str] = (),
+        config: dict | None = None,
+        doc: bool = False,
+    ) -> None:
+        self.code = code
+        self.filename = filename
+        self.files = {} if files is None else files
+        self.count = count
+        self.line = line
+        self.paths = paths
+        self.config = {} if config is None else config
+        self.doc = doc
 
     def all_files(self) -> dict[str, str]:
         import textwrap

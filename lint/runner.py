@@ -24,7 +24,6 @@ import signal
 import stat
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -34,6 +33,7 @@ from parallint.config import Config
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.discover import Candidate, Excluder, discover, display_path
 from parallint.facts import FileFacts
+from parallint.record import EqRecord
 
 from parallint.limits import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
 
@@ -50,13 +50,18 @@ RISKY_SHELL_BYTES = 16 * 1024
 PROBE_KINDS = frozenset({"shell", "makefile"})
 
 
-@dataclass
-class Context:
+class Context(EqRecord):
     """What rules may use besides the file or job they are given."""
 
+    _fields = ("config", "cwd", "_runner")
     config: dict[str, Any]
     cwd: Path
     _runner: "Runner"
+
+    def __init__(self, config: dict[str, Any], cwd: Path, _runner: "Runner") -> None:
+        self.config = config
+        self.cwd = cwd
+        self._runner = _runner
 
     def read(self, path: str | Path) -> FileFacts | None:
         p = Path(path)
@@ -72,12 +77,24 @@ class Context:
         return plan(spec, gpus, gpu, headroom)
 
 
-@dataclass
-class Result:
+class Result(EqRecord):
+    _fields = ("diagnostics", "files_checked", "errors", "jobs")
     diagnostics: list[Diagnostic]
     files_checked: int
-    errors: list[str] = field(default_factory=list)  # one-line problems (missing paths, rule crashes)
-    jobs: list = field(default_factory=list)
+    errors: list[str]  # one-line problems (missing paths, rule crashes)
+    jobs: list
+
+    def __init__(
+        self,
+        diagnostics: list[Diagnostic],
+        files_checked: int,
+        errors: list[str] | None = None,
+        jobs: list | None = None,
+    ) -> None:
+        self.diagnostics = diagnostics
+        self.files_checked = files_checked
+        self.errors = [] if errors is None else errors
+        self.jobs = [] if jobs is None else jobs
 
 
 #: kinds parsed in worker processes when a run has many of them (LibCST dominates run time)
@@ -192,7 +209,7 @@ def _not_analysed_fix(reason: str) -> str:
 def _printable(d: Diagnostic) -> Diagnostic:
     """``d`` with lone surrogates (a ``"\\ud800"`` escape in a JSON value) replaced in its
     messages, so that no output format fails to encode it."""
-    from dataclasses import replace
+    from parallint.record import replace
 
     from parallint.limits import clean_text
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
 from typing import Iterable
+
+from parallint.record import EqRecord
 
 
 class _Lazy:
@@ -191,18 +192,35 @@ def line_in_string(text: str, syntax: str | None, line: int) -> bool:
 
 
 # --------------------------------------------------------------------------- suppressions
-@dataclass
-class Directive:
+class Directive(EqRecord):
+    _fields = ("line", "column", "codes", "file_level", "used")
     line: int
     column: int  # 1-based column of the '#'
     codes: tuple[str, ...]
     file_level: bool
-    used: set[str] = field(default_factory=set)
+    used: set[str]
+
+    def __init__(
+        self,
+        line: int,
+        column: int,
+        codes: tuple[str, ...],
+        file_level: bool,
+        used: set[str] | None = None,
+    ) -> None:
+        self.line = line
+        self.column = column
+        self.codes = codes
+        self.file_level = file_level
+        self.used = set() if used is None else used
 
 
-@dataclass
-class Suppressions:
-    directives: list[Directive] = field(default_factory=list)
+class Suppressions(EqRecord):
+    _fields = ("directives",)
+    directives: list[Directive]
+
+    def __init__(self, directives: list[Directive] | None = None) -> None:
+        self.directives = [] if directives is None else directives
 
     @property
     def file_level(self) -> tuple[str, ...]:

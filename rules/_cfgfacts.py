@@ -9,12 +9,12 @@ that ``check_file`` does not see.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from parallint.diagnostics import Related
 from parallint.model.world import launch_world_size, world_size
 from parallint.facts import FactMap, Value, known_int
+from parallint.record import EqRecord
 from parallint.rule import Rule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,16 +36,34 @@ UNEVEN_FLAGS = frozenset(
 )
 
 
-@dataclass
-class View:
+class View(EqRecord):
+    _fields = ("facts", "world", "frameworks", "launch_world", "gpus_per_node", "launch_flags", "config")
     facts: FactMap
     world: Value | None
     frameworks: set[str]
     #: the world size as stated by a launcher (not by the config itself), when there is one
-    launch_world: Value | None = None
-    gpus_per_node: Value | None = None
-    launch_flags: set[str] = field(default_factory=set)
-    config: dict = field(default_factory=dict)
+    launch_world: Value | None
+    gpus_per_node: Value | None
+    launch_flags: set[str]
+    config: dict
+
+    def __init__(
+        self,
+        facts: FactMap,
+        world: Value | None,
+        frameworks: set[str],
+        launch_world: Value | None = None,
+        gpus_per_node: Value | None = None,
+        launch_flags: set[str] | None = None,
+        config: dict | None = None,
+    ) -> None:
+        self.facts = facts
+        self.world = world
+        self.frameworks = frameworks
+        self.launch_world = launch_world
+        self.gpus_per_node = gpus_per_node
+        self.launch_flags = set() if launch_flags is None else launch_flags
+        self.config = {} if config is None else config
 
     def v(self, key: str) -> Value | None:
         return self.facts.get(key)
@@ -116,11 +134,16 @@ def job_view(job: "Job", config: dict | None = None) -> View:
     return View(job.facts, w, _frameworks(job.facts), launch_world, _gpn(job.facts, config), flags, config)
 
 
-@dataclass
-class Finding:
+class Finding(EqRecord):
+    _fields = ("at", "message", "others")
     at: Value  # where it is reported
     message: str
-    others: list[tuple[Value | None, str]] = field(default_factory=list)  # related values
+    others: list[tuple[Value | None, str]]  # related values
+
+    def __init__(self, at: Value, message: str, others: list[tuple[Value | None, str]] | None = None) -> None:
+        self.at = at
+        self.message = message
+        self.others = [] if others is None else others
 
     def involved(self) -> list[Value]:
         return [self.at] + [v for v, _ in self.others if v is not None]

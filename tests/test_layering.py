@@ -34,6 +34,7 @@ LAYER_OF = {
     "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
     "parallint.limits": "model",
     "parallint.safeio": "model",  # reading regular files without blocking
+    "parallint.record": "model",  # the bases of the value classes (in place of dataclasses)
     "parallint.deps": "model",  # what a run read and probed (the run cache's manifest)
     # domain knowledge the readers and rules share: presets, parameter counts, memory
     "parallint.estimator": "knowledge",
@@ -89,7 +90,7 @@ MAY_IMPORT = {
 }
 
 #: the strictly layered core: the model package imports only these
-MODEL_PACKAGE_MAY_IMPORT = {"parallint.diagnostics", "parallint.facts"}
+MODEL_PACKAGE_MAY_IMPORT = {"parallint.diagnostics", "parallint.facts", "parallint.record"}
 
 #: rules -> read arrows allowed (none: rules see the model — facts, jobs, launches, the script event
 #: API of ``parallint.model.script`` — never readers; what a rule needs from a reader is a fact or

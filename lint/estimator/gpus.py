@@ -4,18 +4,32 @@ names, memory in bytes, aliases."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
+
+from parallint.record import FrozenRecord
 
 GIB = 1 << 30
 
 
-@dataclass(frozen=True)
-class Gpu:
-    name: str
-    memory_bytes: int
-    gpus_per_node: int
-    aliases: tuple[str, ...] = ()
+class Gpu(FrozenRecord):
+    _fields = ("name", "memory_bytes", "gpus_per_node", "aliases")
+    name: Final[str]
+    memory_bytes: Final[int]
+    gpus_per_node: Final[int]
+    aliases: Final[tuple[str, ...]]
+
+    def __init__(
+        self,
+        name: str,
+        memory_bytes: int,
+        gpus_per_node: int,
+        aliases: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.memory_bytes = memory_bytes
+        self.gpus_per_node = gpus_per_node
+        self.aliases = aliases
 
 
 def _norm(text: str) -> str:

@@ -32,17 +32,17 @@ The vocabulary is taken as given: pass the padded size if the framework pads it.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 
 from parallint.estimator.gpus import GIB, Gpu, resolve_gpu
 from parallint.estimator.params import MODEL_BOUNDS, TRAINING_BOUNDS, Breakdown, ShapeError, breakdown, shape_of
 from parallint.estimator.spec import normalize
+from parallint.record import EqRecord
 
 __all__ = ["Estimate", "estimate", "activation_per_layer", "model_state_bytes_per_param"]
 
 
-@dataclass
-class Estimate:
+class Estimate(EqRecord):
+    _fields = ("param_count", "params_on_rank", "weights", "gradients", "optimizer", "activations", "other", "total", "activation_per_layer_bytes", "layers_per_stage", "microbatches_in_flight", "gpu", "gpu_memory_bytes", "fits", "accounting", "stage", "activations_known", "layout", "assumptions")
     param_count: int
     params_on_rank: float  # parameters held by the most loaded rank (before ZeRO sharding)
     weights: float
@@ -57,11 +57,53 @@ class Estimate:
     gpu: str | None
     gpu_memory_bytes: int | None
     fits: bool | None
-    accounting: str = "zero"
-    stage: str = "first"  # which pipeline stage is the most loaded one
-    activations_known: bool = True
-    layout: dict = field(default_factory=dict)
-    assumptions: list[str] = field(default_factory=list)
+    accounting: str
+    stage: str  # which pipeline stage is the most loaded one
+    activations_known: bool
+    layout: dict
+    assumptions: list[str]
+
+    def __init__(
+        self,
+        param_count: int,
+        params_on_rank: float,
+        weights: float,
+        gradients: float,
+        optimizer: float,
+        activations: float,
+        other: float,
+        total: float,
+        activation_per_layer_bytes: float | None,
+        layers_per_stage: int | None,
+        microbatches_in_flight: int,
+        gpu: str | None,
+        gpu_memory_bytes: int | None,
+        fits: bool | None,
+        accounting: str = "zero",
+        stage: str = "first",
+        activations_known: bool = True,
+        layout: dict | None = None,
+        assumptions: list[str] | None = None,
+    ) -> None:
+        self.param_count = param_count
+        self.params_on_rank = params_on_rank
+        self.weights = weights
+        self.gradients = gradients
+        self.optimizer = optimizer
+        self.activations = activations
+        self.other = other
+        self.total = total
+        self.activation_per_layer_bytes = activation_per_layer_bytes
+        self.layers_per_stage = layers_per_stage
+        self.microbatches_in_flight = microbatches_in_flight
+        self.gpu = gpu
+        self.gpu_memory_bytes = gpu_memory_bytes
+        self.fits = fits
+        self.accounting = accounting
+        self.stage = stage
+        self.activations_known = activations_known
+        self.layout = {} if layout is None else layout
+        self.assumptions = [] if assumptions is None else assumptions
 
     @property
     def model_states(self) -> float:
@@ -88,9 +130,6 @@ class Estimate:
             "microbatches_in_flight": self.microbatches_in_flight,
             "fits": self.fits,
         }
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- model states
@@ -165,10 +204,10 @@ def _stage_layers(layers: int, pp: int) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------- estimate
-@dataclass
-class _Job:
+class _Job(EqRecord):
     """What the estimate's steps share: the normalized spec's degrees and training settings."""
 
+    _fields = ("model", "training", "accounting", "lower_bound", "assumptions", "tp", "pp", "cp", "ep", "vpp", "etp", "dp", "zero", "shard", "sp", "recompute", "flash", "precision", "optimizer", "shape", "bd")
     model: dict
     training: dict
     accounting: str
@@ -188,17 +227,68 @@ class _Job:
     flash: bool
     precision: str
     optimizer: str
-    shape: object | None = None
-    bd: Breakdown | None = None
+    shape: object | None
+    bd: Breakdown | None
+
+    def __init__(
+        self,
+        model: dict,
+        training: dict,
+        accounting: str,
+        lower_bound: bool,
+        assumptions: list[str],
+        tp: int,
+        pp: int,
+        cp: int,
+        ep: int,
+        vpp: int,
+        etp: int,
+        dp: int | None,
+        zero: int,
+        shard: float,
+        sp: bool,
+        recompute: str,
+        flash: bool,
+        precision: str,
+        optimizer: str,
+        shape: object | None = None,
+        bd: Breakdown | None = None,
+    ) -> None:
+        self.model = model
+        self.training = training
+        self.accounting = accounting
+        self.lower_bound = lower_bound
+        self.assumptions = assumptions
+        self.tp = tp
+        self.pp = pp
+        self.cp = cp
+        self.ep = ep
+        self.vpp = vpp
+        self.etp = etp
+        self.dp = dp
+        self.zero = zero
+        self.shard = shard
+        self.sp = sp
+        self.recompute = recompute
+        self.flash = flash
+        self.precision = precision
+        self.optimizer = optimizer
+        self.shape = shape
+        self.bd = bd
 
 
-@dataclass
-class _Stage:
+class _Stage(EqRecord):
     """The first or the last pipeline stage: parameters (dense and expert) and layers."""
 
+    _fields = ("params", "experts", "layers")
     params: float
     experts: float
     layers: int | None
+
+    def __init__(self, params: float, experts: float, layers: int | None) -> None:
+        self.params = params
+        self.experts = experts
+        self.layers = layers
 
 
 def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = False) -> Estimate:

@@ -23,8 +23,9 @@ differently; ``count_params(model)`` is its total. ``megatron=True`` counts the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import cast
+
+from parallint.record import EqRecord
 
 
 class ShapeError(ValueError):
@@ -66,10 +67,10 @@ def _int(model: dict, key: str, default=None) -> int | None:
     return int(v)
 
 
-@dataclass
-class Shape:
+class Shape(EqRecord):
     """A fully defaulted model shape."""
 
+    _fields = ("layers", "hidden", "heads", "kv_heads", "head_dim", "q_width", "kv_width", "ffn", "vocab", "seq_len", "mlp", "norm", "bias", "position_embeddings", "max_positions", "tied_embeddings", "num_experts", "top_k", "moe_ffn", "shared_expert_ffn", "moe_layer_pattern", "arch", "num_labels", "type_vocab")
     layers: int
     hidden: int
     heads: int
@@ -94,6 +95,58 @@ class Shape:
     arch: str  # decoder | encoder | encoder-decoder
     num_labels: int
     type_vocab: int
+
+    def __init__(
+        self,
+        layers: int,
+        hidden: int,
+        heads: int,
+        kv_heads: int,
+        head_dim: int,
+        q_width: int,
+        kv_width: int,
+        ffn: int,
+        vocab: int,
+        seq_len: int | None,
+        mlp: str,
+        norm: str,
+        bias: bool,
+        position_embeddings: str,
+        max_positions: int,
+        tied_embeddings: bool,
+        num_experts: int,
+        top_k: int,
+        moe_ffn: int,
+        shared_expert_ffn: int,
+        moe_layer_pattern: list[int],
+        arch: str,
+        num_labels: int,
+        type_vocab: int,
+    ) -> None:
+        self.layers = layers
+        self.hidden = hidden
+        self.heads = heads
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.q_width = q_width
+        self.kv_width = kv_width
+        self.ffn = ffn
+        self.vocab = vocab
+        self.seq_len = seq_len
+        self.mlp = mlp
+        self.norm = norm
+        self.bias = bias
+        self.position_embeddings = position_embeddings
+        self.max_positions = max_positions
+        self.tied_embeddings = tied_embeddings
+        self.num_experts = num_experts
+        self.top_k = top_k
+        self.moe_ffn = moe_ffn
+        self.shared_expert_ffn = shared_expert_ffn
+        self.moe_layer_pattern = moe_layer_pattern
+        self.arch = arch
+        self.num_labels = num_labels
+        self.type_vocab = type_vocab
 
 
 def shape_of(model: dict) -> Shape:
@@ -176,8 +229,7 @@ def shape_of(model: dict) -> Shape:
     )
 
 
-@dataclass
-class Breakdown:
+class Breakdown(EqRecord):
     """A parameter count split by how model parallelism treats each part.
 
     ``tp_sharded`` per layer is split by tensor parallelism, ``replicated`` per layer is copied on
@@ -187,15 +239,38 @@ class Breakdown:
     ``final`` the final norm (replicated), ``extra`` anything else (pooler, classifier, buckets).
     """
 
-    tp_sharded: list[int] = field(default_factory=list)
-    replicated: list[int] = field(default_factory=list)
-    experts: list[int] = field(default_factory=list)
-    active_experts: list[int] = field(default_factory=list)
-    embedding: int = 0
-    head: int = 0
-    position: int = 0
-    final: int = 0
-    extra: int = 0
+    _fields = ("tp_sharded", "replicated", "experts", "active_experts", "embedding", "head", "position", "final", "extra")
+    tp_sharded: list[int]
+    replicated: list[int]
+    experts: list[int]
+    active_experts: list[int]
+    embedding: int
+    head: int
+    position: int
+    final: int
+    extra: int
+
+    def __init__(
+        self,
+        tp_sharded: list[int] | None = None,
+        replicated: list[int] | None = None,
+        experts: list[int] | None = None,
+        active_experts: list[int] | None = None,
+        embedding: int = 0,
+        head: int = 0,
+        position: int = 0,
+        final: int = 0,
+        extra: int = 0,
+    ) -> None:
+        self.tp_sharded = [] if tp_sharded is None else tp_sharded
+        self.replicated = [] if replicated is None else replicated
+        self.experts = [] if experts is None else experts
+        self.active_experts = [] if active_experts is None else active_experts
+        self.embedding = embedding
+        self.head = head
+        self.position = position
+        self.final = final
+        self.extra = extra
 
     @property
     def layers_total(self) -> int:

@@ -18,13 +18,13 @@ bubble); then the lowest ZeRO stage (ZeRO-3 moves 1.5x the data of DP); then the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from parallint.estimator.gpus import resolve_gpu
 from parallint.estimator.memory import Estimate, estimate
 from parallint.estimator.params import ShapeError, shape_of
 from parallint.estimator.spec import _posint, normalize
+from parallint.record import EqRecord
 
 ORDER_REASON = ("best first: least recomputation (none < selective < full), then fewest "
                 "model-parallel ranks (TP x PP), then fewer pipeline stages, then lower ZeRO "
@@ -32,8 +32,8 @@ ORDER_REASON = ("best first: least recomputation (none < selective < full), then
 _RECOMPUTE_RANK = {"none": 0, "selective": 1, "full": 2}
 
 
-@dataclass
-class Layout:
+class Layout(EqRecord):
+    _fields = ("tp", "pp", "dp", "cp", "ep", "zero_stage", "recompute", "sequence_parallel", "estimate")
     tp: int
     pp: int
     dp: int
@@ -43,6 +43,28 @@ class Layout:
     recompute: str
     sequence_parallel: bool
     estimate: Estimate
+
+    def __init__(
+        self,
+        tp: int,
+        pp: int,
+        dp: int,
+        cp: int,
+        ep: int,
+        zero_stage: int,
+        recompute: str,
+        sequence_parallel: bool,
+        estimate: Estimate,
+    ) -> None:
+        self.tp = tp
+        self.pp = pp
+        self.dp = dp
+        self.cp = cp
+        self.ep = ep
+        self.zero_stage = zero_stage
+        self.recompute = recompute
+        self.sequence_parallel = sequence_parallel
+        self.estimate = estimate
 
     def describe(self) -> str:
         parts = [f"TP={self.tp}", f"PP={self.pp}", f"DP={self.dp}"]

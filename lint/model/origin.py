@@ -8,8 +8,9 @@ Rules decide on ``Value.origin`` (or on the helpers here), never on the words of
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
+
+from parallint.record import FrozenRecord
 
 
 class How(enum.Enum):
@@ -26,16 +27,20 @@ class How(enum.Enum):
 LAUNCH_LAYERS: tuple[str, ...] = ("kube", "scheduler", "mpirun", "srun", "launcher")
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(FrozenRecord):
     """How a value was obtained (``how``) and the construct that stated it (``via``).
 
     ``via`` is a launch layer of :data:`LAUNCH_LAYERS` for launch facts, or the qualified name of
     the call whose argument the value is (``Trainer``, ``init_process_group``); '' when not recorded.
     """
 
-    how: How = How.LITERAL
-    via: str = ""
+    _fields = ("how", "via")
+    how: Final[How]
+    via: Final[str]
+
+    def __init__(self, how: How = How.LITERAL, via: str = "") -> None:
+        self.how = how
+        self.via = via
 
 
 LITERAL = Origin()

@@ -29,12 +29,12 @@ The world size a job's launcher starts is :func:`parallint.model.world.job_launc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 from parallint.diagnostics import Span
 from parallint.facts import FileFacts, Value
 from parallint.model.pyshared import MULTI
+from parallint.record import EqRecord, Record
 
 import ast
 
@@ -166,39 +166,95 @@ class Loop:
         return f"Loop(line={self.span.line}, epoch={self.epoch})"
 
 
-@dataclass(eq=False)
-class Frame:
+class Frame(Record):
+    _fields = ("kind", "name", "parent", "cls", "bindings", "params", "base_guards", "imports", "returns", "dataclass", "has_params", "node")
+    _repr = ("kind", "name", "cls", "params", "base_guards", "dataclass", "has_params")
     kind: str  # module | function | class
     name: str
-    parent: "Frame | None" = field(repr=False)
-    cls: str | None = None
-    bindings: dict[str, list[Any]] = field(default_factory=dict, repr=False)
-    params: set[str] = field(default_factory=set)
-    base_guards: tuple[Guard, ...] = ()
-    imports: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    parent: "Frame | None"
+    cls: str | None
+    bindings: dict[str, list[Any]]
+    params: set[str]
+    base_guards: tuple[Guard, ...]
+    imports: dict[str, set[str]]
     #: the expressions of the function's `return` statements (None for a bare `return`)
-    returns: list[Any] = field(default_factory=list, repr=False)
+    returns: list[Any]
     #: a class decorated with @dataclass (its annotated class attributes are field defaults)
-    dataclass: bool = False
+    dataclass: bool
     #: the function's parameters have defaults / *args: calls may bind them
-    has_params: bool = False
+    has_params: bool
     #: the FunctionDef / ClassDef node (None for the module)
-    node: Any = field(default=None, repr=False)
+    node: Any
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        parent: "Frame | None",
+        cls: str | None = None,
+        bindings: dict[str, list[Any]] | None = None,
+        params: set[str] | None = None,
+        base_guards: tuple[Guard, ...] = (),
+        imports: dict[str, set[str]] | None = None,
+        returns: list[Any] | None = None,
+        dataclass: bool = False,
+        has_params: bool = False,
+        node: Any = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.parent = parent
+        self.cls = cls
+        self.bindings = {} if bindings is None else bindings
+        self.params = set() if params is None else params
+        self.base_guards = base_guards
+        self.imports = {} if imports is None else imports
+        self.returns = [] if returns is None else returns
+        self.dataclass = dataclass
+        self.has_params = has_params
+        self.node = node
 
 
-@dataclass(eq=False)
-class Call:
-    node: Any = field(repr=False)  # ast.Call
-    script: "Script" = field(repr=False)
+class Call(Record):
+    _fields = ("node", "script", "qnames", "groups", "method", "receiver", "guards", "loops", "frame", "target", "index")
+    _repr = ("qnames", "groups", "method", "guards", "loops", "target", "index")
+    node: Any  # ast.Call
+    script: "Script"
     qnames: frozenset[str]
     groups: frozenset[str]
     method: str | None  # x.foo(...) -> "foo"
-    receiver: Any = field(repr=False)  # the node of x in x.foo(...)
-    guards: tuple[Guard, ...] = ()
-    loops: tuple[Loop, ...] = ()
-    frame: Frame = field(default=None, repr=False)  # type: ignore[assignment]
-    target: str | None = None  # `t = call(...)` -> "t"
-    index: int = 0  # order of appearance in the file
+    receiver: Any  # the node of x in x.foo(...)
+    guards: tuple[Guard, ...]
+    loops: tuple[Loop, ...]
+    frame: Frame
+    target: str | None  # `t = call(...)` -> "t"
+    index: int  # order of appearance in the file
+
+    def __init__(
+        self,
+        node: Any,
+        script: "Script",
+        qnames: frozenset[str],
+        groups: frozenset[str],
+        method: str | None,
+        receiver: Any,
+        guards: tuple[Guard, ...] = (),
+        loops: tuple[Loop, ...] = (),
+        frame: Frame = None,  # type: ignore[assignment]
+        target: str | None = None,
+        index: int = 0,
+    ) -> None:
+        self.node = node
+        self.script = script
+        self.qnames = qnames
+        self.groups = groups
+        self.method = method
+        self.receiver = receiver
+        self.guards = guards
+        self.loops = loops
+        self.frame = frame
+        self.target = target
+        self.index = index
 
     @property
     def span(self) -> Span:
@@ -243,65 +299,128 @@ class Call:
         return [g for g in self.guards if g.rank]
 
 
-@dataclass
-class Slice:
+class Slice(EqRecord):
+    _fields = ("start", "stop", "node", "script")
+    _repr = ("start", "stop")
     start: int | None
     stop: int | None
-    node: Any = field(repr=False)
-    script: "Script" = field(repr=False)
+    node: Any
+    script: "Script"
+
+    def __init__(self, start: int | None, stop: int | None, node: Any, script: "Script") -> None:
+        self.start = start
+        self.stop = stop
+        self.node = node
+        self.script = script
 
     @property
     def span(self) -> Span:
         return self.script.span_of(self.node)
 
 
-@dataclass
-class Partition:
+class Partition(EqRecord):
     """A list of slices of one module list handed out as pipeline stages."""
 
+    _fields = ("base", "slices", "node", "script", "total", "total_source", "selector", "selector_span", "frame", "open_ended")
+    _repr = ("base", "slices", "total", "total_source", "selector", "selector_span", "open_ended")
     base: str
     slices: list[Slice]
-    node: Any = field(repr=False)
-    script: "Script" = field(repr=False)
-    total: int | None = None  # number of layers of `base` when the script shows it
-    total_source: str = ""
-    selector: str | None = None  # "rank" when chosen by a rank expression
-    selector_span: Span | None = None
-    frame: Frame | None = field(default=None, repr=False)
+    node: Any
+    script: "Script"
+    total: int | None  # number of layers of `base` when the script shows it
+    total_source: str
+    selector: str | None  # "rank" when chosen by a rank expression
+    selector_span: Span | None
+    frame: Frame | None
     #: chosen by `if rank == k:` branches with a final `else:` taking every other rank
-    open_ended: bool = False
+    open_ended: bool
+
+    def __init__(
+        self,
+        base: str,
+        slices: list[Slice],
+        node: Any,
+        script: "Script",
+        total: int | None = None,
+        total_source: str = "",
+        selector: str | None = None,
+        selector_span: Span | None = None,
+        frame: Frame | None = None,
+        open_ended: bool = False,
+    ) -> None:
+        self.base = base
+        self.slices = slices
+        self.node = node
+        self.script = script
+        self.total = total
+        self.total_source = total_source
+        self.selector = selector
+        self.selector_span = selector_span
+        self.frame = frame
+        self.open_ended = open_ended
 
     @property
     def span(self) -> Span:
         return self.script.span_of(self.node)
 
 
-@dataclass
-class RankList:
+class RankList(EqRecord):
     """A list literal of per-stage values (layer counts, boundaries, layer ids) that the script
     indexes with a rank: ``layers_per_stage[rank]``, ``bounds[rank]:bounds[rank + 1]``."""
 
+    _fields = ("name", "length", "node", "script", "frame", "rank", "boundaries")
+    _repr = ("name", "length", "rank", "boundaries")
     name: str
     length: int
-    node: Any = field(repr=False)
-    script: "Script" = field(repr=False)
-    frame: Frame | None = field(default=None, repr=False)
+    node: Any
+    script: "Script"
+    frame: Frame | None
     #: "global" (dist.get_rank(), RANK) or "pipeline" (pp_rank, stage_id ...)
-    rank: str = "global"
+    rank: str
     #: also indexed with rank + 1 (a list of stage boundaries: one more entry than stages)
-    boundaries: bool = False
+    boundaries: bool
+
+    def __init__(
+        self,
+        name: str,
+        length: int,
+        node: Any,
+        script: "Script",
+        frame: Frame | None = None,
+        rank: str = "global",
+        boundaries: bool = False,
+    ) -> None:
+        self.name = name
+        self.length = length
+        self.node = node
+        self.script = script
+        self.frame = frame
+        self.rank = rank
+        self.boundaries = boundaries
 
     @property
     def span(self) -> Span:
         return self.script.span_of(self.node)
 
 
-@dataclass
-class Mesh:
+class Mesh(EqRecord):
+    _fields = ("span", "shape", "names", "call")
     span: Span
     shape: tuple[int, ...] | None  # None when not known
     names: tuple[str, ...] | None
-    call: Call | None = None
+    call: Call | None
+
+    def __init__(
+        self,
+        span: Span,
+        shape: tuple[int, ...] | None,
+        names: tuple[str, ...] | None,
+        call: Call | None = None,
+    ) -> None:
+        self.span = span
+        self.shape = shape
+        self.names = names
+        self.call = call
 
 
 class Script:

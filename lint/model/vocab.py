@@ -17,8 +17,10 @@ it from a reader. ``tests/test_vocab.py`` says what is missing.
 """
 
 from __future__ import annotations
+from typing import Final
 
-from dataclasses import dataclass
+from parallint.record import FrozenRecord
+
 
 #: the job-spec sections, in the order ``show`` prints them
 SECTIONS: tuple[str, ...] = ("model", "parallel", "training", "hardware")
@@ -27,21 +29,41 @@ SECTIONS: tuple[str, ...] = ("model", "parallel", "training", "hardware")
 TYPES: frozenset[str] = frozenset({"int", "bool", "str", "enum", "int|list", "str|bool"})
 
 
-@dataclass(frozen=True)
-class Fact:
-    key: str
-    type: str
-    meaning: str
-    unit: str = ""
+class Fact(FrozenRecord):
+    _fields = ("key", "type", "meaning", "unit", "values", "producers", "spec", "fact")
+    key: Final[str]
+    type: Final[str]
+    meaning: Final[str]
+    unit: Final[str]
     #: the allowed values of an ``enum`` fact (``None`` = unknown is always allowed)
-    values: tuple[str, ...] = ()
+    values: Final[tuple[str, ...]]
     #: reader modules (``parallint.readers.X`` or ``parallint.X``) that state it; a job-spec file
     #: (``readers/jobspec``) may state every ``spec`` fact and is not listed
-    producers: tuple[str, ...] = ()
+    producers: Final[tuple[str, ...]]
     #: a field of the normalized job spec (schemas/job.schema.json)
-    spec: bool = True
+    spec: Final[bool]
     #: readers may state it (False: a job-spec field only written by hand)
-    fact: bool = True
+    fact: Final[bool]
+
+    def __init__(
+        self,
+        key: str,
+        type: str,
+        meaning: str,
+        unit: str = "",
+        values: tuple[str, ...] = (),
+        producers: tuple[str, ...] = (),
+        spec: bool = True,
+        fact: bool = True,
+    ) -> None:
+        self.key = key
+        self.type = type
+        self.meaning = meaning
+        self.unit = unit
+        self.values = values
+        self.producers = producers
+        self.spec = spec
+        self.fact = fact
 
     @property
     def section(self) -> str:

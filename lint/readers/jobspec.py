@@ -16,22 +16,26 @@ estimator, which also reads the keys that are not facts (``training.flash_attent
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from parallint.facts import FACT_KEYS, FileFacts, Value
 from parallint.readers.cfgutil import as_bool, load_tree, new_facts, syn001, to_value, unknown_reason
 from parallint.readers.yamlpos import PNode
+from parallint.record import EqRecord
 
 KIND = "jobspec"
 SECTIONS = ("model", "parallel", "training", "hardware")
 
 
-@dataclass
-class JobSpecData:
+class JobSpecData(EqRecord):
+    _fields = ("spec", "valid")
     spec: dict  # the spec with unknown values removed
     valid: bool
+
+    def __init__(self, spec: dict, valid: bool) -> None:
+        self.spec = spec
+        self.valid = valid
 
 
 #: keys whose value may literally be the word "none" (generic readers take it for "unset")

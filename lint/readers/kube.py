@@ -13,7 +13,6 @@ operator injects (``MASTER_ADDR``, ``PET_NNODES``, ``WORLD_SIZE`` ...) are unkno
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from parallint import cmdline
@@ -32,6 +31,7 @@ from parallint.readers.kubepod import (  # noqa: F401 - re-exported for the read
     _pod_spec,
 )
 from parallint.readers.shell import syn001
+from parallint.record import EqRecord
 
 K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -382,13 +382,17 @@ def _batch_job(doc, path: str, abspath: Path) -> list[Launch]:
     return out
 
 
-@dataclass
-class KubeData:
+class KubeData(EqRecord):
     """``FileFacts.data`` of a Kubernetes manifest: the training jobs read, as ``(kind, document)``,
     and every document of the file as a positioned tree (the schema rules validate them)."""
 
-    jobs: list = field(default_factory=list)
-    documents: list = field(default_factory=list)
+    _fields = ("jobs", "documents")
+    jobs: list
+    documents: list
+
+    def __init__(self, jobs: list | None = None, documents: list | None = None) -> None:
+        self.jobs = [] if jobs is None else jobs
+        self.documents = [] if documents is None else documents
 
 
 def read(path: str, abspath: Path, text: str) -> FileFacts:

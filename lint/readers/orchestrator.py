@@ -3,12 +3,12 @@ outer launch layer, and the shell text the task runs on every node is evaluated 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from parallint.facts import FactMap, Value
 from parallint.launch import Launch
 from parallint.model.origin import How, Origin
+from parallint.record import replace
 
 
 def as_outer_layer(job: Launch) -> None:

@@ -19,7 +19,6 @@ partitions, meshes), are the script event API of the model layer: :mod:`parallin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, cast
 

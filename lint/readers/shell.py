@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,6 +23,7 @@ from parallint import cmdline
 from parallint.cmdline import UNKNOWN, Seg, Word
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FactMap, FileFacts, Value
+from parallint.record import EqRecord
 
 MAX_BYTES = 2_000_000
 MAX_SOURCE_DEPTH = 4
@@ -130,15 +130,33 @@ class Src:
         return Span(self.path, l1, c1, l2, c2)
 
 
-@dataclass
-class Piece:
+class Piece(EqRecord):
+    _fields = ("text", "src", "start", "known", "why", "exact", "splat")
     text: str
-    src: Src | None = None
-    start: int = 0  # byte offset of text[0] in src (exact only when `exact`)
-    known: bool = True
-    why: str = ""
-    exact: bool = True  # text is the verbatim source bytes from `start`
-    splat: bool = False  # an unknown unquoted expansion (may be several words)
+    src: Src | None
+    start: int  # byte offset of text[0] in src (exact only when `exact`)
+    known: bool
+    why: str
+    exact: bool  # text is the verbatim source bytes from `start`
+    splat: bool  # an unknown unquoted expansion (may be several words)
+
+    def __init__(
+        self,
+        text: str,
+        src: Src | None = None,
+        start: int = 0,
+        known: bool = True,
+        why: str = "",
+        exact: bool = True,
+        splat: bool = False,
+    ) -> None:
+        self.text = text
+        self.src = src
+        self.start = start
+        self.known = known
+        self.why = why
+        self.exact = exact
+        self.splat = splat
 
     def span(self, a: int = 0, b: int | None = None) -> Span | None:
         if self.src is None:
@@ -156,14 +174,30 @@ def unknown_piece(why: str, src: Src | None = None, start: int = 0) -> Piece:
     return Piece(UNKNOWN, src, start, False, why, False)
 
 
-@dataclass
-class Var:
+class Var(EqRecord):
+    _fields = ("kind", "pieces", "items", "exported", "span", "unknown_why")
     kind: str  # "scalar" | "array"
-    pieces: list[Piece] = field(default_factory=list)  # scalar
-    items: list[list[Piece]] = field(default_factory=list)  # array
-    exported: bool = False
-    span: Span | None = None  # the assignment
-    unknown_why: str = ""  # the whole variable is unknown (e.g. assigned in a loop)
+    pieces: list[Piece]  # scalar
+    items: list[list[Piece]]  # array
+    exported: bool
+    span: Span | None  # the assignment
+    unknown_why: str  # the whole variable is unknown (e.g. assigned in a loop)
+
+    def __init__(
+        self,
+        kind: str,
+        pieces: list[Piece] | None = None,
+        items: list[list[Piece]] | None = None,
+        exported: bool = False,
+        span: Span | None = None,
+        unknown_why: str = "",
+    ) -> None:
+        self.kind = kind
+        self.pieces = [] if pieces is None else pieces
+        self.items = [] if items is None else items
+        self.exported = exported
+        self.span = span
+        self.unknown_why = unknown_why
 
     def text(self) -> str:
         if self.unknown_why:
@@ -194,16 +228,32 @@ def _pieces_text(ps: list[Piece]) -> str:
     return "".join(p.text for p in ps)
 
 
-@dataclass
-class ShellData:
+class ShellData(EqRecord):
     """What the shell reader saw besides the launches (for file-level rules)."""
 
-    exports: dict[str, Value] = field(default_factory=dict)  # every export/declare -x, in order
-    assignments: list[tuple[str, Value]] = field(default_factory=list)  # every NAME=value seen
-    sources: list[Value] = field(default_factory=list)  # `source X` / `. X`
-    sources_unresolved: bool = False
-    sbatch: dict[str, Value] = field(default_factory=dict)
-    env: dict[str, Value] = field(default_factory=dict)  # exported env at the end of the file
+    _fields = ("exports", "assignments", "sources", "sources_unresolved", "sbatch", "env")
+    exports: dict[str, Value]  # every export/declare -x, in order
+    assignments: list[tuple[str, Value]]  # every NAME=value seen
+    sources: list[Value]  # `source X` / `. X`
+    sources_unresolved: bool
+    sbatch: dict[str, Value]
+    env: dict[str, Value]  # exported env at the end of the file
+
+    def __init__(
+        self,
+        exports: dict[str, Value] | None = None,
+        assignments: list[tuple[str, Value]] | None = None,
+        sources: list[Value] | None = None,
+        sources_unresolved: bool = False,
+        sbatch: dict[str, Value] | None = None,
+        env: dict[str, Value] | None = None,
+    ) -> None:
+        self.exports = {} if exports is None else exports
+        self.assignments = [] if assignments is None else assignments
+        self.sources = [] if sources is None else sources
+        self.sources_unresolved = sources_unresolved
+        self.sbatch = {} if sbatch is None else sbatch
+        self.env = {} if env is None else env
 
 
 # -- the evaluator ------------------------------------------------------------------------------

@@ -11,10 +11,10 @@ the JSON and TOML readers too, and a run that reads no YAML never imports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from parallint.diagnostics import Span
+from parallint.record import EqRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     import yaml
@@ -34,16 +34,28 @@ class YamlLimitError(ValueError):
     pass
 
 
-@dataclass
-class PNode:
+class PNode(EqRecord):
     """A positioned YAML/JSON value. ``value`` is a scalar, a ``dict[str, PNode]`` or a ``list[PNode]``."""
 
+    _fields = ("value", "span", "key_spans", "duplicates")
     value: Any
     span: Span
     #: for mappings: key -> span of the key text
-    key_spans: dict[str, Span] = field(default_factory=dict)
+    key_spans: dict[str, Span]
     #: for mappings: (key, first key span, repeated key span)
-    duplicates: list[tuple[str, Span, Span]] = field(default_factory=list)
+    duplicates: list[tuple[str, Span, Span]]
+
+    def __init__(
+        self,
+        value: Any,
+        span: Span,
+        key_spans: dict[str, Span] | None = None,
+        duplicates: list[tuple[str, Span, Span]] | None = None,
+    ) -> None:
+        self.value = value
+        self.span = span
+        self.key_spans = {} if key_spans is None else key_spans
+        self.duplicates = [] if duplicates is None else duplicates
 
     @property
     def is_map(self) -> bool:
