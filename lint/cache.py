@@ -29,9 +29,12 @@ except ImportError:  # pragma: no cover - another Python implementation
     import hashlib  # type: ignore[no-redef]
 import os
 from pathlib import Path
-from typing import Any, Iterable
 
 from parallint.deps import Record, _names_digest
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 ENTRY_FORMAT = 1
 FILES_DIR = "files"
@@ -101,19 +104,31 @@ def file_digest(path: Path) -> str | None:
     return None if data is None else digest(data)
 
 
+def canonical(x: Any, depth: int = 0) -> str:
+    """One text for equal settings, whatever the order of their keys or set members: the settings'
+    part of a cache key (without importing json). Other objects count by their ``repr``."""
+    if depth > 50:
+        return "..."
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return repr(x)
+    if isinstance(x, dict):
+        items = sorted((canonical(k, depth + 1), canonical(v, depth + 1)) for k, v in x.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(canonical(v, depth + 1) for v in x) + "]"
+    if isinstance(x, (set, frozenset)):
+        return "{" + ", ".join(sorted(canonical(v, depth + 1) for v in x)) + "}"
+    return f"<{type(x).__qualname__} {x!r}>"
+
+
 class FileCache:
     """Signed per-file entries under ``folder`` for one run (rules and settings fixed)."""
 
     def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any]) -> None:
-        import json
-
         self.folder = folder / FILES_DIR
         self.key = user_key()
         sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
-        try:
-            conf = json.dumps(settings, sort_keys=True, default=repr)
-        except (TypeError, ValueError):
-            conf = repr(sorted(settings.items(), key=repr))
+        conf = canonical(settings)
         self.run_tag = digest(f"{ENTRY_FORMAT}\n{code_fingerprint()}\n{sel}\n{conf}".encode("utf-8", "surrogateescape"))
         self.hits = 0
         self.misses = 0
@@ -286,7 +301,6 @@ class RunCache:
 
     def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any],
                  extra: dict[str, Any]) -> None:
-        import json
         import sys
 
         self.folder = folder
@@ -299,11 +313,7 @@ class RunCache:
                 mod = sys.modules.get(r.__module__)
                 f = getattr(mod, "__file__", None)
                 plugins.append(f"{f}:{_sig(f) if f else None}")
-        try:
-            conf = json.dumps(settings, sort_keys=True, default=repr)
-            more = json.dumps(extra, sort_keys=True, default=repr)
-        except (TypeError, ValueError):
-            conf, more = repr(sorted(settings.items(), key=repr)), repr(sorted(extra.items(), key=repr))
+        conf, more = canonical(settings), canonical(extra)
         env = f"{sys.version}\n{sys.executable}\n{os.path.expanduser('~')}"
         self.run_key = digest("\n".join([str(RUN_FORMAT), code_fingerprint(), str(sel), str(sorted(plugins)),
                                          conf, more, env]).encode("utf-8", "surrogateescape"))

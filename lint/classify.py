@@ -6,6 +6,7 @@ of a repository are not ours and must never be parsed.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import PurePath
 
@@ -68,7 +69,11 @@ SHELL_NEEDLES: tuple[str, ...] = (
     "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run", "torchx",
     "fabric run",
 )
-_SHEBANG = re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
+
+
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _shebang() -> re.Pattern[bytes]:
+    return re.compile(rb"^#!\s*\S*(?:/env\s+)?(?:ba|z|k|da)?sh\b")
 
 
 #: needles that plugin rules declare (``needles = ("my_launcher",)`` on a Rule), added by the
@@ -93,7 +98,7 @@ def classify(path: str, text: str) -> str | None:
             if kind:
                 return kind
         return "python" if extra or any(n in text for n in PYTHON_NEEDLES) else None
-    if suffix in SHELL_SUFFIXES or (suffix == "" and _SHEBANG.match(text[:80].encode("utf-8", "replace"))):
+    if suffix in SHELL_SUFFIXES or (suffix == "" and _shebang().match(text[:80].encode("utf-8", "replace"))):
         return "shell" if any(n in text for n in SHELL_NEEDLES + PLUGIN_NEEDLES["shell"]) else None
     if name in ("Makefile", "makefile", "GNUmakefile") or suffix == ".mk":
         return "makefile" if any(n in text for n in ("torchrun", "deepspeed", "accelerate", "torch.distributed", "srun", "mpirun")) else None

@@ -6,10 +6,13 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
-from typing import Any
 
 from parallint.diagnostics import Severity
 from parallint.record import EqRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ConfigError(Exception):

@@ -15,7 +15,10 @@ except ImportError:  # pragma: no cover - another Python implementation
     import hashlib  # type: ignore[no-redef]
 import os
 from pathlib import Path
-from typing import Any, Iterable
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 
 def digest(data: bytes) -> str:

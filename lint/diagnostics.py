@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import enum
-from typing import Final
 
 from parallint.record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Final
 
 
 class Severity(enum.IntEnum):

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Callable, Final
 
 from parallint.record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Callable, Final
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",

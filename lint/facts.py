@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import builtins
 from pathlib import Path
-from typing import Any, Final, Iterable, Iterator
 
 from parallint.diagnostics import Diagnostic, Span
 from parallint.model import vocab as _vocab
 from parallint.model.origin import LITERAL, How, Origin
 from parallint.record import EqRecord, FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Final, Iterable, Iterator
 
 __all__ = ["FACT_KEYS", "FactMap", "FileFacts", "How", "Origin", "Value", "known_int"]
 

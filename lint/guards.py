@@ -12,6 +12,7 @@ and below the point where the parsers fail.
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: Python: operands of one operator chain (``a and b and ...``, ``a + b + ...``), bracket depth,
@@ -31,23 +32,28 @@ CFG_MAX_DEPTH = 100
 TOML_MAX_KEY_PARTS = 100
 YAML_MAX_ALIASES = 10_000
 
+
 # One token per match: comments, strings (a string stops at the end of its line unless it is
 # triple-quoted), the operators that build chains, brackets, and the separators that end a chain.
 # Every alternative is a fixed word or a run of characters that excludes its own terminator, so a
 # match never backtracks over more than its own length.
-_PY_TOKEN = re.compile(
-    r"#[^\n]*"
-    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
-    r'|"(?:[^"\\\n]|\\.)*(?:"|$)'
-    r"|'(?:[^'\\\n]|\\.)*(?:'|$)"
-    r"|\w+"  # names and numbers: one token each (the words among them are looked up)
-    r"|\*\*|//|<<|>>|<=|>=|==|!=|->|:="
-    r"|[-+*/%@|&^<>]"
-    r"|[()\[\]{}]"
-    r"|[,;:=\n]",
-    re.S | re.M,
-)
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _py_token() -> re.Pattern[str]:
+    return re.compile(
+        r"#[^\n]*"
+        r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|\Z)'
+        r"|'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)"
+        r'|"(?:[^"\\\n]|\\.)*(?:"|$)'
+        r"|'(?:[^'\\\n]|\\.)*(?:'|$)"
+        r"|\w+"  # names and numbers: one token each (the words among them are looked up)
+        r"|\*\*|//|<<|>>|<=|>=|==|!=|->|:="
+        r"|[-+*/%@|&^<>]"
+        r"|[()\[\]{}]"
+        r"|[,;:=\n]",
+        re.S | re.M,
+    )
+
+
 _CHAIN_OPS = frozenset(
     ("and", "or", "not", "is", "in", "if", "else", "**", "//", "<<", ">>", "<=", ">=", "==", "!=",
      "+", "-", "*", "/", "%", "@", "|", "&", "^", "<", ">")
@@ -87,7 +93,7 @@ def python_guard(text: str) -> str | None:
     chains = [0]  # operators so far in the chain open at each bracket level
     worst_depth = 0
     classes = _CLASS
-    for tok in _PY_TOKEN.findall(text):
+    for tok in _py_token().findall(text):
         c = classes.get(tok, 0)
         if c == 0:  # string or comment
             continue

@@ -24,13 +24,15 @@ try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (mil
     import _blake2 as hashlib
 except ImportError:  # pragma: no cover - another Python implementation
     import hashlib  # type: ignore[no-redef]
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from parallint.facts import Value
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 CACHE_DIR_NAME = ".parallint_cache"
 CACHE_FORMAT = 1
@@ -101,7 +103,10 @@ class LinkCache:
         self.used: set[str] = set()
         if enabled:
             try:
-                raw = json.loads(self.path.read_text("utf-8"))
+                text = self.path.read_text("utf-8")
+                import json  # only when there is an index to read
+
+                raw = json.loads(text)
                 if isinstance(raw, dict) and raw.get("tag") == self.tag and isinstance(raw.get("files"), dict):
                     self.data = raw["files"]
             except (OSError, ValueError):
@@ -130,6 +135,7 @@ class LinkCache:
             keep = dict(self.data)
             if len(keep) > 4 * MAX_INDEX_FILES:
                 keep = {k: v for k, v in keep.items() if k in self.used}
+            import json
             import tempfile
 
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".links.", suffix=".tmp")

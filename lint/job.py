@@ -7,11 +7,14 @@ one at the value that is wrong with the others as related locations.
 
 from __future__ import annotations
 
-from typing import Any
 
 from parallint.facts import FactMap, FileFacts, Value, known_int
 from parallint.model.world import world_size
 from parallint.record import EqRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Job(EqRecord):

@@ -3,6 +3,7 @@ for anything printed (a message must never fail to print)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: files larger than this are not analysed (``max-file-size``); the Python and shell readers
@@ -13,7 +14,13 @@ DEFAULT_FILE_TIMEOUT = 20.0
 #: standard input (``check -``) is read up to the size cap; more is refused
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2,
           "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]{0,3})\s*$")
+
+
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _size() -> re.Pattern[str]:
+    return re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]{0,3})\s*$")
+
+
 MAX_SIZE_SETTING = 1024**3  # 1 GiB: a cap above this is a typo
 
 
@@ -24,7 +31,7 @@ def parse_size(value: object) -> int:
     if isinstance(value, int):
         n = value
     else:
-        m = _SIZE.match(str(value))
+        m = _size().match(str(value))
         if not m or m.group(2).lower() not in _UNITS:
             raise ValueError(f"not a size: {value!r} (use bytes, or a number with KB, MB, KiB or MiB)")
         n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
@@ -50,12 +57,14 @@ def file_timeout(settings: dict) -> float:
     return DEFAULT_FILE_TIMEOUT
 
 
-_UNPRINTABLE = re.compile("[\ud800-\udfff]")
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _unprintable() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
 
 
 def clean_text(text: str) -> str:
     """``text`` with lone surrogates (from a ``"\\ud800"`` escape in a JSON string) replaced, so
     that it can be encoded for any output."""
-    if _UNPRINTABLE.search(text):
-        return _UNPRINTABLE.sub("\ufffd", text)
+    if _unprintable().search(text):
+        return _unprintable().sub("\ufffd", text)
     return text

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
 
 from parallint.facts import FileFacts, Value
 from parallint.job import Job
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Callable
+
+    Reader = Callable[[Path], "FileFacts | None"]
+
 MAX_DEPTH = 3
-Reader = Callable[[Path], "FileFacts | None"]
 
 
 _ROOTS: dict[Path, Path] = {}  # repo_root per folder, for one run (see reset)

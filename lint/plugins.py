@@ -7,7 +7,10 @@ without parsing them; a plugin that looks for its own launcher or API names says
 
 from __future__ import annotations
 
-from typing import Iterable
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
+
 
 
 def register_needles(rules: Iterable[type]) -> None:
@@ -37,7 +40,7 @@ def may_declare(group: str, path: list[str]) -> bool:
     path, a metadata finder other than the standard one) answers True: look properly."""
     import os
     import sys
-    from importlib.machinery import PathFinder
+    from _frozen_importlib_external import PathFinder  # importlib.machinery's, loaded at start-up
 
     if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
         return True

@@ -20,9 +20,12 @@ in ``_fields``; these bases give it the rest, with the semantics the dataclasses
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, Callable, ClassVar, TypeVar
 
-_R = TypeVar("_R", bound="Record")
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar, TypeVar
+
+    _R = TypeVar("_R", bound="Record")
 
 
 class Record:

@@ -7,7 +7,7 @@ rule names, ``ALL``) are resolved here.
 
 :func:`get_registry` imports every rule module. ``check`` uses :func:`lazy_registry` instead: the
 built-in rules are known by their declarations (code, name, severity, ``kinds``, ``calls``, whether
-they check files and jobs), read from a generated table (``parallint/data/rules.json``, see
+they check files and jobs), read from a generated table (``parallint/data/rules_table.py``, see
 :func:`declaration_table`), and a rule family's module is imported only when one of its rules has
 something to look at (:class:`RuleRef`):
 
@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
-from typing import Any, Iterable
 
 from parallint.rule import DOC_SECTIONS, Rule
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
+
 CODE_RE = r"^[A-Z]{2,5}[0-9]{3}$"
 NAME_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-TABLE = "rules.json"
+TABLE = "rules_table.py"  # in parallint.data; a module: its bytecode loads without a JSON parser
 #: kinds of launch files (parallint.classify.LAUNCH_KINDS) and of scripts: a rule with one of them
 #: (or with calls) is about launches and scripts, see :meth:`RuleRef.may_match`
 _SCRIPT_OR_LAUNCH = frozenset({"python", "shell", "makefile", "kube", "skypilot"})
@@ -386,22 +389,18 @@ _TABLE: dict | None = None
 def _table() -> dict:
     global _TABLE
     if _TABLE is None:
-        import json
-
-        from parallint.data import read_text
-
         try:
-            data = json.loads(read_text("parallint.data", TABLE))
-            _TABLE = data["modules"] if isinstance(data, dict) and isinstance(data.get("modules"), dict) else {}
-        except (OSError, ValueError, KeyError):
-            _TABLE = {}
+            from parallint.data.rules_table import MODULES
+        except ImportError:  # an install without it: every family is imported
+            MODULES = {}
+        _TABLE = MODULES if isinstance(MODULES, dict) else {}
     return _TABLE
 
 
 def _source_stamp(data: bytes) -> str:
-    import zlib
+    from binascii import crc32  # zlib's CRC-32; binascii is loaded already (base64, yaml)
 
-    return f"{len(data)}:{zlib.crc32(data):08x}"  # a check that the table is current, not a security one
+    return f"{len(data)}:{crc32(data):08x}"  # a check that the table is current, not a security one
 
 
 def _refs(name: str) -> list[RuleRef] | None:
@@ -430,9 +429,8 @@ def _refs(name: str) -> list[RuleRef] | None:
 
 
 def declaration_table() -> str:
-    """``parallint/data/rules.json``: every built-in rule's declarations, by module, with the stamp
-    of the module's source it was made from (tests/test_startup.py keeps it current)."""
-    import json
+    """``parallint/data/rules_table.py``: every built-in rule's declarations, by module, with the
+    stamp of the module's source it was made from (tests/test_startup.py keeps it current)."""
     import os
 
     import parallint.rules as pkg
@@ -448,10 +446,9 @@ def declaration_table() -> str:
              "summary": r.summary, "kinds": sorted(r.kinds), "calls": sorted(r.calls),
              "file": r.check_file is not Rule.check_file, "job": r.check_job is not Rule.check_job}
             for r in sorted(_rules_in(mod), key=lambda r: r.code)]}
-    head = json.dumps("the rules in parallint.rules (regenerate: PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest "
-                      "tests/test_startup.py)")
     parts = []
     for name, entry in modules.items():
-        rules = ",\n".join("    " + json.dumps(d, ensure_ascii=False) for d in entry["rules"])
-        parts.append(f'  {json.dumps(name)}: {{"source": {json.dumps(entry["source"])}, "rules": [\n{rules}]}}')
-    return '{"generated_from": ' + head + ',\n "modules": {\n' + ",\n".join(parts) + "}}\n"
+        rules = "".join(f"        {d!r},\n" for d in entry["rules"])
+        parts.append(f"    {name!r}: {{'source': {entry['source']!r}, 'rules': [\n{rules}    ]}},\n")
+    return ('"""The rules in parallint.rules, generated: do not edit (regenerate: PARALLINT_UPDATE_SNAPSHOTS=1\n'
+            'python -m pytest tests/test_startup.py)."""\n\nMODULES: dict[str, dict] = {\n' + "".join(parts) + "}\n")

@@ -4,15 +4,17 @@ annotations, JUnit XML, GitLab code quality and Checkstyle XML."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
 
 from parallint import __version__
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.record import EqRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab", "checkstyle")
 INFO_URI = "https://github.com/parallint/parallint"
@@ -61,6 +63,8 @@ class Options(EqRecord):
 def render(fmt: str, diags: Sequence[Diagnostic], files_checked: int, rules: Sequence[type] = (),
            options: Options | None = None) -> str:
     opts = options or Options()
+    if fmt in ("json", "sarif", "gitlab"):
+        import json
     if fmt == "json":
         return json.dumps([d.to_json() for d in diags], indent=2) + "\n"
     if fmt == "sarif":

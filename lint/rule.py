@@ -27,12 +27,12 @@ an unknown kind, call group or fact, so a typo fails loudly instead of silencing
 
 from __future__ import annotations
 
-from typing import ClassVar, Final, Iterable, Sequence, TYPE_CHECKING
-
 from parallint.diagnostics import Diagnostic, Related, Severity, Span
 from parallint.record import FrozenRecord
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import ClassVar, Final, Iterable, Sequence
     from parallint.facts import FileFacts
     from parallint.job import Job
     from parallint.runner import Context

@@ -16,16 +16,19 @@ alarm that readers cannot swallow.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import importlib
 import os
 import re
-import signal
 import stat
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+
+try:  # the C module itself: `signal` wraps it in enums (a millisecond at every start)
+    import _signal as signal
+except ImportError:  # pragma: no cover - another Python implementation
+    import signal  # type: ignore[no-redef]
 
 from parallint import deps as _deps
 from parallint.classify import READERS, claims_suffix, classify
@@ -36,6 +39,10 @@ from parallint.facts import FileFacts
 from parallint.record import EqRecord
 
 from parallint.limits import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 MAX_BYTES = DEFAULT_MAX_FILE_SIZE  # kept for callers; the run uses the configured cap
 READ_TIMEOUT_S = DEFAULT_FILE_TIMEOUT
@@ -222,50 +229,70 @@ def _printable(d: Diagnostic) -> Diagnostic:
 
 
 #: reader messages (SYN001) that are really a limit of parallint, not a syntax error
-_LIMIT_MESSAGE = re.compile(
-    r"too complex|nested too deeply|too deeply nested|nested deeper than|nested more than|"
-    r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _limit_message() -> re.Pattern[str]:
+    return re.compile(
+        r"too complex|nested too deeply|too deeply nested|nested deeper than|nested more than|"
+        r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
 
 
-@contextmanager
-def _quiet_gc(runner: "Runner") -> Iterator[None]:
+class _QuietGc:
     """Pause the cyclic garbage collector while files are read: what exists now (modules, rule
     tables) is frozen out of its scans, and the dropped syntax trees are collected every
     :data:`RECLAIM_EVERY` files (:meth:`Runner._reclaim`) instead of the whole heap being rescanned
-    as the trees pile up. Nested or re-entrant use leaves the collector as it found it."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.collect()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.enable()
+    as the trees pile up. Nested or re-entrant use leaves the collector as it found it; with
+    ``active`` False it does nothing (a few files, as a pre-commit hook gives: not worth a full
+    collection up front). A class, not ``contextlib.contextmanager``: a one-file check does not
+    import contextlib (start-up)."""
+
+    __slots__ = ("active",)
+
+    def __init__(self, active: bool = True) -> None:
+        self.active = active
+
+    def __enter__(self) -> None:
+        if not self.active or not gc.isenabled():
+            self.active = False
+            return
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            gc.unfreeze()
+            gc.enable()
 
 
 class _Timeout(BaseException):
     """Raised by the alarm; a BaseException, so a reader's ``except Exception`` cannot swallow it."""
 
 
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    if not hasattr(signal, "SIGALRM") or sys.platform == "win32" or seconds <= 0:
-        yield
-        return
-    try:
-        old = signal.signal(signal.SIGALRM, _raise_timeout)
-    except ValueError:  # not the main thread
-        yield
-        return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+class _TimeLimit:
+    """Raise :class:`_Timeout` in the main thread after ``seconds`` of wall time (SIGALRM); does
+    nothing where there is no alarm (Windows, another thread) or for ``seconds`` <= 0."""
+
+    __slots__ = ("seconds", "old")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.old: object = None
+
+    def __enter__(self) -> None:
+        if not hasattr(signal, "SIGALRM") or sys.platform == "win32" or self.seconds <= 0:
+            self.seconds = 0
+            return
+        try:
+            self.old = signal.signal(signal.SIGALRM, _raise_timeout)
+        except ValueError:  # not the main thread
+            self.seconds = 0
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.seconds > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)  # type: ignore[arg-type]
 
 
 def _raise_timeout(signum, frame):  # pragma: no cover - timing dependent
@@ -415,7 +442,7 @@ class Runner:
         if kind in PARALLEL_KINDS and abspath in self.gated and not _launches_inside(display, text):
             gate = self.gate
         try:
-            with _time_limit(self.timeout):
+            with _TimeLimit(self.timeout):
                 facts = reader.read(display, abspath, text) if gate is None else \
                     reader.read(display, abspath, text, gate=gate)
         except _Timeout:
@@ -436,7 +463,7 @@ class Runner:
     def _relabel(facts: FileFacts) -> None:
         """A reader's SYN001 that reports one of its limits (nesting, node count) is SYN002."""
         for i, d in enumerate(facts.diagnostics):
-            if d.code == "SYN001" and _LIMIT_MESSAGE.search(d.message):
+            if d.code == "SYN001" and _limit_message().search(d.message):
                 at = d.message.find("too complex")
                 reason = d.message[at:].strip() if at >= 0 else f"too complex ({d.message})"
                 if reason.count("(") > reason.count(")"):
@@ -488,10 +515,7 @@ class Runner:
             else:
                 pending.append(loaded)
             slots.append(c.abspath)
-        from contextlib import nullcontext
-
-        # (a few files, as a pre-commit hook gives: not worth a full collection up front)
-        with _quiet_gc(self) if len(pending) >= RECLAIM_EVERY else nullcontext():
+        with _QuietGc(active=len(pending) >= RECLAIM_EVERY):
             self._read_pending(pending, rules)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Iterable
 
 from parallint.record import EqRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 
 class _Lazy:

@@ -9,7 +9,6 @@ that ``check_file`` does not see.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator
 
 from parallint.diagnostics import Related
 from parallint.model.world import launch_world_size, world_size
@@ -17,7 +16,9 @@ from parallint.facts import FactMap, Value, known_int
 from parallint.record import EqRecord
 from parallint.rule import Rule
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Iterable, Iterator
     from parallint.facts import FileFacts
     from parallint.job import Job
 

@@ -4,12 +4,14 @@ in ``schemas/``), fp16 together with bf16, ignored offload settings, duplicate k
 from __future__ import annotations
 
 import functools
-import json
-from typing import Any, Iterator
 
 from parallint.diagnostics import Related, Severity, Span
 from parallint.model.scalars import unknown_reason
 from parallint.rule import Example, Rule
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 SCHEMAS = {"deepspeed": "deepspeed.schema.json", "accelerate": "accelerate.schema.json",
            "torchtitan": "torchtitan.schema.json"}
@@ -20,6 +22,8 @@ DUP_KINDS = frozenset({"deepspeed", "nemo", "megatron_yaml", "accelerate", "neox
 
 @functools.lru_cache(maxsize=None)
 def load_schema(name: str) -> dict:
+    import json
+
     from parallint.data import read_text
 
     return json.loads(read_text("parallint.schemas", name))

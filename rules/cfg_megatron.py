@@ -3,10 +3,13 @@ its argument validation."""
 
 from __future__ import annotations
 
-from typing import Iterable
 
 from parallint.diagnostics import Diagnostic, Severity
 from parallint.rule import Example, Rule
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 #: distinct unknown flags of one command line that get a did-you-mean (each one compares the flag
 #: with Megatron's ~1,400; a generated line with hundreds of unknown flags must stay fast)

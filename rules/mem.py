@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Iterable
 
 from parallint.diagnostics import Related, Severity, Span
 from parallint.rule import Example, Rule
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 GIB = float(1 << 30)
 
@@ -31,7 +35,11 @@ _OTHER_ARCH = re.compile(r"mamba|griffin|rwkv|hyena|recurrent_?gemma|\bssm\b|hyb
 #: partial training (frozen towers, adapters) or multimodal models: states the estimator cannot size
 _PARTIAL = re.compile(r"\b(freeze\w*|frozen|lora\w*|peft|adapters?|llava|vlm|vision|multimodal|mimo)\b",
                       re.I)
-_OFFLOAD = re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
+
+
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _offload() -> re.Pattern[str]:
+    return re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
 
 
 #: a 130B-parameter GPT (72 layers, hidden 12288) on 32 A100-80GB with TP 8 × PP 4, sequence
@@ -72,7 +80,7 @@ def _setup(job, ctx):
     if any(not v.known or v.value is not False for v in facts.all("training.offload")):
         return None
     for f in job.files:  # the Python reader states no offload fact: an inline config's keys
-        if f.kind == "python" and _OFFLOAD.search(f.text or ""):
+        if f.kind == "python" and _offload().search(f.text or ""):
             return None
     for f in job.files:
         if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or _PARTIAL.search(f.text or "")):

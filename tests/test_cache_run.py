@@ -234,3 +234,20 @@ def test_a_cache_folder_inside_the_repository_is_reused_from_the_second_run(cli,
     first, how = _check(cli, repo, env)
     assert how == "miss, stored" and (repo / ".parallint_cache" / "runs").is_dir()
     assert _check(cli, repo, env) == (first, "hit")
+
+
+def test_settings_key_ignores_order_and_tells_values_apart():
+    """The settings' part of the cache keys: one text whatever the order of keys and set members,
+    different texts for different values (a changed setting is a miss)."""
+    from parallint.cache import canonical
+
+    a = {"select": ["DDP001", "MEM001"], "ignore": {"LCH002", "ENV001"}, "gpu": "H100", "max": 2.5, "off": None}
+    b = {"off": None, "max": 2.5, "gpu": "H100", "ignore": {"ENV001", "LCH002"}, "select": ["DDP001", "MEM001"]}
+    assert canonical(a) == canonical(b)
+    assert canonical(a) != canonical({**a, "select": ["MEM001", "DDP001"]})  # a list keeps its order
+    assert canonical({"n": 1}) != canonical({"n": "1"}) != canonical({"n": True})
+    assert canonical({"p": Path("x")}) == canonical({"p": Path("x")}) != canonical({"p": Path("y")})
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    assert canonical(deep)  # bounded, no RecursionError

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -134,16 +135,18 @@ def test_fast_parser_agrees_with_typer(argv):
     assert got == expect
 
 
-def test_gpu_catalogue_json_is_the_yaml():
-    from parallint.estimator.gpus import catalogue_json
+def test_gpu_catalogue_table_is_the_yaml():
+    from parallint.estimator.gpus import catalogue_module
 
     data = ROOT / "lint" / "data"
-    want = catalogue_json((data / "gpus.yaml").read_text("utf-8"))
+    want = catalogue_module((data / "gpus.yaml").read_text("utf-8"))
     if os.environ.get("PARALLINT_UPDATE_SNAPSHOTS"):
-        (data / "gpus.json").write_text(want, "utf-8")
-    assert (data / "gpus.json").read_text("utf-8") == want, \
-        "lint/data/gpus.json is stale: PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py"
-    assert json.loads(want)["gpus"] == yaml.safe_load((data / "gpus.yaml").read_text("utf-8"))
+        (data / "gpus_table.py").write_text(want, "utf-8")
+    assert (data / "gpus_table.py").read_text("utf-8") == want, \
+        "lint/data/gpus_table.py is stale: PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py"
+    tree = ast.parse(want)
+    assert [type(st).__name__ for st in tree.body] == ["Expr", "AnnAssign"]  # a docstring and one literal
+    assert ast.literal_eval(tree.body[1].value) == yaml.safe_load((data / "gpus.yaml").read_text("utf-8"))
 
 
 def test_plugin_prescan(tmp_path):
@@ -175,16 +178,35 @@ def _loaded(args, cwd):
     env = dict(os.environ)
     env.pop("PARALLINT_DEBUG", None)
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
-    mods = set(out.read_text().split("\n"))
+    mods = set(out.read_text().split("\n")) - _at_interpreter_start()
     out.unlink()
     return mods, proc
 
+
+_START: set[str] = set()
+
+
+def _at_interpreter_start() -> set[str]:
+    """What this interpreter has loaded before running anything (an editable install's import
+    hook brings contextlib, for one): not parallint's doing."""
+    if not _START:
+        code = "import sys; print('\\n'.join(sorted(sys.modules)))"
+        _START.update(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                                     check=True).stdout.split())
+    return _START
+
+
+#: standard modules a config checked on its own does without (docs/architecture.md, "Speed"):
+#: ``typing`` (annotations only, under ``TYPE_CHECKING = False``), ``contextlib`` (the runner's
+#: context managers are classes), ``copy``, ``signal`` (the runner uses ``_signal``), ``zlib``
+#: (the table stamps use binascii's CRC-32)
+NOT_AT_START = ("typing", "contextlib", "copy", "signal", "zlib")
 
 #: never imported for a JSON config checked on its own: parsers of other formats, the engine's
 #: tools for other cases (git listing, cache writes, config files, did-you-mean), the script and
 #: launch rules with the script model they read (and the launch scanner a job without a launch or a
 #: Python file never calls), the memory estimator for a job without a model
-NOT_FOR_JSON = HEAVY + (
+NOT_FOR_JSON = HEAVY + NOT_AT_START + (
     "yaml", "tomllib", "subprocess", "tempfile", "pickle", "difflib", "configparser", "_hashlib", "textwrap",
     "parallint.model.script", "parallint.readers.python", "parallint.estimator.memory", "parallint.estimator.gpus",
     "parallint.rules.ddp", "parallint.rules.pg", "parallint.rules.dat", "parallint.rules.ckp",
@@ -209,7 +231,7 @@ def test_yaml_check_imports_no_script_rules(tmp_path):
     mods, proc = _loaded(["check", "megatron_gpt.yaml"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "yaml" in mods and "parallint.rules.lay" in mods
-    unwanted = HEAVY + ("tomllib", "subprocess", "tempfile", "parallint.model.script", "parallint.rules.ddp",
+    unwanted = HEAVY + NOT_AT_START + ("json", "tomllib", "subprocess", "tempfile", "parallint.model.script", "parallint.rules.ddp",
                         "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env", "parallint.pylaunch",
                         "parallint.hfargs")
     assert sorted(m for m in unwanted if m in mods) == []
@@ -237,12 +259,15 @@ def test_a_launch_brings_its_rules(tmp_path):
 # ------------------------------------------------------------------ the rule declaration table
 
 def test_rule_declaration_table_is_current():
-    from parallint.registry import TABLE, declaration_table
+    from parallint.registry import TABLE, _builtin_names, declaration_table
 
     path = ROOT / "lint" / "data" / TABLE
     want = declaration_table()
     if os.environ.get("PARALLINT_UPDATE_SNAPSHOTS"):
         path.write_text(want, "utf-8")
+    tree = ast.parse(want)
+    assert [type(st).__name__ for st in tree.body] == ["Expr", "AnnAssign"]  # a docstring and one literal
+    assert set(ast.literal_eval(tree.body[1].value)) == set(_builtin_names())
     assert path.read_text("utf-8") == want, \
         f"lint/data/{TABLE} is stale (a rule module changed): PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py"
 

@@ -1,13 +1,17 @@
-"""The GPU catalogue (``parallint/data/gpus.yaml``, read from its generated copy ``gpus.json``):
+"""The GPU catalogue (``parallint/data/gpus.yaml``, read from its generated copy ``gpus_table.py``):
 names, memory in bytes, aliases."""
 
 from __future__ import annotations
 
+import functools
 import re
 from functools import lru_cache
-from typing import Final
 
 from parallint.record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Final
 
 GIB = 1 << 30
 
@@ -36,26 +40,24 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s_.\-/:]+", "", str(text).lower())
 
 
-def catalogue_json(yaml_text: str) -> str:
-    """``gpus.json``, the copy of ``gpus.yaml`` that start-up reads (json is in every process
-    already; pure-Python YAML costs tens of milliseconds). tests/test_startup.py checks they match;
-    regenerate with ``PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py``."""
-    import json
-
+def catalogue_module(yaml_text: str) -> str:
+    """``gpus_table.py``, the copy of ``gpus.yaml`` that start-up reads: a module, loaded from its
+    bytecode (pure-Python YAML costs tens of milliseconds, and a YAML check needs no JSON parser).
+    tests/test_startup.py checks they match; regenerate with
+    ``PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py``."""
     import yaml
 
     entries = yaml.safe_load(yaml_text)
-    return json.dumps({"generated_from": "gpus.yaml (edit that file, then regenerate this one)",
-                       "gpus": entries}, indent=1) + "\n"
+    rows = "".join(f"    {e!r},\n" for e in entries)
+    return ('"""The GPU catalogue, generated from gpus.yaml: edit that file, then regenerate this one\n'
+            '(PARALLINT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_startup.py)."""\n\nGPUS: list[dict] = [\n' + rows + "]\n")
 
 
 @lru_cache(maxsize=1)
 def catalogue() -> tuple[Gpu, ...]:
-    import json
+    from parallint.data.gpus_table import GPUS
 
-    from parallint.data import read_text
-
-    raw = json.loads(read_text("parallint.data", "gpus.json"))["gpus"]
+    raw = GPUS
     return tuple(
         Gpu(e["name"], int(e["memory_gib"] * GIB), int(e.get("gpus_per_node", 8)),
             tuple(e.get("aliases", ())))
@@ -75,7 +77,9 @@ def _index() -> dict[str, Gpu]:
     return idx
 
 
-_FAMILY = re.compile(r"(mi\d{3}x?|[abhlv]\d{1,3}s?g?|gh200|gb[23]00)")
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _family() -> re.Pattern[str]:
+    return re.compile(r"(mi\d{3}x?|[abhlv]\d{1,3}s?g?|gh200|gb[23]00)")
 
 
 def resolve_gpu(text: object) -> Gpu | None:
@@ -96,7 +100,7 @@ def resolve_gpu(text: object) -> Gpu | None:
     low = s.lower()
     for tok in ("nvidia", "tesla", "amd", "instinct"):
         low = low.replace(tok, " ")
-    fam = _FAMILY.search(_norm(low))
+    fam = _family().search(_norm(low))
     if not fam:
         return None
     family = fam.group(1)

@@ -23,7 +23,6 @@ differently; ``count_params(model)`` is its total. ``megatron=True`` counts the 
 
 from __future__ import annotations
 
-from typing import cast
 
 from parallint.record import EqRecord
 
@@ -221,7 +220,7 @@ def shape_of(model: dict) -> Shape:
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         q_width=q_width, kv_width=kv_width, ffn=ffn,
         # vocab: not None, `missing` above rules that out
-        vocab=cast(int, _int(model, "vocab")), seq_len=seq_len, mlp=mlp, norm=norm, bias=bias,
+        vocab=_int(model, "vocab") or 0, seq_len=seq_len, mlp=mlp, norm=norm, bias=bias,
         position_embeddings=pos, max_positions=max_positions or 0, tied_embeddings=tied,
         num_experts=num_experts, top_k=top_k, moe_ffn=moe_ffn, shared_expert_ffn=shared,
         moe_layer_pattern=pattern, arch=arch, num_labels=_int(model, "num_labels") or 0,

@@ -8,11 +8,13 @@ needs; :func:`spec_from_facts` builds a spec from a job's :class:`~parallint.fac
 
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
-from typing import Any
 
 from parallint.model import vocab
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 SECTIONS = vocab.SECTIONS
 
@@ -239,6 +241,15 @@ def _where(v) -> str:
     return f"{loc}{v.source}".strip()
 
 
+def _copied(x: Any) -> Any:
+    """A deep copy of a plain spec (dicts, lists, scalars), without importing ``copy``."""
+    if isinstance(x, dict):
+        return {k: _copied(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copied(v) for v in x]
+    return x
+
+
 def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     """The job spec a job's facts state, or None when the model shape (or size) is unknown.
 
@@ -250,7 +261,7 @@ def spec_from_facts(facts, config: dict | None = None) -> dict | None:
     has_shape = all(model.get(k) is not None for k in ("layers", "hidden", "heads"))
     if not (has_shape or _posint(model.get("param_count")) or model.get("preset")):
         return None
-    return copy.deepcopy(spec)
+    return _copied(spec)
 
 
 def spec_for_job(job, config: dict | None = None) -> dict | None:
@@ -259,7 +270,7 @@ def spec_for_job(job, config: dict | None = None) -> dict | None:
     root = getattr(job, "root", None)
     data = getattr(root, "data", None)
     if getattr(root, "kind", None) == "jobspec" and data is not None and getattr(data, "valid", False):
-        spec = copy.deepcopy(data.spec)
+        spec = _copied(data.spec)
         if not (spec.get("hardware") or {}).get("gpu") and config.get("gpu"):
             spec.setdefault("hardware", {})["gpu"] = config["gpu"]
         return spec

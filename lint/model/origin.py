@@ -8,9 +8,19 @@ Rules decide on ``Value.origin`` (or on the helpers here), never on the words of
 from __future__ import annotations
 
 import enum
-from typing import Final, Protocol
 
 from parallint.record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Final, Protocol
+
+    class _HasProvenance(Protocol):
+        @property
+        def origin(self) -> Origin: ...
+
+        @property
+        def source(self) -> str: ...
 
 
 class How(enum.Enum):
@@ -44,14 +54,6 @@ class Origin(FrozenRecord):
 
 
 LITERAL = Origin()
-
-
-class _HasProvenance(Protocol):
-    @property
-    def origin(self) -> Origin: ...
-
-    @property
-    def source(self) -> str: ...
 
 
 #: ``source`` prefixes of orchestrators that start the command on every node (the ``kube`` layer)

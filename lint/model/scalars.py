@@ -9,7 +9,10 @@ them, both through :func:`unknown_reason`.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Placeholder(str):

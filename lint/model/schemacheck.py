@@ -14,18 +14,21 @@ unusual Python values give ``None``.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Optional
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
+
+    #: ``tolerate(key, known, schema) -> bool``: an extra key of a closed object (``additionalProperties:
+    #: false``) that the caller would not report anyway; consulted only outside ``anyOf``/``oneOf``/
+    #: ``not``/``if``, where an error is the caller's to explain
+    Tolerate = Callable[[str, "list[str]", "dict[str, Any]"], bool]
 
 #: keywords that only annotate (jsonschema's Draft 2020-12 validator asserts none of them; ``format``
 #: is an annotation unless a format checker is passed, and parallint passes none)
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "definitions", "title", "description",
                           "default", "examples", "deprecated", "readOnly", "writeOnly", "format",
                           "$anchor"})
-
-#: ``tolerate(key, known, schema) -> bool``: an extra key of a closed object (``additionalProperties:
-#: false``) that the caller would not report anyway; consulted only outside ``anyOf``/``oneOf``/
-#: ``not``/``if``, where an error is the caller's to explain
-Tolerate = Callable[[str, "list[str]", "dict[str, Any]"], bool]
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
 

@@ -17,9 +17,12 @@ it from a reader. ``tests/test_vocab.py`` says what is missing.
 """
 
 from __future__ import annotations
-from typing import Final
 
 from parallint.record import FrozenRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Final
 
 
 #: the job-spec sections, in the order ``show`` prints them

@@ -13,10 +13,13 @@ aliases of these; the script rules call :func:`job_launch_world_size`.
 
 from __future__ import annotations
 
-from typing import Any
 
 from parallint.facts import FactMap, Value, known_int
 from parallint.model.origin import How, Origin
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: launchers that run on one node unless told otherwise -> the options that could tell otherwise.
 #: torchrun (and ``torch.distributed.run``/``.launch``) default ``--nnodes`` to ``1:1``: a rendezvous

@@ -9,14 +9,18 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable
 
 from parallint.diagnostics import Diagnostic, Severity, Span
 from parallint.facts import FileFacts, Value
 from parallint.model.scalars import Placeholder, unknown_reason  # noqa: F401 - re-exported for the config readers
 from parallint.readers.yamlpos import PNode
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 
 def to_value(node: PNode | None, source: str, *, raw: Any = ...) -> Value | None:
@@ -79,7 +83,9 @@ def load_tree(ff: FileFacts, fmt: str | None = None) -> PNode | None:
 
 
 #: template syntax that makes a file unparseable until a tool renders it
-_TEMPLATE_MARK = re.compile(r"\{\{|\{%|<%|\$\{|\$[A-Z_]{2,}\b|<[A-Z][A-Z0-9_]{1,60}>")
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _template_mark() -> re.Pattern[str]:
+    return re.compile(r"\{\{|\{%|<%|\$\{|\$[A-Z_]{2,}\b|<[A-Z][A-Z0-9_]{1,60}>")
 
 
 def template_line(text: str, line: int) -> bool:
@@ -88,7 +94,7 @@ def template_line(text: str, line: int) -> bool:
     if not text or line < 1:
         return False
     lines = text.split("\n", line)[:line]
-    return any(_TEMPLATE_MARK.search(ln[:2000]) for ln in lines[-2:])
+    return any(_template_mark().search(ln[:2000]) for ln in lines[-2:])
 
 
 def error_pos(exc: Exception) -> tuple[int, int]:
@@ -360,10 +366,16 @@ def precision_of(v: Any) -> str | None:
 #: sizes, sequence parallelism and, without a custom config, the model shape)
 _REWRITTEN_DIRS = {"auto_configurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)",
                    "autoconfigurator": "the NeMo auto_configurator rewrites it (TP, PP, nodes, batch)"}
+
+
 #: directories of conversion jobs: the model block describes the checkpoint being written, the
 #: trainer block the converter (one process); nothing here is trained
-_CONVERSION_DIR = re.compile(r"^(conversion|convert|conversions|checkpoint_conversion|ckpt_conversion)"
-                             r"(_[a-z0-9]+)*$|^(hf2nemo|nemo2hf)$", re.I)
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _conversion_dir() -> re.Pattern[str]:
+    return re.compile(r"^(conversion|convert|conversions|checkpoint_conversion|ckpt_conversion)"
+                                 r"(_[a-z0-9]+)*$|^(hf2nemo|nemo2hf)$", re.I)
+
+
 _CONVERSION_FILE = re.compile(r"^(convert|conversion)[_-]", re.I)
 
 
@@ -376,7 +388,7 @@ def not_launched_reason(path: str) -> str:
         why = _REWRITTEN_DIRS.get(d.lower())
         if why:
             return f"base config: {why}"
-    if any(_CONVERSION_DIR.match(d) for d in dirs) or _CONVERSION_FILE.match(name):
+    if any(_conversion_dir().match(d) for d in dirs) or _CONVERSION_FILE.match(name):
         return "conversion config: its model block describes the checkpoint written, nothing is trained"
     return ""
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
 
 from parallint.diagnostics import Span
 from parallint.model.scalars import Placeholder
 from parallint.readers.yamlpos import PNode
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 200
 MAX_NODES = 500_000

@@ -6,6 +6,7 @@ references outside it (``${training.model...}`` of the launcher) stay unknown; s
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -192,11 +193,13 @@ def _offload(em: Emitter, prefix: str) -> None:
 
 
 #: Hugging Face tokenizers whose vocabulary size is published (the ``vocab_size`` of their config)
-_TOKENIZER_VOCAB = (
-    (re.compile(r"^meta-llama/(meta-)?llama-3(\.[0-9])?-", re.I), 128256),
-    (re.compile(r"^meta-llama/llama-2-", re.I), 32000),
-    (re.compile(r"^(mistralai|mistral-community)/mixtral-8x(7|22)b(-instruct)?-v0\.1$", re.I), 32000),
-)
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _tokenizer_vocab_table() -> tuple[tuple[re.Pattern[str], int], ...]:
+    return (
+        (re.compile(r"^meta-llama/(meta-)?llama-3(\.[0-9])?-", re.I), 128256),
+        (re.compile(r"^meta-llama/llama-2-", re.I), 32000),
+        (re.compile(r"^(mistralai|mistral-community)/mixtral-8x(7|22)b(-instruct)?-v0\.1$", re.I), 32000),
+    )
 
 
 def _tokenizer_vocab(em: Emitter, prefix: str) -> None:
@@ -209,7 +212,7 @@ def _tokenizer_vocab(em: Emitter, prefix: str) -> None:
     if lib is not None and str(lib.value).strip().lower() != "huggingface":
         return
     name = tok.value.strip()
-    vocab = next((n for rx, n in _TOKENIZER_VOCAB if rx.search(name)), None)
+    vocab = next((n for rx, n in _tokenizer_vocab_table() if rx.search(name)), None)
     if vocab is None:
         return
     div = em.node(f"{prefix}make_vocab_size_divisible_by")

@@ -10,6 +10,7 @@ lines backtrack for minutes), and no two adjacent quantifiers can share characte
 
 from __future__ import annotations
 
+import functools
 import re
 
 STRUCTURED_KINDS = (
@@ -30,12 +31,18 @@ def _has(text: str, *words: str) -> bool:
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w.\-]*)[ \t]*:", re.M)
-_JSON_KEY = re.compile(r'"([A-Za-z_][\w.\-]*)"[ \t\r\n]*:')
+
+
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _json_key() -> re.Pattern[str]:
+    return re.compile(r'"([A-Za-z_][\w.\-]*)"[ \t\r\n]*:')
+
+
 _YAML_KEY = re.compile(r"^[ \t]*(?:-[ \t]*)?[\"']?([A-Za-z_][\w.\-]*)[\"']?[ \t]*:", re.M)
 
 
 def _json_keys(text: str) -> set[str]:
-    return set(_JSON_KEY.findall(text))
+    return set(_json_key().findall(text))
 
 
 def _yaml_keys(text: str) -> set[str]:
@@ -57,7 +64,11 @@ _FOUNDRY_KEYS = {"global_train_batch_size", "device_train_microbatch_size", "dev
                  "max_seq_len"}
 _ACC_KEYS = {"compute_environment", "distributed_type", "num_processes", "num_machines",
              "mixed_precision", "machine_rank", "main_training_function", "use_cpu"}
-_MEG_MARK = re.compile(r"^[ \t]*--[a-z][a-z0-9-]*[ \t]*:", re.M)
+
+
+@functools.cache  # compiled at the first use, not at import (start-up)
+def _meg_mark() -> re.Pattern[str]:
+    return re.compile(r"^[ \t]*--[a-z][a-z0-9-]*[ \t]*:", re.M)
 
 
 def sniff_structured(path: str, text: str) -> str | None:
@@ -131,7 +142,7 @@ def _sniff_yaml(text: str) -> str | None:
             r"tensor_model_parallel_size|exp_manager|nemo\.", text) and (
             re.search(r"^[ \t]+(devices|num_nodes|strategy|accelerator)[ \t]*:", text, re.M)):
         return "lightning_cli"  # a LightningCLI config: trainer/model/data with class_path entries
-    if "MODEL_ARGS" in top and (_MEG_MARK.search(text) or re.search(r"^[ \t]+(trainer|model)\.[\w.]+[ \t]*:", text, re.M)):
+    if "MODEL_ARGS" in top and (_meg_mark().search(text) or re.search(r"^[ \t]+(trainer|model)\.[\w.]+[ \t]*:", text, re.M)):
         return "megatron_yaml"
     if top & {"compute_environment", "distributed_type"} and (
         len(top & _ACC_KEYS) >= 2 or top & {"fsdp_config", "deepspeed_config", "parallelism_config"}

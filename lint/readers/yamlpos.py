@@ -11,12 +11,13 @@ the JSON and TOML readers too, and a run that reads no YAML never imports it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
 
 from parallint.diagnostics import Span
 from parallint.record import EqRecord
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Iterator
     import yaml
 
 
