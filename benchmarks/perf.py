@@ -17,7 +17,8 @@ Whole trees (floor: a bare ``ast.parse`` of every ``.py``):
 One-file runs, as pre-commit makes them (cold: ``--no-cache``, the file changed since the last run):
   a ~300-line training script against
   ``python -c "import libcst"``, a NeMo-style YAML and a DeepSpeed JSON against
-  ``python -c "import yaml"``, ``parallint --version`` against ``python -c pass``.
+  ``python -c "import yaml"``, ``parallint --version`` against ``python -c pass``; and the YAML as
+  a hook runs it by default: the cache on and existing, the file edited before each run.
 One generated 50,000-line Python file against its LibCST parse.
 
 Commands run with bytecode (as an installed tool does): ``PYTHONDONTWRITEBYTECODE`` is dropped and
@@ -46,6 +47,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 REAL_TREES = ("NVIDIA+Megatron-LM", "microsoft+DeepSpeedExamples", "pytorch+torchtitan")
 REPOS = Path("/work/repos")
@@ -455,6 +457,8 @@ class Figure:
     times: list[float] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)  # KiB
     failed: str = ""
+    #: run before each timed run, untimed (e.g. edit the file a pre-commit run would check)
+    prepare: Callable[[], None] | None = None
 
     @property
     def median(self) -> float:
@@ -468,6 +472,8 @@ class Figure:
 def _run(fig: Figure, base_env: dict[str, str]) -> None:
     """One run of ``fig`` as a child of this process; its own wall time and wait4 usage."""
     env = dict(base_env, **fig.env)
+    if fig.prepare is not None:
+        fig.prepare()
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(fig.cmd, cwd=fig.cwd, env=env, stdin=subprocess.DEVNULL,
@@ -596,13 +602,29 @@ class Bench:
              imp_libcst, 1.3),
             (Figure("check a NeMo-style YAML", [self.exe, "check", "--exit-zero", *self._no_cache(), "nemo_gpt.yaml"], cwd=str(d)), imp_yaml, 2.0),
             (Figure("check a DeepSpeed JSON", [self.exe, "check", "--exit-zero", *self._no_cache(), "ds_config.json"], cwd=str(d)), imp_yaml, 2.0),
+        ]
+        if self.has_cache:  # as a pre-commit hook runs: the cache on, the file edited since the last run
+            edited = d / "nemo_edited.yaml"
+            edits = iter(range(1, 1 << 30))
+
+            def edit() -> None:
+                edited.write_text(nemo_yaml(3) + f"# edit {next(edits)}\n")
+
+            edit()
+            cache = {"PARALLINT_CACHE_DIR": str(self.work / "cache-onefile")}
+            subprocess.run([self.exe, "check", "--exit-zero", edited.name], cwd=str(d), env=dict(self.env, **cache),
+                           capture_output=True)  # the cache exists, as after an earlier commit
+            runs.append((Figure("check a NeMo-style YAML, cache on, edited", [self.exe, "check", "--exit-zero", edited.name],
+                                cwd=str(d), env=cache, prepare=edit), imp_yaml, 2.0))
+        runs += [
             (Figure("parallint --version", [self.exe, "--version"], cwd=str(d)), bare, None),
         ]
         other = []
         if self.args.compare:  # the same runs of another build, in the same interleaved rounds
             for fig, floor, target in runs:
                 cmd = [self.args.compare] + fig.cmd[1:]
-                other.append((Figure(f"{fig.label} [{self.args.compare}]", cmd, cwd=fig.cwd), floor, target))
+                other.append((Figure(f"{fig.label} [{self.args.compare}]", cmd, cwd=fig.cwd, env=fig.env, prepare=fig.prepare),
+                              floor, target))
         print("  measuring one-file runs ...", file=sys.stderr, flush=True)
         measure([bare, imp_yaml, imp_libcst] + [r[0] for r in runs + other], self.args.repeat, self.env)
         for fig, floor, target in runs + other:
