@@ -29,7 +29,8 @@ def test_perf_quick_prints_every_figure(tmp_path):
     assert figures["ast.parse"]["ratio"] == 1.0
     assert figures["parallint"]["peak_rss_mb"] > 0
     runs = {r["run"]: r for r in data["one_file"]}
-    assert len(runs) == 4 and all(r["failed"] is None and r["ratio"] > 0 for r in runs.values())
+    assert len(runs) == 5 and all(r["failed"] is None and r["ratio"] > 0 for r in runs.values())
+    assert "check a NeMo-style YAML, cache on, edited" in runs  # as a pre-commit hook runs by default
     assert {r["floor"] for r in runs.values()} == {'python -c "import libcst"', 'python -c "import yaml"', "python -c pass"}
     assert data["big_file"] is None  # not in --quick
     for r in data["one_file"]:
