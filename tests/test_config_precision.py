@@ -347,3 +347,48 @@ def test_tp_comm_overlap_needs_sequence_parallel(tmp_path):
     got = sorted((d["path"], d["line"], d["severity"]) for d in found)
     assert got == [("a/model_config.yaml", 3, "error"), ("b/model_config.yaml", 4, "error"),
                    ("d/conf/gpt.yaml", 7, "warning"), ("f/run.sh", 2, "error")]
+
+
+# --- a model restored with this file merged over the checkpoint's config: unstated degrees are the checkpoint's ---
+
+ALIGNER_RM = """
+    trainer:
+      num_nodes: 8
+      devices: 8
+    pretrained_checkpoint:
+      restore_from_path: {restore}
+    model:
+      {tp}micro_batch_size: 2
+      global_batch_size: 64
+    """
+
+
+def test_aligner_restored_model_takes_unstated_degrees_from_the_checkpoint(tmp_path):
+    """NeMo-Aligner's reward-model config leaves TP and PP to the restored checkpoint: its DP is
+    unknown (64 GPUs at TP 8 would make 8, and 64 is a multiple of 2 x 8). Stated, they are used;
+    one left unstated (PP, CP) is still the checkpoint's."""
+    stated = "tensor_model_parallel_size: 1\n      pipeline_model_parallel_size: 1\n      context_parallel_size: 1\n      "
+    found = check(tmp_path, {"conf/rm.yaml": ALIGNER_RM.format(restore="null", tp=""),
+                             "conf/rm_tp1.yaml": ALIGNER_RM.format(restore="null", tp="tensor_model_parallel_size: 1\n      "),
+                             "conf/rm_all.yaml": ALIGNER_RM.format(restore="null", tp=stated)})
+    assert codes(found) == [("conf/rm_all.yaml", "BAT002", 11)]  # PP and CP unstated in rm_tp1: the checkpoint's
+    ff = nemo.read("rm.yaml", Path("/tmp/rm.yaml"), textwrap.dedent(ALIGNER_RM.format(restore="null", tp="")))
+    tp = ff.facts.all("parallel.tp")
+    assert len(tp) == 1 and not tp[0].known and "checkpoint" in tp[0].why and tp[0].span.line == 6
+
+
+def test_sft_restore_from_path_null_is_pretraining(tmp_path):
+    """``model.restore_from_path: null`` (the launcher's training configs): nothing is restored,
+    NeMo's default TP and PP of 1 hold; a path restores, and the unstated degrees are unknown."""
+    text = """
+        trainer:
+          num_nodes: 8
+          devices: 8
+        model:
+          restore_from_path: {restore}
+          micro_batch_size: 2
+          global_batch_size: 64
+        """
+    found = check(tmp_path, {"conf/pre.yaml": text.format(restore="null"),
+                             "conf/sft.yaml": text.format(restore="/ckpt/gpt.nemo")})
+    assert codes(found) == [("conf/pre.yaml", "BAT002", 7)]

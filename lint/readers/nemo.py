@@ -43,15 +43,40 @@ RESTORED_KEYS = ("parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "p
                  "model.bias", "model.position_embeddings", "model.tied_embeddings")
 
 
+#: keys naming the checkpoint a fine-tuning run restores its model from, with this file's ``model``
+#: section merged over the checkpoint's config, and whether the key restores even when it is null
+#: here: NeMo SFT's ``model.restore_from_path`` (null: pretraining from scratch, as the launcher's
+#: training configs leave it) and NeMo-Aligner's ``pretrained_checkpoint.restore_from_path`` (null
+#: here, always given on the command line: every Aligner trainer restores from it)
+MERGED_RESTORE_KEYS = (("model.restore_from_path", False), ("pretrained_checkpoint.restore_from_path", True))
+
+#: the parallel degrees a merged restore takes from the checkpoint when this file does not state them
+MERGED_DEGREES = ("parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "parallel.ep", "parallel.etp")
+
+
 def _restored_model(em: Emitter) -> None:
     """``model.pretrained_model_path`` (NeMo's T5 LM-adaptation and similar fine-tuning scripts):
     the script builds the model from the checkpoint's own config and copies over only batch sizes,
-    precision, data and optimizer from this file; its parallel degrees and shape are not used."""
+    precision, data and optimizer from this file; its parallel degrees and shape are not used.
+
+    ``model.restore_from_path`` / ``pretrained_checkpoint.restore_from_path``: this file's model
+    section is merged over the checkpoint's config, so a degree it states is used, and one it does
+    not state is the checkpoint's (unknown here), not NeMo's default of 1."""
     n = em.node("model.pretrained_model_path")
-    if n is None:
+    if n is not None:
+        mask_facts(em.ff, "model restored from model.pretrained_model_path: layout and shape come from the checkpoint",
+                   RESTORED_KEYS)
         return
-    mask_facts(em.ff, "model restored from model.pretrained_model_path: layout and shape come from the checkpoint",
-               RESTORED_KEYS)
+    for key, even_null in MERGED_RESTORE_KEYS:
+        n = em.node(key)
+        if n is None or (n.value is None and not even_null):
+            continue
+        for fact in MERGED_DEGREES:
+            if not em.ff.facts.all(fact):
+                em.ff.facts.add(fact, Value.unknown(
+                    f"not stated here: the model restored from {key} takes it from the checkpoint",
+                    n.span, f"{em.name} {key}"))
+        return
 
 
 def emit_trainer(em: Emitter, prefix: str) -> None:
