@@ -188,3 +188,38 @@ def standalone_job(f: FileFacts, read: Reader,
 
         pylaunch.attach(job, None, root)
     return job
+
+
+def hydra_assignments(f: FileFacts, root: Path) -> None:
+    """The facts of ``f`` read from keys that its Hydra entry script overwrites after loading it
+    (``cfg.model.global_batch_size = ...``) become unknown: the file's value never runs. The runner
+    calls it as the file is read, before any rule sees the file."""
+    from parallint import hydrascripts
+
+    keys = hydrascripts.assigned_keys(f.abspath, root)
+    if not keys:
+        return
+    from parallint.facts import FactMap
+
+    out = FactMap()
+    for key, values in f.facts.items():
+        for v in values:
+            if v.known:
+                hit = _set_by(v.source, keys)
+                if hit is not None:
+                    script, line = keys[hit]
+                    v = Value.unknown(f"{hit} is set by {script}:{line} after the config is loaded", v.span, v.source)
+            out.add(key, v)
+    f.facts = out
+
+
+def _set_by(source: str, keys: dict[str, tuple[str, int]]) -> str | None:
+    """The assigned key a fact's source reads (``nemo.yaml model.global_batch_size``; a key set
+    whole, ``cfg.model = ...``, covers everything under it), or None."""
+    for word in source.split():
+        k = word
+        while k:
+            if k in keys:
+                return k
+            k = k.rpartition(".")[0]
+    return None

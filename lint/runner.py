@@ -236,6 +236,11 @@ def _limit_message() -> re.Pattern[str]:
         r"more than \d+ (?:YAML nodes|JSON values)|limit for checking")
 
 
+#: config kinds an entry script loads through Hydra (``@hydra_runner`` / ``@hydra.main``) and may
+#: overwrite keys of before anything reads them (:func:`parallint.link.hydra_assignments`)
+_HYDRA_KINDS = frozenset({"nemo"})
+
+
 class _QuietGc:
     """Pause the cyclic garbage collector while files are read: what exists now (modules, rule
     tables) is frozen out of its scans, and the dropped syntax trees are collected every
@@ -322,7 +327,7 @@ class Runner:
         self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
-        for mod in ("parallint.megatron_table", "parallint.link"):  # what an earlier run in this process found
+        for mod in ("parallint.megatron_table", "parallint.link", "parallint.hydrascripts"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
 
@@ -457,6 +462,10 @@ class Runner:
             return self._skipped(abspath, display, f"reader crashed ({type(exc).__name__}: {exc})", kind)
         if facts is not None:
             self._relabel(facts)
+            if facts.kind in _HYDRA_KINDS and facts.facts:
+                from parallint.link import hydra_assignments, repo_root
+
+                hydra_assignments(facts, repo_root(abspath.parent))
         return facts
 
     @staticmethod

@@ -50,6 +50,7 @@ LAYER_OF = {
     "parallint.megatron_table": "read",
     # joining files into jobs
     "parallint.link": "link",
+    "parallint.hydrascripts": "link",
     "parallint.hfargs": "link",
     "parallint.pylaunch": "link",
     # rules
