@@ -33,6 +33,7 @@ TARGETS = {  # pytest id -> stats key
     "test_file_readers[jobspec]": "jobspec", "test_classifier_and_sniffers": "classify+sniff",
     "test_launch_command_lines": "command lines", "test_megatron_arguments": "megatron args",
     "test_file_readers[launchers]": "launchers", "test_tool_parallint_config": "[tool.parallint]", "test_estimate_and_plan_numbers": "estimate/plan",
+    "test_hydra_entry_scripts": "hydra scripts",
 }
 
 

@@ -101,9 +101,12 @@ def _entries(text: str) -> list[tuple[str, str, list[tuple[str, int]]]]:
     if python_guard(text):
         return []
     import ast
+    import warnings
 
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # an invalid escape in the user's script: not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     out: list[tuple[str, str, list[tuple[str, int]]]] = []

@@ -88,3 +88,17 @@ def test_a_broken_or_odd_script_next_to_the_config_is_ignored(tmp_path):
                           "deep.py": "config_name='run' hydra\nx = " + "(" * 5000 + ")" * 5000 + "\n"})
     (tmp_path / "fifo.py").symlink_to("/dev/null")
     assert assigned_keys(tmp_path / "conf" / "run.yaml", tmp_path) == {}
+
+
+def test_a_warning_of_the_users_script_is_not_printed_nor_fatal(tmp_path):
+    """An invalid escape (``"\\d"``) makes ``ast.parse`` warn: parallint keeps quiet and reads on."""
+    import warnings
+
+    reset()
+    body = 'pattern = "\\d+"\n        cfg.model.global_batch_size = 4'
+    write_tree(tmp_path, {"conf/run.yaml": "model: {}\n",
+                          "run.py": textwrap.dedent(SCRIPT.format(path="conf", name="run", body=body)).lstrip()})
+    assert '"\\d+"' in (tmp_path / "run.py").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that escaped would turn into a SyntaxError here
+        assert list(assigned_keys(tmp_path / "conf" / "run.yaml", tmp_path)) == ["model.global_batch_size"]

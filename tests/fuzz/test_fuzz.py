@@ -183,3 +183,21 @@ _num = st.one_of(st.integers(-3, 64), st.integers(-2**63, 2**63), st.sampled_fro
                                                  "micro_batch": st.integers(1, 1 << 20)}))
 def test_estimate_and_plan_numbers(spec, gpus, overrides):
     harness.timed("estimate/plan")(lambda s: harness.numbers(s, gpus, overrides))(spec)
+
+
+HYDRA_SEEDS = [
+    'from nemo.core.config import hydra_runner\n\n@hydra_runner(config_path="conf", config_name="baseline")\n'
+    "def main(cfg) -> None:\n    cfg.model.global_batch_size = cfg.trainer.devices * cfg.model.micro_batch_size\n"
+    "    cfg.trainer['devices'] += 1\n    a, cfg.exp_manager = 1, None\n\nmain()\n",
+    'import hydra\n\n@hydra.main(version_base=None, config_path="../conf", config_name="gpt.yaml")\n'
+    "async def run(c):\n    c.model.tp: int = 2\n    with open_dict(c):\n        c.model.pp = 4\n",
+]
+
+
+@FUZZ
+@given(text=st.one_of(mutated(HYDRA_SEEDS), soup(["@hydra_runner(", "config_name=", "cfg.", "def main(cfg):\n"])))
+def test_hydra_entry_scripts(text):
+    """The entry scripts next to a NeMo config are parsed for the keys they overwrite."""
+    from parallint import hydrascripts
+
+    harness.timed("hydra scripts")(hydrascripts._entries)(text)
