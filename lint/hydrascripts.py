@@ -38,12 +38,16 @@ def reset() -> None:
     _SCRIPTS.clear()
 
 
-def assigned_keys(config: Path, display_root: Path | None = None) -> dict[str, tuple[str, int]]:
+def assigned_keys(config: Path, display_root: Path | None = None,
+                  boundary: Path | None = None) -> dict[str, tuple[str, int]]:
     """``{dotted key: (script path, line)}`` for the keys of ``config`` that an entry script sets
-    after Hydra loads it; the script path is relative to ``display_root`` when given."""
+    after Hydra loads it. Script paths are shown relative to ``display_root``; no folder above
+    ``boundary`` (the repository's top, when it has one) is looked at."""
     stem = config.name.rsplit(".", 1)[0]
     out: dict[str, tuple[str, int]] = {}
     for folder in dict.fromkeys((config.parent, config.parent.parent)):
+        if boundary is not None and folder != boundary and boundary not in folder.parents:
+            continue  # outside the repository
         for script, entries in _scripts(folder):
             for cpath, cname, keys in entries:
                 if cname not in (stem, config.name) or not keys:

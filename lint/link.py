@@ -196,7 +196,8 @@ def hydra_assignments(f: FileFacts, root: Path) -> None:
     calls it as the file is read, before any rule sees the file."""
     from parallint import hydrascripts
 
-    keys = hydrascripts.assigned_keys(f.abspath, root)
+    marked = any(os.path.exists(root / m) for m in (".git", "pyproject.toml", "setup.py"))
+    keys = hydrascripts.assigned_keys(f.abspath, root, root if marked else None)
     if not keys:
         return
     from parallint.facts import FactMap

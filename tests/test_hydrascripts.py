@@ -102,3 +102,16 @@ def test_a_warning_of_the_users_script_is_not_printed_nor_fatal(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning that escaped would turn into a SyntaxError here
         assert list(assigned_keys(tmp_path / "conf" / "run.yaml", tmp_path)) == ["model.global_batch_size"]
+
+
+def test_no_folder_above_the_repository_is_read(tmp_path):
+    """A config at the repository's top: the folder above is someone else's."""
+    reset()
+    repo = tmp_path / "repo"
+    write_tree(tmp_path, {"repo/run.yaml": textwrap.dedent(CONFIG).lstrip(), "repo/.git/HEAD": "ref: refs/heads/main\n",
+                          "train.py": textwrap.dedent(SCRIPT.format(path="repo", name="run", body=OVERWRITE)).lstrip()})
+    assert assigned_keys(repo / "run.yaml", repo, boundary=repo) == {}
+    assert list(assigned_keys(repo / "run.yaml", repo)) == ["model.global_batch_size"]  # no boundary: both folders
+    proc = run_cli("check", "--format", "json", "--exit-zero", "--no-cache", "run.yaml", cwd=repo)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert [(d["code"], d["line"]) for d in json.loads(proc.stdout)] == [("BAT002", 6)]  # the outside script is not its
