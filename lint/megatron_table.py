@@ -480,6 +480,33 @@ def _bundled(framework: str) -> tuple[list[dict], str]:
         {"megatron-lm": "Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed"}[framework]
 
 
+def submodule_paths(root: Path) -> tuple[str, ...]:
+    """The ``path =`` entries of the repository's ``.gitmodules`` ('/'-separated, no ``./``)."""
+    def read() -> tuple[str, ...]:
+        from parallint.safeio import read_text_regular
+
+        try:
+            text = read_text_regular(root / ".gitmodules", 1_000_000)
+        except (OSError, ValueError):
+            return ()
+        out = []
+        for line in text.splitlines():
+            key, eq, value = line.partition("=")
+            if eq and key.strip() == "path" and value.strip():
+                out.append(value.strip().replace("\\", "/").strip("/").removeprefix("./"))
+        return tuple(out)
+
+    return _memo(("gitmodules", root), read)  # type: ignore[no-any-return]
+
+
+def _in_submodule(root: Path, script: str) -> bool:
+    """Whether the script path as written (not found on disk) lies in one of the repository's git
+    submodules (``third_party/Megatron-LM/pretrain_gpt.py``): a fork or a pinned version."""
+    words = [w for w in script.replace("\\", "/").split("/") if w not in ("", ".")]
+    written = "/".join(words)
+    return any(written.startswith(sub + "/") or f"/{sub}/" in "/" + written for sub in submodule_paths(root))
+
+
 def accepted_flags(la, flags) -> AcceptedFlags | None:
     """The flags the launched script accepts, or None when that cannot be known. Uses the script
     file and repository root the linker found for the launch."""
@@ -500,6 +527,8 @@ def accepted_flags(la, flags) -> AcceptedFlags | None:
                                  "this repository's Megatron")
         tables, what = _bundled(_framework(la, flags))
     else:
+        if la.repo_root is not None and _in_submodule(Path(la.repo_root), str(la.script.value)):
+            return None  # a pinned submodule that is not checked out: its own version's arguments
         tables, what = _bundled(_framework(la, flags))
         name = Path(str(la.script.value)).name
         extras = [t.get("scripts", {}).get(name) for t in tables]
