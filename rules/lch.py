@@ -637,7 +637,10 @@ class MultiNodeRendezvous(Rule):
     `envs` or a TorchX component's command line; and a literal `--node_rank`/`--machine_rank` in a
     command that srun, mpirun, a Kubernetes replica set or a SkyPilot task runs on every node. A
     variable that the operator sets after the container's own env (`MASTER_ADDR` under Kubeflow's
-    PyTorchJob, `PET_*` under its Trainer) is the operator's, and silent.
+    PyTorchJob, `PET_*` under its Trainer) is the operator's, and silent. So is a loopback address
+    in the first node's own script (`--node_rank=0` written, no srun/mpirun/orchestrator running it
+    on every node): one script per node is a common layout, and the first node reaches the
+    rendezvous it hosts through loopback while the other nodes' scripts name its address.
 
     ## Why it matters
     Every node must reach the same rendezvous on the first node; with a loopback address each node
@@ -662,6 +665,11 @@ class MultiNodeRendezvous(Rule):
         #!/bin/bash
         torchrun --nnodes=1 --nproc_per_node=8 --master_addr=localhost --node_rank=0 train.py
         """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        # run on the first node; train_node2.sh runs on the second with its address
+        torchrun --nnodes=2 --nproc_per_node=4 --node_rank=0 --master_addr=127.0.0.1 --master_port=29500 train.py
+        """, filename="train_node1.sh"),
     )
     invalid = (
         Example("""
@@ -675,6 +683,11 @@ class MultiNodeRendezvous(Rule):
         #SBATCH --ntasks-per-node=1
         srun torchrun --nnodes=4 --nproc_per_node=8 --node_rank=0 --master_addr=$HEAD train.py
         """, filename="train.sbatch", line=4),
+        Example("""
+        #!/bin/bash
+        # the second node's script: loopback is itself, not the first node
+        torchrun --nnodes=2 --nproc_per_node=4 --node_rank=1 --master_addr=127.0.0.1 --master_port=29500 train.py
+        """, filename="train_node2.sh", line=3),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -700,7 +713,17 @@ class MultiNodeRendezvous(Rule):
                 yield from self._check(la, n)
 
     def _check(self, la, n: int) -> Iterable[Diagnostic]:
+        every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
+                                                                        "mpijob", "volcano", "kubejob", "skypilot")
+        if every_node and _one_node_step(la.wrapper):
+            every_node = False
+        # the first node's own script (`--node_rank=0`, one script per node): it reaches the
+        # rendezvous it hosts through loopback; the other nodes' scripts name its address
+        first_node_only = not every_node and any(_literal_rank(la.options.get(k)) == 0
+                                                 for k in ("node_rank", "machine_rank"))
         for key in ("master_addr", "rdzv_endpoint", "main_process_ip"):
+            if first_node_only:
+                break
             v = la.options.get(key)
             if v is None or not v.known or not isinstance(v.value, str):
                 continue
@@ -731,25 +754,29 @@ class MultiNodeRendezvous(Rule):
                                       f"reads for --{name[4:].lower()}): every node would wait for itself; set it to "
                                       f"the first node's address (e.g. from the scheduler)")
         # a literal node rank in a command that every node runs
-        every_node = la.wrapper is not None and la.wrapper.launcher in ("srun", "mpirun", "pytorchjob", "trainjob",
-                                                                        "mpijob", "volcano", "kubejob", "skypilot")
-        if not every_node or _one_node_step(la.wrapper):
+        if not every_node:
             return
         for key in ("node_rank", "machine_rank"):
             v = la.options.get(key)
-            r = known_int(v) if v is not None else None
-            if r is None and v is not None and v.known:
-                try:
-                    r = int(str(v.value))
-                except ValueError:
-                    r = None
-            if r is not None:
+            r = _literal_rank(v)
+            if v is not None and r is not None:
                 yield self.report(v.span or la.span,
                                   f"every one of the {n} nodes runs this command with --{key.replace('_', '-')} {r}: "
                                   f"the node ranks collide; pass each node's own rank (e.g. $SLURM_NODEID under srun)")
 
 
 TORCHRUN_FAMILY = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+
+
+def _literal_rank(v: Value | None) -> int | None:
+    """A node rank written as a number on the command line, else None."""
+    r = known_int(v) if v is not None else None
+    if r is None and v is not None and v.known:
+        try:
+            r = int(str(v.value))
+        except ValueError:
+            r = None
+    return r
 
 
 def _one_node_step(w) -> bool:
