@@ -254,6 +254,26 @@ class LoadWithoutMapLocation(Rule):
             fabric.save("ckpt.pt", {"model": model})
             state = torch.load("ckpt.pt", weights_only=True)
         """),
+        # each rank reads its own shard, named after its rank
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            state = torch.load(f"{ckpt_dir}/part-{rank}.pt")
+        """),
+        # the helper runs on rank 0 only: every call of it is under a rank condition
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def load_state(path):
+                return torch.load(path)
+            def build(model, path):
+                if dist.get_rank() == 0:
+                    model.load_state_dict(load_state(path))
+                dist.barrier()
+            dist.init_process_group("nccl")
+        """),
     ]
     invalid = [
         Example("""
@@ -276,6 +296,18 @@ class LoadWithoutMapLocation(Rule):
             if args.student_checkpoint is not None:
                 model.load_state_dict(torch.load(args.student_checkpoint))
         """, line=5),
+        # one of the helper's calls is on every rank
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def load_state(path):
+                return torch.load(path)
+            def build(model, path):
+                if dist.get_rank() == 0:
+                    model.load_state_dict(load_state(path))
+                return load_state(path + ".ema")
+            dist.init_process_group("nccl")
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -287,7 +319,9 @@ class LoadWithoutMapLocation(Rule):
         for c in loads:
             if c in mapped:
                 continue
-            if any(g.rank for g in c.frame.base_guards + c.guards):
+            if any(g.rank for g in c.frame.base_guards + c.guards) or _rank_only(s, c.frame):
+                continue
+            if _per_rank_file(s, c):  # `torch.load(f"part-{rank}.pt")`: each rank its own shard
                 continue
             # `if gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`: a deliberate choice
             if any(g.if_id == h.if_id and g.branch != h.branch for m in mapped for g in c.guards for h in m.guards):
@@ -297,3 +331,34 @@ class LoadWithoutMapLocation(Rule):
                 "torch.load() without map_location: every rank restores the tensors onto the GPU "
                 "they were saved from (usually cuda:0); pass map_location=\"cpu\" or the local device",
             )
+
+
+def _rank_only(s, frame, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether every call of the function ``frame`` in this file runs under a rank condition, at
+    the call site or (recursively) around its caller: ``if get_rank() == 0: state =
+    load_state_dict(path)`` makes the helper's ``torch.load`` one rank's. False when the file never
+    calls it (the callers are elsewhere: unknown)."""
+    if frame.kind != "function" or id(frame) in seen or len(seen) > 8:
+        return False
+    sites = s.callsites.get(frame.name, [])
+    if not sites:
+        return False
+    for _call, guards, caller in sites:
+        if any(g.rank for g in caller.base_guards + guards):
+            continue
+        if not _rank_only(s, caller, seen | {id(frame)}):
+            return False
+    return True
+
+
+def _per_rank_file(s, c) -> bool:
+    """Whether the file ``torch.load`` reads is named after the rank (``f"{d}/part-{rank}.pt"``,
+    ``path.format(rank)``, ``os.path.join(d, f"rank_{local_rank}")``): each rank loads its own
+    shard, which it or a converter wrote, not one file saved from cuda:0."""
+    import ast
+
+    node = c.node.args[0] if c.node.args else next((k.value for k in c.node.keywords if k.arg == "f"), None)
+    if node is None:
+        return False
+    return any(isinstance(sub, (ast.Name, ast.Attribute, ast.BinOp, ast.Call)) and s.rankish(sub, c.frame)
+               for sub in ast.walk(node))
