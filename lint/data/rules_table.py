@@ -20,7 +20,7 @@ MODULES: dict[str, dict] = {
         {'class': 'UnknownMegatronArgument', 'code': 'CFG006', 'name': 'unknown-megatron-argument', 'severity': 'error', 'summary': "A flag on a Megatron command line that Megatron's argument parser does not accept.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
         {'class': 'OverlapParamGatherRequirements', 'code': 'CFG008', 'name': 'overlap-param-gather-requirements', 'severity': 'error', 'summary': '--overlap-param-gather without the distributed optimizer or without --overlap-grad-reduce.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'ckp': {'source': '12130:64e01a70', 'rules': [
+    'ckp': {'source': '14952:3b561db3', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
@@ -60,7 +60,7 @@ MODULES: dict[str, dict] = {
     'lay_mesh': {'source': '6577:6eb7ebb4', 'rules': [
         {'class': 'DeviceMeshSizeMismatch', 'code': 'LAY007', 'name': 'device-mesh-size-mismatch', 'severity': 'error', 'summary': 'the product of an init_device_mesh/DeviceMesh shape differs from the world size', 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lch': {'source': '64066:be594099', 'rules': [
+    'lch': {'source': '65539:1bf4d65b', 'rules': [
         {'class': 'LauncherWorldSizeMismatch', 'code': 'LCH001', 'name': 'launcher-world-size-mismatch', 'severity': 'error', 'summary': 'Two launch layers disagree on the number of nodes or processes per node.', 'kinds': ['accelerate', 'kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': True},
         {'class': 'MoreProcessesThanGpus', 'code': 'LCH002', 'name': 'more-processes-than-gpus', 'severity': 'error', 'summary': 'More processes per node than GPUs requested per node.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'DoubleLaunch', 'code': 'LCH003', 'name': 'double-launch', 'severity': 'error', 'summary': 'srun/mpirun starts several tasks per node and each task is a launcher that forks workers.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
