@@ -500,11 +500,18 @@ def submodule_paths(root: Path) -> tuple[str, ...]:
 
 
 def _in_submodule(root: Path, script: str) -> bool:
-    """Whether the script path as written (not found on disk) lies in one of the repository's git
-    submodules (``third_party/Megatron-LM/pretrain_gpt.py``): a fork or a pinned version."""
+    """Whether the script path as written (not found on disk) lies in one of the git submodules
+    of the repository (``third_party/Megatron-LM/pretrain_gpt.py``): a fork or a pinned version.
+    The ``.gitmodules`` is looked for from ``root`` up to the folder that holds ``.git``."""
     words = [w for w in script.replace("\\", "/").split("/") if w not in ("", ".")]
     written = "/".join(words)
-    return any(written.startswith(sub + "/") or f"/{sub}/" in "/" + written for sub in submodule_paths(root))
+    for d in (root, *root.parents):
+        subs = submodule_paths(d)
+        if any(written.startswith(sub + "/") or f"/{sub}/" in "/" + written for sub in subs):
+            return True
+        if subs or (d / ".git").exists():
+            return False
+    return False
 
 
 def accepted_flags(la, flags) -> AcceptedFlags | None:

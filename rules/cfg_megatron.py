@@ -91,6 +91,20 @@ class UnknownMegatronArgument(Rule):
                 pretrain(None, None, None, None, extra_args_provider=add_task_args)
             """,
         }, paths=["run.sh"]),
+        # a fork pinned as a git submodule, not checked out: its own arguments, not upstream's
+        Example(files={
+            ".gitmodules": """
+            [submodule "third_party/Megatron-LM"]
+            \tpath = third_party/Megatron-LM
+            \turl = https://github.com/example/Megatron-LM-fork.git
+            """,
+            "exp/run.sh": """
+            #!/bin/bash
+            torchrun --nproc_per_node 8 third_party/Megatron-LM/pretrain_gpt.py \\
+                --tensor-model-parallel-size 2 --num-layers 24 --micro-batch-size 2 \\
+                --DDP-impl local --moe-expert-model-parallelism
+            """,
+        }, paths=["exp/run.sh"]),
     )
     invalid = (
         Example(files={
