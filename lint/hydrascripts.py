@@ -11,10 +11,11 @@ The file's ``model.global_batch_size`` then never runs as written: a rule must n
 module finds, for a config file, the entry scripts next to it (in its folder and the folder above,
 where Hydra's ``config_path`` is relative to the script) whose decorator names it, and the dotted
 keys their decorated function assigns through its config parameter (``cfg.a.b = ...``,
-``cfg.a["b"] = ...``, augmented and annotated assignments too). The link step turns the facts
-read from those keys unknown. The scripts are read as text (at most :data:`MAX_BYTES`, regular
-files only) and parsed with ``ast`` only when their text names the config; nothing is imported
-or run.
+``cfg.a["b"] = ...``, augmented and annotated assignments too). As the config is read, the runner
+turns the facts read from those keys unknown (:func:`parallint.link.hydra_assignments`). Only
+folders inside the repository are looked at; the scripts are read as text (at most
+:data:`MAX_BYTES`, regular files only) and parsed with ``ast`` only when their text mentions
+``config_name`` and ``hydra``; nothing is imported or run.
 """
 
 from __future__ import annotations
