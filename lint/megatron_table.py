@@ -514,6 +514,20 @@ def _in_submodule(root: Path, script: str) -> bool:
     return False
 
 
+def _pinned_megatron(root: Path) -> bool:
+    """Whether the repository declares a Megatron git submodule (``third_party/Megatron-LM``) that
+    is not checked out: the ``megatron`` its scripts import is that version, often patched (as
+    FlagScale patches it with arguments of its own), not the one the bundled tables describe."""
+    for d in (root, *root.parents):
+        subs = submodule_paths(d)
+        for sub in subs:
+            if "megatron" in sub.rsplit("/", 1)[-1].lower() and not (d / sub / "megatron").is_dir():
+                return True
+        if subs or (d / ".git").exists():
+            return False
+    return False
+
+
 def accepted_flags(la, flags) -> AcceptedFlags | None:
     """The flags the launched script accepts, or None when that cannot be known. Uses the script
     file and repository root the linker found for the launch."""
@@ -532,6 +546,8 @@ def accepted_flags(la, flags) -> AcceptedFlags | None:
             renamed = bundled(own["framework"]).get("renamed", {})
             return AcceptedFlags(set(own["flags"]) | extra, own.get("rejected", {}), renamed,
                                  "this repository's Megatron")
+        if _pinned_megatron(Path(path_root)):
+            return None  # the repository pins its own Megatron (a submodule, not checked out here)
         tables, what = _bundled(_framework(la, flags))
     else:
         if la.repo_root is not None and _in_submodule(Path(la.repo_root), str(la.script.value)):

@@ -105,6 +105,29 @@ class UnknownMegatronArgument(Rule):
                 --DDP-impl local --moe-expert-model-parallelism
             """,
         }, paths=["exp/run.sh"]),
+        # the repository pins (and patches) its own Megatron as a submodule, not checked out here
+        Example(files={
+            ".gitmodules": """
+            [submodule "third_party/Megatron-LM"]
+            \tpath = third_party/Megatron-LM
+            \turl = https://github.com/NVIDIA/Megatron-LM.git
+            """,
+            "tools/convert.sh": """
+            #!/bin/bash
+            torchrun --nproc_per_node 1 convert.py --tensor-model-parallel-size 1 --num-layers 2 \\
+                --hidden-size 64 --num-attention-heads 4 --seq-length 8 --micro-batch-size 1 --tokenizer-path /tok
+            """,
+            "tools/convert.py": """
+            from megatron.training.initialize import initialize_megatron
+
+            def add_extra_args(parser):
+                parser.add_argument("--hf-ckpt-path", type=str)
+                return parser
+
+            if __name__ == "__main__":
+                initialize_megatron(extra_args_provider=add_extra_args)
+            """,
+        }, paths=["tools/convert.sh"]),
     )
     invalid = (
         Example(files={

@@ -16,7 +16,7 @@ MODULES: dict[str, dict] = {
         {'class': 'DuplicateKey', 'code': 'CFG005', 'name': 'duplicate-key', 'severity': 'error', 'summary': 'A key repeated in one JSON/YAML mapping', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'megatron_yaml', 'nanotron', 'nemo', 'neox'], 'calls': [], 'file': True, 'job': False},
         {'class': 'ConflictingDeepSpeedSettings', 'code': 'CFG007', 'name': 'conflicting-deepspeed-settings', 'severity': 'error', 'summary': 'DeepSpeed settings that DeepSpeed or accelerate refuse together at start-up', 'kinds': ['accelerate', 'deepspeed', 'neox'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'cfg_megatron': {'source': '12071:1ec77bbc', 'rules': [
+    'cfg_megatron': {'source': '13103:62f3e35d', 'rules': [
         {'class': 'UnknownMegatronArgument', 'code': 'CFG006', 'name': 'unknown-megatron-argument', 'severity': 'error', 'summary': "A flag on a Megatron command line that Megatron's argument parser does not accept.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
         {'class': 'OverlapParamGatherRequirements', 'code': 'CFG008', 'name': 'overlap-param-gather-requirements', 'severity': 'error', 'summary': '--overlap-param-gather without the distributed optimizer or without --overlap-grad-reduce.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
