@@ -593,6 +593,22 @@ class CollectiveInRankBranch(Rule):
                 if local_rank == 0:
                     dist.barrier()
         """),
+        # a context manager that staggers the ranks: even ones wait on entry, odd ones on exit
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            class staggered:
+                def __init__(self, local_rank):
+                    self.local_rank = local_rank
+                def __enter__(self):
+                    if self.local_rank % 2 == 0:
+                        dist.barrier()
+                    return self
+                def __exit__(self, *exc):
+                    if self.local_rank % 2 == 1:
+                        dist.barrier()
+                    dist.barrier()
+        """),
         Example("""
             import torch.distributed as dist
             dist.init_process_group("nccl")
@@ -706,7 +722,7 @@ class CollectiveInRankBranch(Rule):
                 continue  # the other branch makes the same collective
             if _other_path_hidden(s, g):
                 continue  # the other ranks call code this file does not show: the match may be there
-            if site is None and any(o is not c and sh == short and o.frame is c.frame for o, sh in cands):
+            if site is None and any(o is not c and sh == short and _same_body(o.frame, c.frame) for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
                     "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
@@ -721,3 +737,13 @@ class CollectiveInRankBranch(Rule):
                            Related.at(g.span, "rank-dependent condition")]
             yield self.report(c.span, msg + "; the other ranks never enter it and the job hangs; move it out of the branch so "
                               "every rank calls it", related=related)
+
+
+def _same_body(a, b) -> bool:
+    """One function, or two methods of one class: a barrier that some ranks reach here is paired
+    with one the other ranks reach there (a context manager that staggers ranks: even ranks wait
+    in ``__enter__``, odd ranks in ``__exit__``)."""
+    if a is b:
+        return True
+    return (a.kind == b.kind == "function" and a.parent is not None and a.parent is b.parent
+            and a.parent.kind == "class")
