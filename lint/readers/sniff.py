@@ -45,6 +45,13 @@ def _json_keys(text: str) -> set[str]:
     return set(_json_key().findall(text))
 
 
+def _section(text: str, key: str) -> bool:
+    """Whether top-level ``key`` opens a mapping (a block below it, or ``{...}``), not a scalar
+    (``parallel: true`` in a GLUE fine-tuning config is a switch, not a job spec's section)."""
+    return re.search(rf"^{key}[ \t]*:[ \t]*(?:#[^\n]*)?\r?\n(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]+[^\s#]|^{key}[ \t]*:[ \t]*\{{",
+                     text, re.M) is not None
+
+
 def _yaml_keys(text: str) -> set[str]:
     return set(_YAML_KEY.findall(text))
 
@@ -152,7 +159,8 @@ def _sniff_yaml(text: str) -> str | None:
     # framework's config: diffusion, timm, ...)
     if "model" in top and top & {"parallel", "training", "hardware"} and (
             top <= {"model", "parallel", "training", "hardware", "name", "estimator"} or (
-            top & {"parallel", "hardware"} and not top & {"trainer", "parallelism"})):
+            any(_section(text, k) for k in ("parallel", "hardware") if k in top)
+            and not top & {"trainer", "parallelism"})):
         return "jobspec"
     if "parallelism" in top and ("tokens" in top or "general" in top) and re.search(r"^[ \t]+(dp|tp|pp)[ \t]*:", text, re.M):
         return "nanotron"
