@@ -407,10 +407,23 @@ def _provider_calls(func, defined: dict, imports: dict, root: Path, path: Path, 
             continue  # a builtin (print, vars, ...)
         target = _module_file(root, path, imp[0], imp[1])
         sub_tree = _parse(target) if target is not None else None
-        if sub_tree is None:
-            return None
+        if sub_tree is None or _dynamic_flags(sub_tree, name):
+            return None  # a module parallint cannot read, or flags made at run time
         out |= added_flags(sub_tree)
     return out
+
+
+def _dynamic_flags(tree: ast.Module, name: str) -> bool:
+    """Whether function ``name`` of ``tree`` adds arguments whose names are computed
+    (``group.add_argument(f"--{field.name}")`` over a config dataclass's fields, as Megatron's
+    ``add_config_args`` does): the flags it adds cannot be listed."""
+    for node in _nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "add_argument" \
+                        and sub.args and not (isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str)):
+                    return True
+    return False
 
 
 # -- bundled tables -------------------------------------------------------------------------------

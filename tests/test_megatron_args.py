@@ -134,6 +134,18 @@ def test_script_flags_and_providers(tmp_path):
     # ignore_unknown_args=True: silent
     found = _cfg006(tmp_path / "e", {"run.sh": line, "train.py": _script(more=", ignore_unknown_args=True")})
     assert found == []
+    # the provider hands a group to a helper that makes flags from a config dataclass's fields
+    # (Megatron's retro add_config_args): they cannot be listed, silent
+    dynamic = ("def add_config_args(parser, config_cls):\n    for field in fields(config_cls):\n"
+               "        parser.add_argument('--' + field.name.replace('_', '-'))\n    return parser\n")
+    found = _cfg006(tmp_path / "f", {"run.sh": line, "train.py": _script(
+        imports="from helpers import add_config_args", delegate="add_config_args(group, RetroConfig)"),
+        "helpers.py": dynamic})
+    assert found == []
+    found = _cfg006(tmp_path / "g", {"run.sh": line, "train.py": _script(  # its literal twin still checks
+        imports="from helpers import add_config_args", delegate="add_config_args(group, RetroConfig)"),
+        "helpers.py": dynamic.replace("'--' + field.name.replace('_', '-')", "'--retro-seed'")})
+    assert [m.split()[0] for _, m in found] == ["--their-flag"]
 
 
 def test_not_a_megatron_entry_script_is_silent(tmp_path):
