@@ -42,6 +42,10 @@ def repo_root(start: Path) -> Path:
     return hit
 
 
+#: what marks a repository's top folder (see :func:`repo_root`)
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
+
+
 def _repo_root(start: Path) -> Path:
     for d in (start, *start.parents):
         if (d / ".git").exists() or (d / "pyproject.toml").is_file() or (d / "setup.py").is_file():
@@ -196,22 +200,20 @@ def hydra_assignments(f: FileFacts, root: Path) -> None:
     calls it as the file is read, before any rule sees the file."""
     from parallint import hydrascripts
 
-    marked = any(os.path.exists(root / m) for m in (".git", "pyproject.toml", "setup.py"))
+    marked = any(os.path.exists(root / m) for m in ROOT_MARKERS)  # a real top, not a fallback
     keys = hydrascripts.assigned_keys(f.abspath, root, root if marked else None)
     if not keys:
         return
-    from parallint.facts import FactMap
+    from parallint.readers.cfgutil import mask_facts
 
-    out = FactMap()
-    for key, values in f.facts.items():
-        for v in values:
-            if v.known:
-                hit = _set_by(v.source, keys)
-                if hit is not None:
-                    script, line = keys[hit]
-                    v = Value.unknown(f"{hit} is set by {script}:{line} after the config is loaded", v.span, v.source)
-            out.add(key, v)
-    f.facts = out
+    def reason(v: Value) -> str | None:
+        hit = _set_by(v.source, keys)
+        if hit is None:
+            return None
+        script, line = keys[hit]
+        return f"{hit} is set by {script}:{line} after the config is loaded"
+
+    mask_facts(f, "", reason=reason)
 
 
 def _set_by(source: str, keys: dict[str, tuple[str, int]]) -> str | None:

@@ -493,13 +493,15 @@ def _bundled(framework: str) -> tuple[list[dict], str]:
         {"megatron-lm": "Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed"}[framework]
 
 
-def submodule_paths(root: Path) -> tuple[str, ...]:
-    """The ``path =`` entries of the repository's ``.gitmodules`` ('/'-separated, no ``./``)."""
-    def read() -> tuple[str, ...]:
+def submodules(start: Path) -> tuple[Path, tuple[str, ...]]:
+    """The repository's top and the ``path =`` entries of its ``.gitmodules`` ('/'-separated, no
+    ``./``): the first folder from ``start`` up that has a ``.gitmodules``, stopping at the one
+    that holds ``.git``; ``(start, ())`` when there is none."""
+    def read(d: Path) -> tuple[str, ...]:
         from parallint.safeio import read_text_regular
 
         try:
-            text = read_text_regular(root / ".gitmodules", 1_000_000)
+            text = read_text_regular(d / ".gitmodules", 1_000_000)
         except (OSError, ValueError):
             return ()
         out = []
@@ -509,36 +511,29 @@ def submodule_paths(root: Path) -> tuple[str, ...]:
                 out.append(value.strip().replace("\\", "/").strip("/").removeprefix("./"))
         return tuple(out)
 
-    return _memo(("gitmodules", root), read)  # type: ignore[no-any-return]
+    def find() -> tuple[Path, tuple[str, ...]]:
+        for d in (start, *start.parents):
+            subs = read(d)
+            if subs or (d / ".git").exists():
+                return d, subs
+        return start, ()
+
+    return _memo(("gitmodules", start), find)  # type: ignore[no-any-return]
 
 
 def _in_submodule(root: Path, script: str) -> bool:
     """Whether the script path as written (not found on disk) lies in one of the git submodules
-    of the repository (``third_party/Megatron-LM/pretrain_gpt.py``): a fork or a pinned version.
-    The ``.gitmodules`` is looked for from ``root`` up to the folder that holds ``.git``."""
-    words = [w for w in script.replace("\\", "/").split("/") if w not in ("", ".")]
-    written = "/".join(words)
-    for d in (root, *root.parents):
-        subs = submodule_paths(d)
-        if any(written.startswith(sub + "/") or f"/{sub}/" in "/" + written for sub in subs):
-            return True
-        if subs or (d / ".git").exists():
-            return False
-    return False
+    of the repository (``third_party/Megatron-LM/pretrain_gpt.py``): a fork or a pinned version."""
+    written = "/".join(w for w in script.replace("\\", "/").split("/") if w not in ("", "."))
+    return any(written.startswith(sub + "/") or f"/{sub}/" in "/" + written for sub in submodules(root)[1])
 
 
 def _pinned_megatron(root: Path) -> bool:
     """Whether the repository declares a Megatron git submodule (``third_party/Megatron-LM``) that
     is not checked out: the ``megatron`` its scripts import is that version, often patched (as
     FlagScale patches it with arguments of its own), not the one the bundled tables describe."""
-    for d in (root, *root.parents):
-        subs = submodule_paths(d)
-        for sub in subs:
-            if "megatron" in sub.rsplit("/", 1)[-1].lower() and not (d / sub / "megatron").is_dir():
-                return True
-        if subs or (d / ".git").exists():
-            return False
-    return False
+    top, subs = submodules(root)
+    return any("megatron" in sub.rsplit("/", 1)[-1].lower() and not (top / sub / "megatron").is_dir() for sub in subs)
 
 
 def accepted_flags(la, flags) -> AcceptedFlags | None:

@@ -722,7 +722,7 @@ class CollectiveInRankBranch(Rule):
                 continue  # the other branch makes the same collective
             if _other_path_hidden(s, g):
                 continue  # the other ranks call code this file does not show: the match may be there
-            if site is None and any(o is not c and sh == short and _same_body(o.frame, c.frame) for o, sh in cands):
+            if site is None and any(o is not c and sh == short and _same_body(s, o.frame, c.frame) for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
                     "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
@@ -739,11 +739,8 @@ class CollectiveInRankBranch(Rule):
                               "every rank calls it", related=related)
 
 
-def _same_body(a, b) -> bool:
-    """One function, or two methods of one class: a barrier that some ranks reach here is paired
-    with one the other ranks reach there (a context manager that staggers ranks: even ranks wait
-    in ``__enter__``, odd ranks in ``__exit__``)."""
-    if a is b:
-        return True
-    return (a.kind == b.kind == "function" and a.parent is not None and a.parent is b.parent
-            and a.parent.kind == "class")
+def _same_body(s, a, b) -> bool:
+    """One function, or two methods of one class (:meth:`Script.same_run`, without its module-level
+    case): a barrier that some ranks reach here is paired with one the other ranks reach there (a
+    context manager that staggers ranks: even ranks wait in ``__enter__``, odd ones in ``__exit__``)."""
+    return a is b or (a.kind != "module" and b.kind != "module" and s.same_run(a, b))

@@ -83,7 +83,7 @@ MODULES: dict[str, dict] = {
     'noqa': {'source': '1859:e1c13038', 'rules': [
         {'class': 'UnusedNoqa', 'code': 'SYN003', 'name': 'unused-noqa', 'severity': 'warning', 'summary': 'A `# noqa` code that suppresses no finding, or names no parallint rule.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},
-    'pg': {'source': '32033:30dc15d9', 'rules': [
+    'pg': {'source': '32011:e3a1bee5', 'rules': [
         {'class': 'NcclWithoutSetDevice', 'code': 'PG001', 'name': 'nccl-without-set-device', 'severity': 'warning', 'summary': 'NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device', 'kinds': ['python'], 'calls': ['collective', 'dataloader', 'init_process_group', 'set_device'], 'file': True, 'job': False},
         {'class': 'BackendDeviceMismatch', 'code': 'PG002', 'name': 'backend-device-mismatch', 'severity': 'warning', 'summary': 'gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)', 'kinds': ['python'], 'calls': ['ddp', 'init_process_group', 'set_device'], 'file': True, 'job': False},
         {'class': 'WorldSizeConflict', 'code': 'PG003', 'name': 'world-size-conflict', 'severity': 'error', 'summary': 'world_size=/rank= given to init_process_group disagree with the launcher', 'kinds': ['python'], 'calls': ['init_process_group'], 'file': False, 'job': True},

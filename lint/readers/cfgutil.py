@@ -394,9 +394,11 @@ def not_launched_reason(path: str) -> str:
 
 
 def mask_facts(ff: FileFacts, why: str, keys: Iterable[str] | None = None,
-               keep: tuple[str, ...] = ("framework",)) -> None:
-    """Turn the known facts of ``ff`` unknown (``why``): all of them but ``keep``, or only ``keys``.
-    Spans stay, so the rules still know the key was written (and stay silent on it)."""
+               keep: tuple[str, ...] = ("framework",),
+               reason: Callable[[Value], str | None] | None = None) -> None:
+    """Turn the known facts of ``ff`` unknown (``why``): all of them but ``keep``, or only ``keys``;
+    or, with ``reason``, each value it gives a reason for (that reason). Spans stay, so the rules
+    still know the key was written (and stay silent on it)."""
     from parallint.facts import FactMap
 
     only = None if keys is None else set(keys)
@@ -404,7 +406,9 @@ def mask_facts(ff: FileFacts, why: str, keys: Iterable[str] | None = None,
     for key, values in ff.facts.items():
         hit = (key in only) if only is not None else key not in keep
         for v in values:
-            if hit and v.known:
-                v = Value.unknown(why, v.span, v.source)
+            if v.known:
+                because = reason(v) if reason is not None else why if hit else None
+                if because:
+                    v = Value.unknown(because, v.span, v.source)
             out.add(key, v)
     ff.facts = out
