@@ -3,7 +3,7 @@
     python benchmarks/bench_python_reader.py [FOLDER ...] [--repeat 1] [--limit N]
 
 Takes the ``.py`` files of the folders that the classifier sends to the Python reader (the
-pre-filter in parallint.classify), then times, in the same process one after the other,
+pre-filter in parallint.discover.classify), then times, in the same process one after the other,
 ``ast.parse`` of every file (the baseline: what any Python tool pays) and ``read`` of every file
 (LibCST parse, the walk, facts). Prints both, the ratio reader / ast.parse, and the phases of the
 reader (ast check, LibCST parse, the rest). Without a folder it uses
@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 def python_files(folders: list[str]) -> list[tuple[Path, str]]:
-    from parallint.classify import classify
+    from parallint.discover.classify import classify
 
     out = []
     for folder in folders:

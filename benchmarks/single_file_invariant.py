@@ -41,9 +41,9 @@ def _listed(root: Path) -> list[str]:
 
 
 def check_repo(root: Path, sample: int, seed: int) -> tuple[int, int, list[float]]:
-    from parallint.config import load_config
-    from parallint.index import check_files
-    from parallint.registry import get_registry
+    from parallint.discover.settings import load_config
+    from parallint.engine.index import check_files
+    from parallint.engine.registry import get_registry
 
     config = load_config(start=root)
     s = config.settings

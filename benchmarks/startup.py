@@ -41,7 +41,7 @@ _MODULES = """import atexit, sys
 base = set(sys.modules)
 atexit.register(lambda: print("\\n".join(sorted(set(sys.modules) - base)), file=sys.stderr))
 sys.argv = ["parallint", "check", "--exit-zero"] + sys.argv[1:]
-from parallint.cli import main
+from parallint.cli.main import main
 main()
 """
 

@@ -21,7 +21,7 @@ def _strip_cwd() -> None:
 
 _strip_cwd()
 
-from parallint.cli import main  # noqa: E402
+from parallint.cli.main import main  # noqa: E402
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -3,12 +3,12 @@ values that contradict the HF Trainer / accelerate values they are checked again
 
 from __future__ import annotations
 
-from parallint.diagnostics import Severity
-from parallint.facts import FactMap, known_int
+from parallint.model.diagnostics import Severity
+from parallint.model.facts import FactMap, known_int
 from parallint.model.world import dp_size
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
-from parallint.rules._cfgfacts import FactRule, Finding, View, src, world_of
+from parallint.model.factrule import FactRule, Finding, View, src, world_of
 
 _TRAIN_PY = "import deepspeed\nimport torch\n\nmodel = torch.nn.Linear(8, 8)\nengine, *_ = deepspeed.initialize(model=model, config='ds_config.json')\n"
 
@@ -388,7 +388,7 @@ class RampupBatchNotDivisible(Rule):
     )
 
     def check_job(self, job, ctx):
-        from parallint.rules._cfgfacts import job_view
+        from parallint.model.factrule import job_view
 
         la = getattr(job, "launch", None)
         if la is None or getattr(job.root, "kind", "") not in ("shell", "makefile", "kube"):

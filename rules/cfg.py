@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 
-from parallint.diagnostics import Related, Severity, Span
+from parallint.model.diagnostics import Related, Severity, Span
 from parallint.model.scalars import unknown_reason
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:

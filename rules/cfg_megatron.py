@@ -4,8 +4,8 @@ its argument validation."""
 from __future__ import annotations
 
 
-from parallint.diagnostics import Diagnostic, Severity
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.rule import Example, Rule
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:

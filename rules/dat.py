@@ -6,9 +6,9 @@ from typing import Iterable
 
 import re
 
-from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.model.diagnostics import Diagnostic, Related, Severity
 from parallint.model.script import Call, Script, script_of
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 _PY = frozenset({"python"})
 #: names in the code that mean the script shards its data some other way (or streams it)

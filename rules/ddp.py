@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Severity
+from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.script import Script, job_scripts, script_of
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 _PY = frozenset({"python"})
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Severity
-from parallint.facts import Value, known_int
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.facts import Value, known_int
+from parallint.model.rule import Example, Rule
 from parallint.model.launches import (
     LAUNCH_FILE_KINDS, OPERATOR_ENV, effective_nodes, launches, procs_per_node, related_at,
 )

@@ -1,17 +1,17 @@
 """LAY — parallel layout: degrees that do not fit the world size or the model shape.
 
-Every rule here works on facts (see ``rules/_cfgfacts.py``): the same check runs on one config
+Every rule here works on facts (see ``lint/model/factrule.py``): the same check runs on one config
 file (``check_file``) and on a linked job (``check_job``: a Megatron command line + its configs),
 and stays silent unless every number it needs is known.
 """
 
 from __future__ import annotations
 
-from parallint.diagnostics import Related, Severity
-from parallint.rule import Example
+from parallint.model.diagnostics import Related, Severity
+from parallint.model.rule import Example
 
-from parallint.facts import FactMap, Value
-from parallint.rules._cfgfacts import FactRule, Finding, View, src
+from parallint.model.facts import FactMap, Value
+from parallint.model.factrule import FactRule, Finding, View, src
 
 MEGATRON_LIKE = ("megatron", "nemo", "neox", "deepspeed")
 
@@ -412,7 +412,7 @@ class LayersNotDivisibleByPp(FactRule):
 
 
 def _uneven() -> frozenset[str]:
-    from parallint.rules._cfgfacts import UNEVEN_FLAGS
+    from parallint.model.factrule import UNEVEN_FLAGS
 
     return UNEVEN_FLAGS
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.model.diagnostics import Diagnostic, Related, Severity
 from parallint.model.script import job_scripts, script_of
 from parallint.model.world import job_launch_world_size
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 
 class DeviceMeshSizeMismatch(Rule):
@@ -141,7 +141,7 @@ class DeviceMeshSizeMismatch(Rule):
 def _script_launcher_world(job):
     """The world a launcher inside the job's script starts (Ray Train ``ScalingConfig``,
     ``mp.spawn``, ``os.environ["WORLD_SIZE"]``): a known world-size fact of the launcher layer."""
-    from parallint.facts import known_int
+    from parallint.model.facts import known_int
 
     vals = [v for v in job.facts.all("parallel.world_size") if v.origin.via == "launcher"]
     known = {known_int(v) for v in vals}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Related, Severity
-from parallint.facts import Value, known_int
+from parallint.model.diagnostics import Diagnostic, Related, Severity
+from parallint.model.facts import Value, known_int
 from parallint.model.launches import (
     LAUNCH_FILE_KINDS, by_layer, effective_nodes, first, gpus_requested, is_loopback, launches, layer,
     outer_nodes, procs_per_node, related_at,
 )
 from parallint.model.origin import KUBE_SOURCES as _KUBE_SOURCES
 from parallint.model.origin import from_call
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 FORKING = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate",
                      "composer", "colossalai"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import re
 
-from parallint.diagnostics import Related, Severity, Span
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Related, Severity, Span
+from parallint.model.rule import Example, Rule
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:

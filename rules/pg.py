@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Related, Severity
+from parallint.model.diagnostics import Diagnostic, Related, Severity
 from parallint.model.script import Call, Guard, Script, job_scripts, script_of
 from parallint.model.world import job_launch_world_size
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 _PY = frozenset({"python"})
 

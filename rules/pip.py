@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, NamedTuple
 
-from parallint.diagnostics import Diagnostic, Related, Severity, Span
+from parallint.model.diagnostics import Diagnostic, Related, Severity, Span
 from parallint.model.script import Partition, Script, job_scripts, script_of
 from parallint.model.world import job_launch_world_size
-from parallint.rule import Example, Rule
+from parallint.model.rule import Example, Rule
 
 _PY = frozenset({"python"})
 _CONFIG_KINDS = frozenset({"torchtitan", "torchtitan_py"})

@@ -7,12 +7,12 @@ readers publish ``module_fqns_per_model_part`` as ``FileFacts.data.partitions``,
 
 from __future__ import annotations
 
-from parallint.diagnostics import Severity
-from parallint.facts import known_int
+from parallint.model.diagnostics import Severity
+from parallint.model.facts import known_int
 from parallint.model.world import dp_size
-from parallint.rule import Example
+from parallint.model.rule import Example
 
-from parallint.rules._cfgfacts import FactRule, Finding, View
+from parallint.model.factrule import FactRule, Finding, View
 
 
 def _titan(pp: int, local: int, mbs: int) -> str:

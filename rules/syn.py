@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from parallint.diagnostics import Severity
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Severity
+from parallint.model.rule import Example, Rule
 
 
 class ParseError(Rule):

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parallint.diagnostics import Diagnostic, Severity
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.rule import Example, Rule
 
 
 class {cls}(Rule):
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Scaffold a new parallint rule file.")
     ap.add_argument("code", help="e.g. ABC001")
     ap.add_argument("name", help="kebab-case, e.g. gloo-backend-on-gpu")
-    ap.add_argument("--kind", default="python", help="file kind the rule checks (parallint.classify.KINDS)")
+    ap.add_argument("--kind", default="python", help="file kind the rule checks (parallint.discover.classify.KINDS)")
     ap.add_argument("--module", help="module name under rules/ (default: the code's letters)")
     ap.add_argument("--summary", default="TODO: one line, shown by `parallint rules`")
     ap.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)

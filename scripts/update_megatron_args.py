@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "lint" / "data", help="folder of the tables")
     args = ap.parse_args(argv)
 
-    from parallint import megatron_table
+    from parallint.link import megatron_table
 
     table = megatron_table.extract(args.checkout.resolve())
     if table is None:

@@ -56,7 +56,7 @@ def test_counts_duplicates_and_rejects_bad_files(tmp_path, cli):
 
 
 def test_fingerprint_leaves_out_the_fix_clause():
-    from parallint.baseline import normalise, split_fix
+    from parallint.report.baseline import normalise, split_fix
 
     wrong = "global batch 36 is not divisible by micro batch 2 × data-parallel size 4 = 8"
     assert split_fix(wrong + "; set the global batch size to a multiple of 8 (32 or 40)") == (
@@ -76,7 +76,7 @@ def test_version_1_baseline_still_matches(tmp_path, cli):
     assert cli("check", "--write-baseline", "b1.json", "a.py", "b.py", cwd=tmp_path).returncode == 0
     doc = json.loads((tmp_path / "b1.json").read_text())
     assert doc["version"] == 2 and len(doc["findings"]) == 2
-    from parallint.baseline import split_fix
+    from parallint.report.baseline import split_fix
 
     doc["version"] = 1
     for e in doc["findings"]:  # as version 1 wrote them: the message of the day, another fingerprint

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import Config
+from parallint.discover.settings import Config
 from parallint.rules.bat import rampup_batch_sizes
-from parallint.runner import check_paths
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

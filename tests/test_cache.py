@@ -1,4 +1,4 @@
-"""The content cache (parallint.cache): a warm run gives the same findings and reads only what
+"""The content cache (parallint.engine.cache): a warm run gives the same findings and reads only what
 changed; an edited file or config is read again; --no-cache bypasses it; `parallint cache clean`
 removes it; a corrupt or foreign entry is ignored (never unpickled, never a crash)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import PLANTED_DDP_SCRIPT, write_tree
-from parallint.config import Config
-from parallint.index import check_files
-from parallint.registry import get_registry
+from parallint.discover.settings import Config
+from parallint.engine.index import check_files
+from parallint.engine.registry import get_registry
 
 LAUNCHED = """\
 import torch.distributed as dist

@@ -1,4 +1,4 @@
-"""The run cache (parallint.cache.RunCache), end to end through the CLI: a second identical run
+"""The run cache (parallint.engine.cache.RunCache), end to end through the CLI: a second identical run
 over unchanged folders reuses the first run's findings, byte for byte; every change that can
 change the findings (a file edited, added, removed or renamed, a .gitignore, the configuration,
 the command's options, a file a launch links from outside the checked folder, one a launch
@@ -219,7 +219,7 @@ def test_no_cache_neither_reads_nor_writes_it(cli, repo, env, tmp_path):
 def test_parallint_code_is_part_of_the_key(monkeypatch, tmp_path):
     """Another parallint version (or edited code) never reuses a run."""
     import parallint
-    from parallint.cache import RunCache
+    from parallint.engine.cache import RunCache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
     a = RunCache(tmp_path / "c", [], {}, {"paths": ["."]}).run_key
@@ -239,7 +239,7 @@ def test_a_cache_folder_inside_the_repository_is_reused_from_the_second_run(cli,
 def test_settings_key_ignores_order_and_tells_values_apart():
     """The settings' part of the cache keys: one text whatever the order of keys and set members,
     different texts for different values (a changed setting is a miss)."""
-    from parallint.cache import canonical
+    from parallint.engine.cache import canonical
 
     a = {"select": ["DDP001", "MEM001"], "ignore": {"LCH002", "ENV001"}, "gpu": "H100", "max": 2.5, "off": None}
     b = {"off": None, "max": 2.5, "gpu": "H100", "ignore": {"ENV001", "LCH002"}, "select": ["DDP001", "MEM001"]}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from parallint import cmdline
-from parallint.cmdline import Context, Word
-from parallint.facts import FactMap, Value
-from parallint.megatron_args import args_facts, flag_facts, split_flags, vpp_from_layers_per_stage
+from parallint.readers import cmdline
+from parallint.readers.cmdline import Context, Word
+from parallint.model.facts import FactMap, Value
+from parallint.readers.megatron_args import args_facts, flag_facts, split_flags, vpp_from_layers_per_stage
 
 
 def parse(line: str, ctx: Context | None = None):

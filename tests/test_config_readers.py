@@ -12,7 +12,7 @@ from parallint.readers import (
     accelerate, deepspeed, foundry, hf_model, hftrainargs, jsonpos, megatron_yaml, nanotron, nemo, neox,
     tomlpos, torchtitan, torchtitan_py,
 )
-from parallint.readers.sniff import sniff_python, sniff_structured
+from parallint.discover.sniff import sniff_python, sniff_structured
 
 ALL_READERS = (accelerate, deepspeed, foundry, hf_model, hftrainargs, megatron_yaml, nanotron, nemo, neox,
                torchtitan, torchtitan_py)
@@ -375,8 +375,8 @@ def test_alias_bomb_is_syn001():
 
 # --- config partitions (for the PIP rules) ---------------------------------------------------------
 def _part(stages, pp=None, layers=None):
-    from parallint.diagnostics import Span
-    from parallint.facts import Value
+    from parallint.model.diagnostics import Span
+    from parallint.model.facts import Value
     from parallint.readers.cfgutil import Partition
 
     sp = Span("t.toml", 3)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from parallint.config import Config
-from parallint.runner import check_paths
+from parallint.discover.settings import Config
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from parallint.classify import READERS
-from parallint.facts import FACT_KEYS
+from parallint.discover.classify import READERS
+from parallint.model.facts import FACT_KEYS
 
 ODD = [{}, [], None, "uniform", "block", 0, -1, 1.5, True, "auto", "${a.b}", "???", [1, 2], {"a": 1},
        "1e3", 10 ** 30, "", "cpu", {"device": {}}, {"device": None}, "-1"]

@@ -114,7 +114,7 @@ def test_no_parse_errors_on_real_files(cli_run):
 def test_every_config_file_is_read():
     """The corpus files the manifest marks as framework configs are classified and read."""
     _need_corpus()
-    from parallint.classify import classify
+    from parallint.discover.classify import classify
 
     rows = [line.split("\t") for line in (CORPUS / "MANIFEST.tsv").read_text().splitlines()[1:] if line.strip()]
     expect = {"deepspeed": "deepspeed", "torchtitan": "torchtitan", "accelerate": "accelerate"}

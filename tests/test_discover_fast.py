@@ -1,4 +1,4 @@
-"""Discovery decides exclusions once per folder (parallint.discover.Excluder.excluded); the
+"""Discovery decides exclusions once per folder (parallint.discover.walk.Excluder.excluded); the
 verdicts must be those of the reference that tries every pattern on the whole path
 (Excluder.excluded_slow), for any patterns a .gitignore or the configuration may hold."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from parallint.discover import Excluder, discover
+from parallint.discover.walk import Excluder, discover
 
 NAMES = ["a", "b", "build", "docs", "src", "x.py", "y.md", "keep.md", "ab", "ba", "a.b", "[x]", "tests", "t_1.py"]
 PIECES = ["a", "b", "*", "?", "**", "build", "docs", "*.py", "*.md", "!", "[ab]", "[!a]", "a*", "*b", "*a*",

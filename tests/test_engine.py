@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import ConfigError, load_config
-from parallint.diagnostics import Diagnostic, Related, Severity, Span
-from parallint.discover import Excluder, compile_patterns, discover
-from parallint.registry import Registry, UnknownSelector, get_registry
-from parallint.report import github_line, render, sarif
-from parallint.rule import Example, Rule
-from parallint.suppress import Suppressions
+from parallint.discover.settings import ConfigError, load_config
+from parallint.model.diagnostics import Diagnostic, Related, Severity, Span
+from parallint.discover.walk import Excluder, compile_patterns, discover
+from parallint.engine.registry import Registry, UnknownSelector, get_registry
+from parallint.report.formats import github_line, render, sarif
+from parallint.model.rule import Example, Rule
+from parallint.engine.suppress import Suppressions
 
 from conftest import write_tree
 
@@ -112,7 +112,7 @@ def test_duplicate_codes_rejected():
     class _Dup(Rule):
         code, name, summary = "ABC001", "other-name", "x"
 
-    from parallint.registry import RegistryError
+    from parallint.engine.registry import RegistryError
 
     with pytest.raises(RegistryError):
         Registry([_A, _Dup])
@@ -178,7 +178,7 @@ def test_builtin_registry_loads():
 
 
 def test_per_file_ignores_globs_relative_to_config(tmp_path):
-    from parallint.config import Config
+    from parallint.discover.settings import Config
 
     cfg = Config(None, tmp_path, {"per-file-ignores": {"./.hidden/*": ["DDP001"], "legacy/*.py": ["PG"]}})
     assert cfg.per_file_ignores(".hidden/a.py", tmp_path / ".hidden" / "a.py") == ["DDP001"]

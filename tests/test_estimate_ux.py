@@ -44,7 +44,7 @@ def test_plan_says_the_smallest_gpu_count_that_fits(cli):
 def test_a_typed_gpu_size_the_catalogue_entry_lacks_is_an_error(cli):
     """A name with a memory size that does not match (a typo like 4OGB, or 41GB) is not silently
     the family's largest card (A100-80GB)."""
-    from parallint.estimate_ux import gpu_error
+    from parallint.cli.estimate_ux import gpu_error
 
     for bad, hint in (("A100-4OGB", "'A100-40GB'"), ("A100-41GB", "'A100-40GB'")):
         msg = gpu_error(bad)

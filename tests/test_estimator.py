@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from parallint.diagnostics import Span
+from parallint.model.diagnostics import Span
 from parallint.estimator.gpus import GIB, catalogue, largest_gpu, resolve_gpu
 from parallint.estimator.memory import activation_per_layer, estimate, model_state_bytes_per_param
 from parallint.estimator.params import ShapeError, breakdown, count_params
 from parallint.estimator.spec import normalize, preset, presets, spec_from_facts, validate
-from parallint.facts import FactMap, Value
+from parallint.model.facts import FactMap, Value
 from parallint.readers import jobspec
 
 SEED_130B = {"layers": 72, "hidden": 12288, "heads": 96, "vocab": 50257, "seq_len": 2048}

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from parallint.diagnostics import Span
-from parallint.facts import FactMap, FileFacts, Value
-from parallint.job import Job
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FactMap, FileFacts, Value
+from parallint.model.job import Job
 from parallint.rules.mem import PredictedOom, PureDataParallelOversized
 
 SEED = {"model.layers": 72, "model.hidden": 12288, "model.heads": 96, "model.vocab": 50257,
@@ -25,7 +25,7 @@ def _job(facts: dict, kind: str = "shell", text: str = "", extra_files=()) -> Jo
 
 
 def _ctx(**config):
-    from parallint.layouts import plan  # what the engine's Context.plan runs
+    from parallint.engine.layouts import plan  # what the engine's Context.plan runs
 
     return SimpleNamespace(config=config, plan=plan)
 

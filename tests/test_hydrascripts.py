@@ -1,5 +1,5 @@
 """A NeMo config whose Hydra entry script overwrites a key after loading it: the file's value never
-runs, so no rule reports it (parallint.hydrascripts, the runner's hydra_assignments)."""
+runs, so no rule reports it (parallint.link.hydrascripts, the runner's hydra_assignments)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from parallint.hydrascripts import assigned_keys, reset
+from parallint.link.hydrascripts import assigned_keys, reset
 
 from conftest import run_cli, write_tree
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from parallint.config import Config
-from parallint.pylaunch import scan
-from parallint.runner import check_paths
+from parallint.discover.settings import Config
+from parallint.link.pylaunch import scan
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

@@ -1,11 +1,11 @@
 """Launchers that live inside a Python script: submitit, NeMo-Run, Lightning Fabric, mp.spawn and
-os.environ (parallint.pylaunch). Ray Train has its own file (test_launchers_ray.py)."""
+os.environ (parallint.link.pylaunch). Ray Train has its own file (test_launchers_ray.py)."""
 
 from __future__ import annotations
 
-from parallint.config import Config
-from parallint.pylaunch import scan
-from parallint.runner import build_jobs, check_paths
+from parallint.discover.settings import Config
+from parallint.link.pylaunch import scan
+from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from parallint.config import Config
-from parallint.runner import build_jobs, check_paths
+from parallint.discover.settings import Config
+from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree
 

@@ -3,9 +3,9 @@ cluster (head + worker groups, autoscaler maxReplicas, numOfHosts, rayStartParam
 
 from __future__ import annotations
 
-from parallint.config import Config
+from parallint.discover.settings import Config
 from parallint.rules.lch import RAY_MANIFEST, RAY_SCRIPT
-from parallint.runner import build_jobs, check_paths
+from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree
 

@@ -3,9 +3,9 @@ and ``specs.Role`` command lines, read as data."""
 
 from __future__ import annotations
 
-from parallint.config import Config
+from parallint.discover.settings import Config
 from parallint.readers.torchx import component_launches
-from parallint.runner import build_jobs, check_paths
+from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree
 

@@ -3,8 +3,8 @@ variables into the script it runs; loopback rendezvous endpoints are one node.""
 
 from __future__ import annotations
 
-from parallint.config import Config
-from parallint.runner import build_jobs, check_paths
+from parallint.discover.settings import Config
+from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree
 

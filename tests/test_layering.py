@@ -1,14 +1,14 @@
-"""Import layering: the package's import graph (static, via ast over lint/ and rules/) has no
-circle and no arrow against the flow
+"""Import layering: the package's folders are its layers, in the order of the flow, and the import
+graph (static, via ``ast`` over ``lint/`` and ``rules/``) has no circle and no arrow against it
+(docs/architecture.md, "Layout"):
 
-    discover -> read (formats) -> facts -> link -> jobs -> rules -> report
+    util, data ─► model ─► estimator, discover ─► readers ─► link ─► rules ─► engine ─► report ─► cli
 
-(docs/architecture.md). Imports under ``if TYPE_CHECKING:`` are annotations only and do not count;
-imports inside functions (lazy imports) do.
-
-Rules see the model (facts, jobs, launches, the script event API), not readers: there is no arrow
-from rules into the read or link layers and none between rule families. The KNOWN_* allow-lists
-are empty and stay so; the tests fail on any new arrow (and on a listed one that disappeared).
+Every import counts: at module level, inside functions (lazy imports) and under
+``if TYPE_CHECKING:`` (an annotation is still a dependency), and ``importlib.import_module`` of a
+literal name. Rules see the model (facts, jobs, launches, the script event API), never readers or
+the linker, and no rule family imports another: what two families share is knowledge of the model
+layer. The package's top level holds only its face (``__init__``, ``__main__``).
 """
 
 from __future__ import annotations
@@ -19,106 +19,59 @@ import pytest
 
 from conftest import ROOT
 
-#: module (or package prefix) -> layer; the longest matching prefix wins
+#: package folder (or module) -> layer; the longest matching prefix wins
 LAYER_OF = {
-    # the model: values, facts, jobs, launches, diagnostics, the rule API. Everyone may import it.
-    "parallint": "model",
-    "parallint.diagnostics": "model",
-    "parallint.facts": "model",
-    "parallint.model": "model",
-    "parallint.job": "model",
-    "parallint.launch": "model",
-    "parallint.rule": "model",
-    "parallint.data": "model",
-    "parallint.schemas": "model",
-    "parallint.guards": "model",  # utilities that import nothing: input guards, run limits
-    "parallint.limits": "model",
-    "parallint.safeio": "model",  # reading regular files without blocking
-    "parallint.record": "model",  # the bases of the value classes (in place of dataclasses)
-    "parallint.deps": "model",  # what a run read and probed (the run cache's manifest)
-    # domain knowledge the readers and rules share: presets, parameter counts, memory
-    "parallint.estimator": "knowledge",
-    # finding and classifying files
-    "parallint.discover": "discover",
-    "parallint.classify": "discover",
-    "parallint.readers.sniff": "discover",
-    "parallint.config": "discover",
-    # reading formats into facts
-    "parallint.readers": "read",
-    "parallint.cmdline": "read",
-    "parallint.megatron_args": "read",
-    "parallint.megatron_table": "read",
-    # joining files into jobs
-    "parallint.link": "link",
-    "parallint.hydrascripts": "link",
-    "parallint.hfargs": "link",
-    "parallint.pylaunch": "link",
-    # rules
+    "parallint": "face",  # the package's face: __version__ and the public names plugins use
+    "parallint.__main__": "cli",
+    "parallint.util": "util",  # imports nothing of parallint: value-class bases, guards, safe reads
+    "parallint.data": "data",  # generated tables and package data
+    "parallint.schemas": "data",
+    "parallint.model": "model",  # facts, diagnostics, jobs, launches, the rule API, the script API
+    "parallint.estimator": "knowledge",  # parameter counts, memory, candidate layouts
+    "parallint.discover": "discover",  # the walk, ignore rules, classification, settings
+    "parallint.readers": "read",  # one reader per format, the launch-line parser
+    "parallint.link": "link",  # files into jobs
     "parallint.rules": "rules",
-    # the engine that runs it all, and what reports the result
-    "parallint.registry": "engine",
-    "parallint.runner": "engine",
-    "parallint.suppress": "engine",
-    "parallint.baseline": "engine",
-    "parallint.index": "engine",
-    "parallint.cache": "engine",
-    "parallint.plugins": "engine",  # plugin needles into the pre-filter (registry)
-    "parallint.workers": "engine",
-    "parallint.examples": "engine",
-    "parallint.layouts": "engine",  # plan's filter: the real layout rules on candidate layouts
-    "parallint.report": "report",
-    "parallint.show": "report",
-    "parallint.estimate_cmd": "report",
-    "parallint.estimate_ux": "report",
-    "parallint.ruledocs": "report",
-    "parallint.server": "report",
-    "parallint.cli": "report",
-    "parallint.cli_typer": "report",
-    "parallint.check_cmd": "report",
-    "parallint.__main__": "report",
+    "parallint.engine": "engine",  # the run, the registry, suppressions, caches
+    "parallint.report": "report",  # output formats, baselines, noqa writing
+    "parallint.cli": "cli",  # the commands and the language server
 }
 
 #: layer -> the layers it may import (besides itself)
-MAY_IMPORT = {
-    "model": set(),
-    "knowledge": {"model"},
-    "discover": {"model"},
-    "read": {"model", "knowledge", "discover"},
-    "link": {"model", "knowledge", "discover", "read"},
-    "rules": {"model", "knowledge"},
-    "engine": {"model", "knowledge", "discover", "read", "link", "rules"},
-    "report": {"model", "knowledge", "discover", "read", "link", "rules", "engine"},
+BELOW = {
+    "util": set(),
+    "data": set(),
+    "model": {"util", "data"},
+    "knowledge": {"model", "util", "data"},
+    "discover": {"model", "util", "data"},
+    "read": {"discover", "knowledge", "model", "util", "data"},
+    "link": {"read", "discover", "knowledge", "model", "util", "data"},
+    "rules": {"knowledge", "model", "util", "data"},
+    "face": {"model", "util", "data"},
+    "engine": {"rules", "link", "read", "discover", "knowledge", "model", "util", "data", "face"},
+    "report": {"engine", "rules", "link", "read", "discover", "knowledge", "model", "util", "data", "face"},
+    "cli": {"report", "engine", "rules", "link", "read", "discover", "knowledge", "model", "util", "data", "face"},
 }
 
-#: the strictly layered core: the model package imports only these
-MODEL_PACKAGE_MAY_IMPORT = {"parallint.diagnostics", "parallint.facts", "parallint.record"}
-
-#: rules -> read arrows allowed (none: rules see the model — facts, jobs, launches, the script event
-#: API of ``parallint.model.script`` — never readers; what a rule needs from a reader is a fact or
-#: a field of the model)
-KNOWN_RULE_TO_READ: set[tuple[str, str]] = set()
-
-#: rules -> link arrows allowed (none: rules receive jobs; they do not build them)
-KNOWN_RULE_TO_LINK: set[tuple[str, str]] = set()
-
-#: import circles allowed (none)
-KNOWN_CIRCLES: list[list[str]] = []
-
-#: one rule family importing another's module (none: shared logic belongs in the model layer;
-#: ``rules._cfgfacts``, the config rules' shared base, is not a family and may be imported)
-KNOWN_RULE_TO_RULE: set[tuple[str, str]] = set()
+#: the only top-level modules of the package
+FACE = {"parallint", "parallint.__main__"}
 
 
 def _module_name(path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
-    parts = (["parallint"] + parts[1:]) if parts[0] == "lint" else (["parallint", "rules"] + parts[1:])
+    if parts[0] == "lint":
+        parts = ["parallint"] + parts[1:]
+    elif parts[0] == "rules":
+        parts = ["parallint", "rules"] + parts[1:]
+    else:
+        parts = ["parallint", "schemas"] + parts[1:]
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-MODULES = {_module_name(p): p for d in ("lint", "rules") for p in sorted((ROOT / d).rglob("*.py"))}
+MODULES = {_module_name(p): p for d in ("lint", "rules", "schemas") for p in sorted((ROOT / d).rglob("*.py"))}
 
 
 def _resolve(name: str) -> str | None:
@@ -127,17 +80,12 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def _imports(name: str, path) -> set[str]:
-    tree = ast.parse(path.read_text("utf-8"))
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for n in ast.walk(node))
-    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def imported_names(name: str, tree: ast.AST, is_package: bool) -> set[str]:
+    """Every name ``tree`` imports, wherever the import stands (module level, a function, an
+    ``if TYPE_CHECKING:`` block), and the literal names given to ``importlib.import_module``."""
+    pkg = name if is_package else name.rpartition(".")[0]
     names: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -148,8 +96,33 @@ def _imports(name: str, path) -> set[str]:
                 mod = node.module or ""
             names.add(mod)
             names.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and (
+                    (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                    or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__"))):
+            names.add(node.args[0].value)
+    return names
+
+
+def _imports(name: str, path) -> set[str]:
+    names = imported_names(name, ast.parse(path.read_text("utf-8")), path.name == "__init__.py")
     out = {_resolve(n) for n in names if n.startswith("parallint")}
-    return {m for m in out if m and m != name}
+    # `from parallint.x import y` names the package parallint.x too: an __init__ is imported
+    return {m for m in out if m and m != name and not (m == "parallint" and name.startswith("parallint."))
+            or m == "parallint" and _names_face(path)}
+
+
+def _names_face(path) -> bool:
+    """Whether a module takes a name from the package's face (``from parallint import X`` where X
+    is not a module), not merely a submodule through it."""
+    tree = ast.parse(path.read_text("utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "parallint" and not node.level:
+            if any(f"parallint.{a.name}" not in MODULES for a in node.names):
+                return True
+        elif isinstance(node, ast.Import) and any(a.name == "parallint" for a in node.names):
+            return True
+    return False
 
 
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
@@ -167,12 +140,25 @@ def test_every_module_has_a_layer():
         layer(m)
 
 
-def test_no_import_circles():
+def test_the_package_top_holds_only_its_face():
+    top = sorted(m for m, p in MODULES.items() if p.parent == ROOT / "lint" and _module_name(p) not in FACE)
+    assert not top, f"modules at the top of the package (move them into the folder of their layer): {top}"
+
+
+def test_the_counter_sees_lazy_and_type_checking_imports():
+    tree = ast.parse("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from parallint.model.job import Job\n"
+                     "def f():\n    from parallint.engine import runner\n    import importlib\n"
+                     "    return importlib.import_module('parallint.report.formats')\n")
+    got = imported_names("parallint.x.y", tree, False)
+    assert {"parallint.model.job", "parallint.engine", "parallint.engine.runner", "parallint.report.formats"} <= got
+
+
+def circles() -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on: set[str] = set()
-    circles: list[list[str]] = []
+    out: list[list[str]] = []
 
     def visit(v: str) -> None:  # Tarjan's strongly connected components
         index[v] = low[v] = len(index)
@@ -193,15 +179,16 @@ def test_no_import_circles():
                 if w == v:
                     break
             if len(comp) > 1:
-                circles.append(sorted(comp))
+                out.append(sorted(comp))
 
     for v in sorted(GRAPH):
         if v not in index:
             visit(v)
-    new = [c for c in circles if c not in KNOWN_CIRCLES]
-    gone = [c for c in KNOWN_CIRCLES if c not in circles]
-    assert not new, f"import circles: {new}"
-    assert not gone, f"gone, remove them from KNOWN_CIRCLES: {gone}"
+    return out
+
+
+def test_no_import_circles():
+    assert not circles(), f"import circles (move what both sides need down a layer): {circles()}"
 
 
 def _arrows():
@@ -211,44 +198,32 @@ def _arrows():
 
 
 def test_no_arrow_against_the_flow():
-    bad = []
-    for src, dst in _arrows():
-        a, b = layer(src), layer(dst)
-        if a == b or b in MAY_IMPORT[a]:
-            continue
-        if (src, dst) in KNOWN_RULE_TO_READ or (src, dst) in KNOWN_RULE_TO_LINK:
-            continue
-        bad.append(f"{src} ({a}) -> {dst} ({b})")
+    bad = [f"{s} ({layer(s)}) -> {d} ({layer(d)})" for s, d in _arrows()
+           if layer(s) != layer(d) and layer(d) not in BELOW[layer(s)]]
     assert not bad, "imports against the flow:\n" + "\n".join(bad)
 
 
-def test_the_model_package_is_strictly_below_everything():
-    for src, dst in _arrows():
-        if src.startswith("parallint.model"):
-            assert dst.startswith("parallint.model") or dst in MODEL_PACKAGE_MAY_IMPORT, (src, dst)
+def test_util_imports_nothing_of_parallint_but_itself():
+    bad = [(s, d) for s, d in _arrows() if layer(s) == "util" and layer(d) != "util"]
+    assert not bad, bad
 
 
-def test_known_rule_to_read_arrows_only_shrink():
-    now = {(s, d) for s, d in _arrows() if layer(s) == "rules" and layer(d) == "read"}
-    new = sorted(now - KNOWN_RULE_TO_READ)
-    gone = sorted(KNOWN_RULE_TO_READ - now)
-    assert not new, f"new imports from rules into readers (use the model layer instead): {new}"
-    assert not gone, f"gone, remove them from KNOWN_RULE_TO_READ: {gone}"
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["parallint", "rules"] else None
 
 
-def test_known_rule_to_link_arrows_only_shrink():
-    now = {(s, d) for s, d in _arrows() if layer(s) == "rules" and layer(d) == "link"}
-    assert now == KNOWN_RULE_TO_LINK, (f"new: {sorted(now - KNOWN_RULE_TO_LINK)}; "
-                                       f"gone (remove from the list): {sorted(KNOWN_RULE_TO_LINK - now)}")
+def test_rule_families_do_not_import_each_other():
+    bad = [(s, d) for s, d in _arrows() if layer(s) == layer(d) == "rules" and _family(d) is not None
+           and _family(s) != _family(d)]
+    assert not bad, f"imports between rule families (shared knowledge goes to the model layer): {bad}"
 
 
-def test_rule_families_do_not_import_each_other_beyond_the_known_ones():
-    now = {(s, d) for s, d in _arrows() if layer(s) == layer(d) == "rules"
-           and d != "parallint.rules._cfgfacts" and d != "parallint.rules"}
-    new = sorted(now - KNOWN_RULE_TO_RULE)
-    gone = sorted(KNOWN_RULE_TO_RULE - now)
-    assert not new, f"new imports between rule families (shared logic goes to the model layer): {new}"
-    assert not gone, f"gone, remove them from KNOWN_RULE_TO_RULE: {gone}"
+def test_a_family_package_imports_nothing():
+    """Importing one rule imports its family's ``__init__``: it stays a docstring."""
+    for m, path in MODULES.items():
+        if layer(m) == "rules" and path.name == "__init__.py":
+            assert not GRAPH[m], (m, GRAPH[m])
 
 
 def _layer_or_none(module: str) -> str | None:

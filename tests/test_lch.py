@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import Config
+from parallint.discover.settings import Config
 from parallint.readers import kube, shell
 from parallint.rules import lch
-from parallint.runner import check_paths
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from parallint.config import Config
-from parallint.runner import build_jobs
+from parallint.discover.settings import Config
+from parallint.engine.runner import build_jobs
 
 from conftest import write_tree
 
@@ -99,8 +99,8 @@ def test_script_of_two_launches_reports_the_most_severe_once(tmp_path, cli):
 
 
 def test_torchrun_rendezvous_without_nnodes_is_one_node():
-    from parallint.cmdline import Word, parse_command
-    from parallint.launch import launch_world_size
+    from parallint.readers.cmdline import Word, parse_command
+    from parallint.model.launch import launch_world_size
 
     def ws(line):
         la = parse_command([Word.lit(t) for t in line.split()])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from parallint.diagnostics import Span
-from parallint.facts import Value
-from parallint.megatron_args import args_facts
+from parallint.model.diagnostics import Span
+from parallint.model.facts import Value
+from parallint.readers.megatron_args import args_facts
 
 
 def _words(*ws):
@@ -53,8 +53,8 @@ from pathlib import Path as _Path  # noqa: E402
 
 def _cfg006(tmp_path, files, paths=("run.sh",)):
     from conftest import write_tree
-    from parallint.config import Config
-    from parallint.runner import check_paths
+    from parallint.discover.settings import Config
+    from parallint.engine.runner import check_paths
 
     write_tree(tmp_path, files)
     res = check_paths(list(paths), Config(None, tmp_path, {}), cwd=tmp_path)
@@ -66,7 +66,7 @@ LAUNCH = "torchrun --nproc_per_node 8 {script} --tensor-model-parallel-size 2 --
 
 
 def test_bundled_tables_hold_real_flags_and_renames():
-    from parallint import megatron_table
+    from parallint.link import megatron_table
 
     lm, mds = megatron_table.bundled("megatron-lm"), megatron_table.bundled("megatron-deepspeed")
     for flag in ("--tensor-model-parallel-size", "--micro-batch-size", "--use-distributed-optimizer",

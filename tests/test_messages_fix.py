@@ -2,7 +2,7 @@
 
 Checks the findings of every rule's INVALID examples (tests/data/messages.json, which
 tests/test_messages_snapshot.py keeps equal to what the engine reports): each message ends with a
-fix clause that starts with an imperative verb from parallint.baseline.FIX_VERBS, so a new rule
+fix clause that starts with an imperative verb from parallint.report.baseline.FIX_VERBS, so a new rule
 keeps the convention. The fix clause is what the baseline fingerprint leaves out
 (tests/test_baseline.py)."""
 
@@ -14,8 +14,8 @@ import re
 import pytest
 
 from conftest import ROOT
-from parallint.baseline import FIX_VERBS, split_fix
-from parallint.registry import get_registry
+from parallint.report.baseline import FIX_VERBS, split_fix
+from parallint.engine.registry import get_registry
 
 #: SYN001 is the parser's own message (what is wrong and where); its fix is the syntax itself.
 EXEMPT = {"SYN001"}

@@ -15,8 +15,8 @@ import os
 import pytest
 
 from conftest import ROOT
-from parallint.examples import run_example
-from parallint.registry import get_registry
+from parallint.engine.examples import run_example
+from parallint.engine.registry import get_registry
 
 SNAPSHOT = ROOT / "tests" / "data" / "messages.json"
 UPDATE = os.environ.get("PARALLINT_UPDATE_SNAPSHOTS") == "1"

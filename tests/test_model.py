@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from parallint.facts import FactMap, How, Origin, Value
+from parallint.model.facts import FactMap, How, Origin, Value
 from parallint.model.origin import from_call, launch_layer
 from parallint.model.world import job_launch_world_size, launch_world_size, world_size
 from parallint.readers import python, shell

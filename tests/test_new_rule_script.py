@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from parallint.examples import run_example
-from parallint.registry import Registry, check_rule_class
+from parallint.engine.examples import run_example
+from parallint.engine.registry import Registry, check_rule_class
 
 
 def test_scaffolded_rule_is_a_working_rule(tmp_path):

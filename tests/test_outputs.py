@@ -11,10 +11,10 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.registry import get_registry
-from parallint.report import Options, render
-from parallint.ruledocs import pages
+from parallint.model.diagnostics import Diagnostic, Severity, Span
+from parallint.engine.registry import get_registry
+from parallint.report.formats import Options, render
+from parallint.report.ruledocs import pages
 
 from conftest import ROOT
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import PLANTED_DDP_SCRIPT, write_tree
-from parallint.config import Config
-from parallint.registry import get_registry
-from parallint.runner import Runner, _gate
+from parallint.discover.settings import Config
+from parallint.engine.registry import get_registry
+from parallint.engine.runner import Runner, _gate
 
 LAUNCHED = """\
 import torch.distributed as dist
@@ -105,7 +105,7 @@ def test_a_partition_without_calls_still_reaches_the_pipeline_rules(tmp_path, mo
 
 def test_the_gate_takes_a_rules_declared_qualified_name(tmp_path, monkeypatch):
     from parallint.readers.python import CallGate, read
-    from parallint.rule import Rule
+    from parallint.model.rule import Rule
 
     text = "import torch.distributed\nimport mylib as m\nm.launch.start(8)\n"
     assert read("a.py", tmp_path / "a.py", text, gate=CallGate()).data is None
@@ -131,7 +131,7 @@ def test_the_gate_takes_a_rules_declared_qualified_name(tmp_path, monkeypatch):
 def test_gated_and_whole_runs_find_the_same(tmp_path, monkeypatch):
     """Every INVALID rule example with a Python file, checked with and without the gate: the same
     findings (without a syntax tree a rule is silent, so the gate could only lose findings)."""
-    import parallint.runner as runner_mod
+    import parallint.engine.runner as runner_mod
 
     monkeypatch.setenv("PARALLINT_JOBS", "1")
     rules = get_registry().rules

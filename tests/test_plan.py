@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 
-from parallint.estimate_cmd import apply_overrides, estimate_main, plan_main
+from parallint.cli.estimate import apply_overrides, estimate_main, plan_main
 from parallint.estimator.gpus import resolve_gpu
-from parallint.layouts import plan
+from parallint.engine.layouts import plan
 
 SEED = {"layers": 72, "hidden": 12288, "heads": 96, "vocab": 50257, "seq_len": 2048}
 SEED_YAML = """\
@@ -145,9 +145,9 @@ def test_cli_end_to_end(tmp_path):
 def test_plan_runs_the_real_layout_rules_so_a_new_rule_applies_without_an_edit(monkeypatch):
     """plan keeps a candidate only when the registered LAY/BAT rules stay silent on it: a rule added
     to the registry (here one refusing TP 2) removes its layouts from plan's answer."""
-    import parallint.layouts as layouts
-    from parallint.diagnostics import Severity
-    from parallint.rules._cfgfacts import FactRule, Finding
+    import parallint.engine.layouts as layouts
+    from parallint.model.diagnostics import Severity
+    from parallint.model.factrule import FactRule, Finding
 
     class NoTpTwo(FactRule):
         code = "LAY999"

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from parallint.classify import classify
+from parallint.discover.classify import classify
 
 from conftest import ROOT, write_tree
 
@@ -49,9 +49,9 @@ def test_example_plugin_examples_hold(tmp_path, cli, site):
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from parallint.config import Config\n"
-        "from parallint.registry import get_registry\n"
-        "from parallint.runner import check_paths\n"
+        "from parallint.discover.settings import Config\n"
+        "from parallint.engine.registry import get_registry\n"
+        "from parallint.engine.runner import check_paths\n"
         "rule = get_registry().lookup('ACME001')\n"
         "out = []\n"
         "for i, ex in enumerate(rule.valid + rule.invalid):\n"

@@ -7,8 +7,8 @@ import json
 from conftest import write_tree
 
 PLUGIN = '''
-from parallint.diagnostics import Severity
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Severity
+from parallint.model.rule import Example, Rule
 
 
 class NoBarrier(Rule):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from parallint import pylaunch
+from parallint.link import pylaunch
 
 STATES = {
     "ray": "from ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer\n"

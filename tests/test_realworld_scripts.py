@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import Config
-from parallint.diagnostics import Severity
-from parallint.runner import check_paths
+from parallint.discover.settings import Config
+from parallint.model.diagnostics import Severity
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

@@ -1,4 +1,4 @@
-"""parallint.record: the value-class bases that replace ``dataclasses`` (issue 12, start-up). Each
+"""parallint.util.record: the value-class bases that replace ``dataclasses`` (issue 12, start-up). Each
 behaviour is checked against the dataclass the class used to be."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pickle
 
 import pytest
 
-from parallint.diagnostics import Diagnostic, Related, Severity, Span
-from parallint.facts import FileFacts, Value
+from parallint.model.diagnostics import Diagnostic, Related, Severity, Span
+from parallint.model.facts import FileFacts, Value
 from parallint.model.origin import How, Origin
-from parallint.record import EqRecord, FrozenRecord, Record, replace
+from parallint.util.record import EqRecord, FrozenRecord, Record, replace
 
 
 class Point(FrozenRecord):

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from conftest import PLANTED_DDP_SCRIPT, ROOT, run_cli, write_tree
-from parallint import guards
-from parallint.config import Config
-from parallint.discover import compile_patterns, is_test_path, _matches
-from parallint.runner import Runner, check_paths
+from parallint.util import guards
+from parallint.discover.settings import Config
+from parallint.discover.walk import compile_patterns, is_test_path, _matches
+from parallint.engine.runner import Runner, check_paths
 
 DDP = PLANTED_DDP_SCRIPT
 
@@ -106,7 +106,7 @@ def test_guards_are_linear():
 
 # ------------------------------------------------------------------------------- sniffers
 def test_sniffers_are_linear_on_blank_lines():
-    from parallint.readers.sniff import sniff_structured
+    from parallint.discover.sniff import sniff_structured
 
     for name, text in [("a.yaml", "trainer:\n" + "\n" * 200_000 + " " * 10 + "x"),
                        ("a.yaml", " " * 200_000 + "\n"), ("a.yaml", "- " + " " * 200_000 + "x:"),
@@ -191,7 +191,7 @@ def _python_items(runner, tmp_path, n):
 @pytest.mark.skipif(sys.platform == "win32", reason="fork")
 @pytest.mark.parametrize("failure", ["segfault", "hang", "exception"])
 def test_a_worker_that_crashes_or_hangs_is_one_finding(tmp_path, monkeypatch, failure):
-    from parallint.registry import get_registry
+    from parallint.engine.registry import get_registry
 
     runner = Runner(Config(None, tmp_path, {"file-timeout": 4}), tmp_path)
     items = _python_items(runner, tmp_path, 6)
@@ -294,7 +294,7 @@ def test_absurd_job_numbers_are_one_line_errors(tmp_path, cli, bad):
 def test_plan_with_two_to_the_31_gpus_answers_within_a_second():
     import yaml
 
-    from parallint.layouts import plan
+    from parallint.engine.layouts import plan
 
     spec = yaml.safe_load(JOB)
     t = time.perf_counter()
@@ -471,7 +471,7 @@ def test_plan_of_a_shapeless_model_on_a_highly_divisible_gpu_count_answers_withi
     """Found by the mutation fuzzer (estimate/plan input 29155: 1.27 s of CPU): a model known only by
     its parameter count has no head count to bound TP, and 720,720 GPUs have 240 divisors, each a
     candidate the layout rules were run on. TP is bounded by the node as well."""
-    from parallint.layouts import plan
+    from parallint.engine.layouts import plan
 
     t = time.process_time()
     layouts = plan({"model": {"param_count": 10**9}, "training": {"precision": "fp16"}}, 720720, "H100-80GB")
@@ -507,7 +507,7 @@ def test_a_zero_world_has_no_data_parallel_size(tmp_path):
     """Found by the mutation fuzzer (shell inputs 23908/seed 1, 34099, 37573, 43524/seed 2): an
     `#SBATCH --nodes=0` made the world size 0, and BAT002/PIP004 divided by a data-parallel size of
     0 (internal errors). dp_size is unknown for a world that is not positive."""
-    from parallint.facts import FactMap, Value
+    from parallint.model.facts import FactMap, Value
     from parallint.model.world import dp_size
 
     facts = FactMap()

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from parallint.classify import PYTHON_NEEDLES
+from parallint.discover.classify import PYTHON_NEEDLES
 from parallint.model import calls as callmod
 from parallint.model.vocab import FACT_KEYS
 from parallint.model.script import GROUPS
-from parallint.registry import Registry, RegistryError, get_registry
-from parallint.rule import Rule
+from parallint.engine.registry import Registry, RegistryError, get_registry
+from parallint.model.rule import Rule
 
 RULES = get_registry().rules
 
@@ -26,14 +26,14 @@ READER_GROUPS = ("init_process_group", "ddp", "fsdp", "fully_shard", "init_devic
                  "ds_initialize", "collective")
 READER_NEEDLES = ("DDP", "FSDP", "sampler", "find_unused_parameters", "deepspeed", "initialize_model_parallel",
                   "torch.distributed",
-                  # launchers inside the script (parallint.pylaunch): Ray Train, submitit, NeMo-Run, mp.spawn, Fabric
+                  # launchers inside the script (parallint.link.pylaunch): Ray Train, submitit, NeMo-Run, mp.spawn, Fabric
                   "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric",
                   # TorchX components (parallint.readers.torchx)
                   "torchx")
 
 
 def test_every_rule_declares_only_known_names():
-    from parallint.registry import check_declarations
+    from parallint.engine.registry import check_declarations
 
     assert [p for r in RULES for p in check_declarations(r)] == []
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from parallint.examples import finding_lines, run_example
-from parallint.registry import get_registry
-from parallint.rule import DOC_SECTIONS, Example, Rule
+from parallint.engine.examples import finding_lines, run_example
+from parallint.engine.registry import get_registry
+from parallint.model.rule import DOC_SECTIONS, Example, Rule
 
 RULES = get_registry().rules
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import Config
-from parallint.registry import check_rule_class, get_registry
-from parallint.runner import check_paths
+from parallint.discover.settings import Config
+from parallint.engine.registry import check_rule_class, get_registry
+from parallint.engine.runner import check_paths
 
 from conftest import write_tree
 

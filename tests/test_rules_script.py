@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from parallint.config import Config
-from parallint.diagnostics import Severity
-from parallint.runner import check_paths
+from parallint.discover.settings import Config
+from parallint.model.diagnostics import Severity
+from parallint.engine.runner import check_paths
 
 from conftest import ROOT, write_tree
 
@@ -384,7 +384,7 @@ def test_mesh_against_launch_world_size(tmp_path):
 def test_every_invalid_script_example_passes_the_needle_filter():
     """The reader's NEEDLES must let through every script a rule is meant to catch."""
     from parallint.readers.python import NEEDLES
-    from parallint.registry import get_registry
+    from parallint.engine.registry import get_registry
 
     for rule in get_registry().rules:
         if rule.__module__.rsplit(".", 1)[-1] not in ("ddp", "pg", "dat", "ckp", "pip", "lay_mesh"):

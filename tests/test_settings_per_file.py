@@ -136,7 +136,7 @@ def test_extend_errors_are_one_line(tmp_path, cli):
 def test_extend_rebases_the_base_configurations_paths(tmp_path):
     from pathlib import Path
 
-    from parallint.config import merge_extended
+    from parallint.discover.settings import merge_extended
 
     base = {"per-file-ignores": {"sub/legacy/*": ["DDP"], "old_*.py": ["CKP"]}, "exclude": ["sub/build"],
             "links": [{"launch": "sub/run.sh", "files": ["configs/ds.json"]}], "extend-select": ["PIP"]}

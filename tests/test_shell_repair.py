@@ -8,7 +8,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from parallint.diagnostics import Severity
+from parallint.model.diagnostics import Severity
 from parallint.readers import shell
 
 

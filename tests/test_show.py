@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from parallint.estimate_cmd import _specs
+from parallint.cli.estimate import _specs
 from parallint.estimator.memory import estimate
 from parallint.estimator.spec import presets, spec_for_job, validate
-from parallint.runner import build_jobs
-from parallint.show import render_job, render_jobs
+from parallint.engine.runner import build_jobs
+from parallint.report.show import render_job, render_jobs
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir())
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from parallint.config import Config
-from parallint.index import ReverseIndex, check_files, find_root, needles
-from parallint.registry import get_registry
-from parallint.runner import Runner
+from parallint.discover.settings import Config
+from parallint.engine.index import ReverseIndex, check_files, find_root, needles
+from parallint.engine.registry import get_registry
+from parallint.engine.runner import Runner
 
 from conftest import ROOT, write_tree
 

@@ -1,9 +1,9 @@
 """Telling parallint's own job spec from other frameworks' YAML that happens to have a ``model``
-and a ``parallel`` key (parallint.readers.sniff)."""
+and a ``parallel`` key (parallint.discover.sniff)."""
 
 from __future__ import annotations
 
-from parallint.classify import classify
+from parallint.discover.classify import classify
 
 GLUE = """\
 # Whether to run the GLUE jobs serially or in parallel

@@ -16,7 +16,7 @@ import yaml
 from conftest import ROOT, write_tree
 
 #: what a one-file config check (and --version) never imports; ``dataclasses`` brings ``inspect``,
-#: ``ast``, ``dis`` and ``tokenize`` and builds every class at import (parallint.record replaces it)
+#: ``ast``, ``dis`` and ``tokenize`` and builds every class at import (parallint.util.record replaces it)
 HEAVY = ("libcst", "jsonschema", "typer", "click", "importlib.metadata", "dataclasses", "inspect")
 
 
@@ -45,7 +45,7 @@ def test_config_check_imports_no_libcst_jsonschema_or_typer(tmp_path, name, text
     assert proc.returncode == (1 if finding else 0), proc.stderr[-2000:]
     found = json.loads(proc.stdout)
     assert bool(found) == finding and all(d["path"] == name for d in found)
-    assert "parallint.runner" in mods  # it really checked
+    assert "parallint.engine.runner" in mods  # it really checked
     assert not [m for m in HEAVY if m in mods], [m for m in HEAVY if m in mods]
 
 
@@ -67,7 +67,7 @@ def test_version_imports_nothing_heavy(tmp_path):
     mods, proc = _imported(["--version"], tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith("parallint ")
     assert not [m for m in HEAVY if m in mods]
-    assert "parallint.registry" not in mods
+    assert "parallint.engine.registry" not in mods
 
 
 def test_everything_else_goes_to_typer(tmp_path):
@@ -80,13 +80,13 @@ def test_everything_else_goes_to_typer(tmp_path):
 def _typer_check():
     import typer.main
 
-    from parallint.cli_typer import app
+    from parallint.cli.app import app
 
     return typer.main.get_command(app).commands["check"]
 
 
 def test_fast_parser_knows_every_check_option():
-    from parallint.check_cmd import CHECK_FLAGS, CHECK_LISTS, CHECK_VALUES
+    from parallint.cli.check import CHECK_FLAGS, CHECK_LISTS, CHECK_VALUES
 
     flags, values, lists = {}, {}, {}
     for p in _typer_check().params:
@@ -118,7 +118,7 @@ ARGVS = [
 def test_fast_parser_agrees_with_typer(argv):
     import inspect
 
-    from parallint.check_cmd import parse_check, run_check
+    from parallint.cli.check import parse_check, run_check
 
     fast = parse_check(list(argv))
     if fast is None:
@@ -150,7 +150,7 @@ def test_gpu_catalogue_table_is_the_yaml():
 
 
 def test_plugin_prescan(tmp_path):
-    from parallint.plugins import may_declare
+    from parallint.engine.plugins import may_declare
 
     site = tmp_path / "site"
     write_tree(site, {"a-1.dist-info/entry_points.txt": "[console_scripts]\na = a:main\n",
@@ -174,7 +174,7 @@ def _loaded(args, cwd):
     code = ("import atexit, sys\n"
             f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
             f"sys.argv = ['parallint'] + {list(args)!r}\n"
-            "from parallint.cli import main\nmain()\n")
+            "from parallint.cli.main import main\nmain()\n")
     env = dict(os.environ)
     env.pop("PARALLINT_DEBUG", None)
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
@@ -211,7 +211,7 @@ NOT_FOR_JSON = HEAVY + NOT_AT_START + (
     "parallint.model.script", "parallint.readers.python", "parallint.estimator.memory", "parallint.estimator.gpus",
     "parallint.rules.ddp", "parallint.rules.pg", "parallint.rules.dat", "parallint.rules.ckp",
     "parallint.rules.lch", "parallint.rules.env", "parallint.rules.lay_mesh", "parallint.rules.pip",
-    "parallint.rules.noqa", "parallint.rules.syn", "parallint.pylaunch", "parallint.hfargs")
+    "parallint.rules.noqa", "parallint.rules.syn", "parallint.link.pylaunch", "parallint.link.hfargs")
 
 
 def test_json_check_imports_only_what_a_json_config_needs(tmp_path):
@@ -232,8 +232,8 @@ def test_yaml_check_imports_no_script_rules(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "yaml" in mods and "parallint.rules.lay" in mods
     unwanted = HEAVY + NOT_AT_START + ("json", "tomllib", "subprocess", "tempfile", "parallint.model.script", "parallint.rules.ddp",
-                        "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env", "parallint.pylaunch",
-                        "parallint.hfargs")
+                        "parallint.rules.pg", "parallint.rules.lch", "parallint.rules.env", "parallint.link.pylaunch",
+                        "parallint.link.hfargs")
     assert sorted(m for m in unwanted if m in mods) == []
 
 
@@ -259,7 +259,7 @@ def test_a_launch_brings_its_rules(tmp_path):
 # ------------------------------------------------------------------ the rule declaration table
 
 def test_rule_declaration_table_is_current():
-    from parallint.registry import TABLE, _builtin_names, declaration_table
+    from parallint.engine.registry import TABLE, _builtin_names, declaration_table
 
     path = ROOT / "lint" / "data" / TABLE
     want = declaration_table()
@@ -273,7 +273,7 @@ def test_rule_declaration_table_is_current():
 
 
 def test_lazy_registry_stands_for_every_rule():
-    from parallint.registry import RuleRef, _refs, _builtin_names, get_registry
+    from parallint.engine.registry import RuleRef, _refs, _builtin_names, get_registry
 
     eager = {r.code: r for r in get_registry().rules}
     refs = {r.code: r for name in _builtin_names() for r in (_refs(name) or [])}
@@ -287,7 +287,7 @@ def test_lazy_registry_stands_for_every_rule():
 
 
 def test_a_changed_rule_module_is_imported_not_trusted(monkeypatch):
-    from parallint import registry
+    from parallint.engine import registry
 
     monkeypatch.setattr(registry, "_TABLE", {**registry._table(), "bat": {**registry._table()["bat"], "source": "0:0"}})
     assert registry._refs("bat") is None and registry._refs("cfg") is not None
@@ -298,15 +298,15 @@ def test_a_changed_rule_module_is_imported_not_trusted(monkeypatch):
 def _job(kinds, launch=None):
     from pathlib import Path
 
-    from parallint.facts import FileFacts
-    from parallint.job import Job
+    from parallint.model.facts import FileFacts
+    from parallint.model.job import Job
 
     files = [FileFacts(path=f"f{i}", abspath=Path(f"/f{i}"), kind=k, text="") for i, k in enumerate(kinds)]
     return Job(name="j", root=files[0], launch=launch, files=files)
 
 
 def test_script_and_launch_job_checks_skip_a_job_of_configs():
-    from parallint import registry
+    from parallint.engine import registry
 
     refs = {r.code: r for name in registry._builtin_names() for r in (registry._refs(name) or [])}
     configs = _job(["deepspeed", "nemo"])
@@ -321,7 +321,7 @@ def test_script_and_launch_job_checks_skip_a_job_of_configs():
 
 
 def _skippable():
-    from parallint import registry
+    from parallint.engine import registry
 
     refs = [r for name in registry._builtin_names() for r in (registry._refs(name) or [])]
     return [r for r in refs if r.checks_jobs and r.scripts_or_launches]
@@ -331,8 +331,8 @@ def _skippable():
 def test_deferred_rules_find_what_the_classes_find(ref, tmp_path):
     """Every example of a rule whose job check may be skipped: the same findings through the
     RuleRef as through the class."""
-    from parallint.config import Config
-    from parallint.runner import check_paths
+    from parallint.discover.settings import Config
+    from parallint.engine.runner import check_paths
 
     cls = ref.load()
     for i, ex in enumerate(list(cls.valid) + list(cls.invalid)):
@@ -351,13 +351,13 @@ def test_check_leaves_the_collector_as_it_found_it(tmp_path, monkeypatch, capsys
     turns it back on, error or not; an embedding process keeps its collector."""
     import gc
 
-    from parallint.check_cmd import run_check
+    from parallint.cli.check import run_check
 
     write_tree(tmp_path, {"ds_config.json": '{"train_batch_size": 15, "train_micro_batch_size_per_gpu": 2,\n'
                                             ' "gradient_accumulation_steps": 2}\n'})
     monkeypatch.chdir(tmp_path)
     seen = []
-    import parallint.index as index
+    import parallint.engine.index as index
 
     real = index.check_files
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from parallint.suppress import Suppressions, comments, line_in_string
+from parallint.engine.suppress import Suppressions, comments, line_in_string
 
 from conftest import ROOT, write_tree
 from test_cli import DDP_SCRIPT

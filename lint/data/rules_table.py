@@ -2,13 +2,13 @@
 python -m pytest tests/test_startup.py)."""
 
 MODULES: dict[str, dict] = {
-    'bat': {'source': '22390:eb04cbf1', 'rules': [
+    'bat': {'source': '22406:5d9c0ed4', 'rules': [
         {'class': 'DeepspeedBatchIdentity', 'code': 'BAT001', 'name': 'deepspeed-batch-identity', 'severity': 'error', 'summary': 'DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'GlobalBatchNotDivisible', 'code': 'BAT002', 'name': 'global-batch-not-divisible', 'severity': 'error', 'summary': 'The global batch is not divisible by micro batch × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'DeepspeedTrainerMismatch', 'code': 'BAT003', 'name': 'deepspeed-trainer-mismatch', 'severity': 'error', 'summary': 'A DeepSpeed config value contradicts the HF TrainingArguments / accelerate value', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'RampupBatchNotDivisible', 'code': 'BAT004', 'name': 'rampup-batch-not-divisible', 'severity': 'error', 'summary': "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'cfg': {'source': '26798:7aa98a2c', 'rules': [
+    'cfg': {'source': '26810:c85853f9', 'rules': [
         {'class': 'UnknownConfigKey', 'code': 'CFG001', 'name': 'unknown-config-key', 'severity': 'warning', 'summary': 'A config key the framework does not know (ignored or rejected), with a did-you-mean', 'kinds': ['accelerate', 'deepspeed', 'kube', 'torchtitan'], 'calls': [], 'file': True, 'job': False},
         {'class': 'InvalidConfigValue', 'code': 'CFG002', 'name': 'invalid-config-value', 'severity': 'error', 'summary': 'A config value of the wrong type or outside its allowed values', 'kinds': ['accelerate', 'deepspeed', 'kube', 'torchtitan'], 'calls': [], 'file': True, 'job': False},
         {'class': 'Fp16AndBf16', 'code': 'CFG003', 'name': 'fp16-and-bf16', 'severity': 'error', 'summary': 'fp16 and bf16 are both enabled', 'kinds': ['deepspeed', 'hftrainargs', 'megatron_yaml', 'neox'], 'calls': [], 'file': True, 'job': True},
@@ -16,34 +16,34 @@ MODULES: dict[str, dict] = {
         {'class': 'DuplicateKey', 'code': 'CFG005', 'name': 'duplicate-key', 'severity': 'error', 'summary': 'A key repeated in one JSON/YAML mapping', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'megatron_yaml', 'nanotron', 'nemo', 'neox'], 'calls': [], 'file': True, 'job': False},
         {'class': 'ConflictingDeepSpeedSettings', 'code': 'CFG007', 'name': 'conflicting-deepspeed-settings', 'severity': 'error', 'summary': 'DeepSpeed settings that DeepSpeed or accelerate refuse together at start-up', 'kinds': ['accelerate', 'deepspeed', 'neox'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'cfg_megatron': {'source': '13103:62f3e35d', 'rules': [
+    'cfg_megatron': {'source': '13115:00338342', 'rules': [
         {'class': 'UnknownMegatronArgument', 'code': 'CFG006', 'name': 'unknown-megatron-argument', 'severity': 'error', 'summary': "A flag on a Megatron command line that Megatron's argument parser does not accept.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
         {'class': 'OverlapParamGatherRequirements', 'code': 'CFG008', 'name': 'overlap-param-gather-requirements', 'severity': 'error', 'summary': '--overlap-param-gather without the distributed optimizer or without --overlap-grad-reduce.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'ckp': {'source': '14952:3b561db3', 'rules': [
+    'ckp': {'source': '14964:df149bb2', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
-    'dat': {'source': '22740:230944fa', 'rules': [
+    'dat': {'source': '22752:3a443b38', 'rules': [
         {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard'], 'file': True, 'job': False},
         {'class': 'SamplerSetEpochMissing', 'code': 'DAT002', 'name': 'sampler-set-epoch-missing', 'severity': 'warning', 'summary': 'a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
         {'class': 'SamplerWithShuffle', 'code': 'DAT003', 'name': 'sampler-with-shuffle', 'severity': 'error', 'summary': 'DataLoader(sampler=..., shuffle=True) raises at construction', 'kinds': ['python'], 'calls': ['dataloader'], 'file': True, 'job': False},
         {'class': 'DoubleSharding', 'code': 'DAT004', 'name': 'double-sharding', 'severity': 'warning', 'summary': 'a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'ddp': {'source': '27247:601bf22a', 'rules': [
+    'ddp': {'source': '27259:3b2f6d16', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter', 'kinds': ['python'], 'calls': ['ddp'], 'file': True, 'job': False},
         {'class': 'GlobalRankAsDevice', 'code': 'DDP002', 'name': 'global-rank-as-device', 'severity': 'error', 'summary': 'the global rank selects the CUDA device in a job that spans several nodes (use the local rank)', 'kinds': [], 'calls': ['ddp', 'set_device', 'spawn'], 'file': False, 'job': True},
         {'class': 'ReentrantCheckpointUnderDDP', 'code': 'DDP003', 'name': 'reentrant-checkpoint-under-ddp', 'severity': 'warning', 'summary': 'torch.utils.checkpoint.checkpoint without use_reentrant=False in a DDP-trained script', 'kinds': ['python'], 'calls': ['checkpoint', 'ddp'], 'file': True, 'job': False},
         {'class': 'MultipleDeviceIds', 'code': 'DDP004', 'name': 'multiple-device-ids', 'severity': 'error', 'summary': 'DistributedDataParallel device_ids with more than one element', 'kinds': ['python'], 'calls': ['ddp'], 'file': True, 'job': False},
     ]},
-    'env': {'source': '39714:b37d91df', 'rules': [
+    'env': {'source': '39732:46699923', 'rules': [
         {'class': 'NcclTransportDisabled', 'code': 'ENV001', 'name': 'nccl-transport-disabled', 'severity': 'warning', 'summary': 'NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'VisibleDevicesFewerThanProcs', 'code': 'ENV002', 'name': 'visible-devices-fewer-than-procs', 'severity': 'error', 'summary': 'CUDA_VISIBLE_DEVICES lists fewer devices than the processes started per node.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'NcclSocketLoopback', 'code': 'ENV003', 'name': 'nccl-socket-loopback', 'severity': 'error', 'summary': 'NCCL_SOCKET_IFNAME selects only the loopback interface for a multi-node launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'CudaDeviceMaxConnections', 'code': 'ENV004', 'name': 'cuda-device-max-connections', 'severity': 'warning', 'summary': 'Megatron with TP > 1 or CP > 1 launched without CUDA_DEVICE_MAX_CONNECTIONS=1.', 'kinds': ['kube', 'shell'], 'calls': [], 'file': True, 'job': False},
         {'class': 'UnknownNcclVariable', 'code': 'ENV005', 'name': 'unknown-nccl-variable', 'severity': 'warning', 'summary': 'An NCCL_*/TORCH_NCCL_* variable that NCCL and PyTorch do not know (a typo), with a did-you-mean.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lay': {'source': '46381:361db7bf', 'rules': [
+    'lay': {'source': '46401:20d99bc5', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'TensorParallelAcrossNodes', 'code': 'LAY002', 'name': 'tensor-parallel-across-nodes', 'severity': 'warning', 'summary': 'Tensor parallelism spans more GPUs than one node has', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
@@ -57,10 +57,10 @@ MODULES: dict[str, dict] = {
         {'class': 'HiddenNotDivisibleByHeads', 'code': 'LAY012', 'name': 'hidden-not-divisible-by-heads', 'severity': 'error', 'summary': 'hidden_size is not divisible by num_attention_heads and no head dimension is given', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'TpCommOverlapWithoutSequenceParallel', 'code': 'LAY013', 'name': 'tp-comm-overlap-without-sequence-parallel', 'severity': 'error', 'summary': 'Tensor-parallel communication overlap without sequence parallelism (or with TP 1)', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay_mesh': {'source': '6577:6eb7ebb4', 'rules': [
+    'lay_mesh': {'source': '6595:04b3f28a', 'rules': [
         {'class': 'DeviceMeshSizeMismatch', 'code': 'LAY007', 'name': 'device-mesh-size-mismatch', 'severity': 'error', 'summary': 'the product of an init_device_mesh/DeviceMesh shape differs from the world size', 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lch': {'source': '65539:1bf4d65b', 'rules': [
+    'lch': {'source': '65557:c1e1395f', 'rules': [
         {'class': 'LauncherWorldSizeMismatch', 'code': 'LCH001', 'name': 'launcher-world-size-mismatch', 'severity': 'error', 'summary': 'Two launch layers disagree on the number of nodes or processes per node.', 'kinds': ['accelerate', 'kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': True},
         {'class': 'MoreProcessesThanGpus', 'code': 'LCH002', 'name': 'more-processes-than-gpus', 'severity': 'error', 'summary': 'More processes per node than GPUs requested per node.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'DoubleLaunch', 'code': 'LCH003', 'name': 'double-launch', 'severity': 'error', 'summary': 'srun/mpirun starts several tasks per node and each task is a launcher that forks workers.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
@@ -76,29 +76,29 @@ MODULES: dict[str, dict] = {
         {'class': 'MultiNodeDefaultMaster', 'code': 'LCH013', 'name': 'multi-node-default-master', 'severity': 'error', 'summary': "A torchrun on several Slurm or SkyPilot nodes with no master address: torchrun's default is 127.0.0.1.", 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
         {'class': 'RayWorkersExceedCluster', 'code': 'LCH014', 'name': 'ray-workers-exceed-cluster', 'severity': 'error', 'summary': "Ray Train workers need more GPUs than the RayJob's own cluster can ever offer.", 'kinds': ['kube'], 'calls': [], 'file': False, 'job': True},
     ]},
-    'mem': {'source': '18242:412f4cf6', 'rules': [
+    'mem': {'source': '18254:b9f55fe8', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
         {'class': 'PredictedOom', 'code': 'MEM002', 'name': 'predicted-oom', 'severity': 'error', 'summary': "The estimated peak memory of the most loaded rank exceeds the GPU's memory.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'noqa': {'source': '1859:e1c13038', 'rules': [
+    'noqa': {'source': '1871:687e64a7', 'rules': [
         {'class': 'UnusedNoqa', 'code': 'SYN003', 'name': 'unused-noqa', 'severity': 'warning', 'summary': 'A `# noqa` code that suppresses no finding, or names no parallint rule.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},
-    'pg': {'source': '32011:e3a1bee5', 'rules': [
+    'pg': {'source': '32023:f8245a43', 'rules': [
         {'class': 'NcclWithoutSetDevice', 'code': 'PG001', 'name': 'nccl-without-set-device', 'severity': 'warning', 'summary': 'NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device', 'kinds': ['python'], 'calls': ['collective', 'dataloader', 'init_process_group', 'set_device'], 'file': True, 'job': False},
         {'class': 'BackendDeviceMismatch', 'code': 'PG002', 'name': 'backend-device-mismatch', 'severity': 'warning', 'summary': 'gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)', 'kinds': ['python'], 'calls': ['ddp', 'init_process_group', 'set_device'], 'file': True, 'job': False},
         {'class': 'WorldSizeConflict', 'code': 'PG003', 'name': 'world-size-conflict', 'severity': 'error', 'summary': 'world_size=/rank= given to init_process_group disagree with the launcher', 'kinds': ['python'], 'calls': ['init_process_group'], 'file': False, 'job': True},
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
         {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'spawn'], 'file': True, 'job': False},
     ]},
-    'pip': {'source': '21191:02272af0', 'rules': [
+    'pip': {'source': '21203:c7017f33', 'rules': [
         {'class': 'PartitionGapOrOverlap', 'code': 'PIP001', 'name': 'partition-gap-or-overlap', 'severity': 'error', 'summary': 'layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer', 'kinds': ['python', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': False},
         {'class': 'PartitionCountMismatch', 'code': 'PIP002', 'name': 'partition-count-mismatch', 'severity': 'error', 'summary': 'the number of partitions differs from the PP degree or from the ranks that select them', 'kinds': ['python', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
         {'class': 'PartitionImbalance', 'code': 'PIP003', 'name': 'partition-imbalance', 'severity': 'info', 'summary': 'pipeline stage sizes differ by more than one layer', 'kinds': ['python'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'pip_config': {'source': '5038:5778498b', 'rules': [
+    'pip_config': {'source': '5055:204d97c3', 'rules': [
         {'class': 'FewerMicrobatchesThanStages', 'code': 'PIP004', 'name': 'fewer-microbatches-than-stages', 'severity': 'warning', 'summary': 'Fewer microbatches per step than pipeline stages: most of the step is bubble', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'syn': {'source': '3761:548090b2', 'rules': [
+    'syn': {'source': '3773:2bdf7476', 'rules': [
         {'class': 'ParseError', 'code': 'SYN001', 'name': 'parse-error', 'severity': 'error', 'summary': 'A script, launch file or config that parallint reads cannot be parsed.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
         {'class': 'NotAnalysed', 'code': 'SYN002', 'name': 'not-analysed', 'severity': 'warning', 'summary': 'A file parallint would check was not analysed (too large, too complex, timed out, unreadable ...).', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},

@@ -3,7 +3,7 @@
 Public API (imported lazily, so ``import parallint.estimator`` costs nothing)::
 
     from parallint.estimator import estimate, count_params
-    from parallint.layouts import plan  # the enumeration filtered by the real layout rules
+    from parallint.engine.layouts import plan  # the enumeration filtered by the real layout rules
     est = estimate({"model": {"preset": "llama-2-7b"}, "parallel": {"world_size": 8},
                     "training": {"micro_batch": 1}, "hardware": {"gpu": "A100-80GB"}})
     est.total, est.fits, est.to_json()
@@ -12,7 +12,7 @@ Public API (imported lazily, so ``import parallint.estimator`` costs nothing)::
 
 Modules: ``params`` (exact parameter counts), ``memory`` (per-GPU bytes of the most loaded rank),
 ``gpus`` (the GPU catalogue), ``spec`` (the normalized job spec, presets, facts -> spec),
-``plan`` (candidate layouts and their memory; ``parallint.layouts.plan`` filters them with the
+``plan`` (candidate layouts and their memory; ``parallint.engine.layouts.plan`` filters them with the
 LAY/BAT rules).
 """
 
@@ -24,7 +24,6 @@ _EXPORTS = {
     "count_params": "parallint.estimator.params",
     "count_active_params": "parallint.estimator.params",
     "ShapeError": "parallint.estimator.params",
-    "plan_layouts": "parallint.layouts",
     "Layout": "parallint.estimator.plan",
     "resolve_gpu": "parallint.estimator.gpus",
     "spec_from_facts": "parallint.estimator.spec",
@@ -39,7 +38,7 @@ def __getattr__(name: str):
     if name in _EXPORTS:
         import importlib
 
-        value = getattr(importlib.import_module(_EXPORTS[name]), "plan" if name == "plan_layouts" else name)
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'parallint.estimator' has no attribute {name!r}")

@@ -7,7 +7,7 @@ import functools
 import re
 from functools import lru_cache
 
-from parallint.record import FrozenRecord
+from parallint.util.record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:

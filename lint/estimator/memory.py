@@ -36,7 +36,7 @@ import math
 from parallint.estimator.gpus import GIB, Gpu, resolve_gpu
 from parallint.estimator.params import MODEL_BOUNDS, TRAINING_BOUNDS, Breakdown, ShapeError, breakdown, shape_of
 from parallint.estimator.spec import normalize
-from parallint.record import EqRecord
+from parallint.util.record import EqRecord
 
 __all__ = ["Estimate", "estimate", "activation_per_layer", "model_state_bytes_per_param"]
 

@@ -24,7 +24,7 @@ differently; ``count_params(model)`` is its total. ``megatron=True`` counts the 
 from __future__ import annotations
 
 
-from parallint.record import EqRecord
+from parallint.util.record import EqRecord
 
 
 class ShapeError(ValueError):

@@ -5,7 +5,7 @@ enumerates the candidates (the divisors of the GPU count, from its prime factors
 ranks than heads or than one node has, no more pipeline stages than layers, no ZeRO without ranks
 to shard over) and
 estimates their memory. Which candidates obey the layout rules is not decided here: the caller's
-``accept`` does, and :func:`parallint.layouts.plan` passes one that runs the real LAY and BAT
+``accept`` does, and :func:`parallint.engine.layouts.plan` passes one that runs the real LAY and BAT
 rules on each candidate's facts (TP divides the heads, stays in a node, matches the GQA groups;
 PP divides the layers; no ZeRO >= 2 with PP; the experts divide by EP; the global batch divides by
 micro x DP; and any rule added later).
@@ -24,7 +24,7 @@ from parallint.estimator.gpus import resolve_gpu
 from parallint.estimator.memory import Estimate, estimate
 from parallint.estimator.params import ShapeError, shape_of
 from parallint.estimator.spec import _posint, normalize
-from parallint.record import EqRecord
+from parallint.util.record import EqRecord
 
 ORDER_REASON = ("best first: least recomputation (none < selective < full), then fewest "
                 "model-parallel ranks (TP x PP), then fewer pipeline stages, then lower ZeRO "

@@ -3,7 +3,7 @@
 A spec is a plain dict with the sections ``model``, ``parallel``, ``training`` and ``hardware``
 (validated by ``schemas/job.schema.json``) and an optional ``estimator`` section
 (``accounting: zero|megatron``). :func:`normalize` fills in presets and the defaults the estimator
-needs; :func:`spec_from_facts` builds a spec from a job's :class:`~parallint.facts.FactMap`.
+needs; :func:`spec_from_facts` builds a spec from a job's :class:`~parallint.model.facts.FactMap`.
 """
 
 from __future__ import annotations

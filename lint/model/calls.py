@@ -10,7 +10,7 @@ From those declarations the engine derives
 * :func:`derive_groups` — the call groups the Python reader must resolve (the rules' and the
   reader's own, for the facts it states);
 * :func:`derive_needles` — the words a Python file must contain to be parsed at all (the
-  pre-filter of ``parallint.classify``).
+  pre-filter of ``parallint.discover.classify``).
 
 Pure functions over plain data: the catalogue and the rules are passed in.
 """

@@ -1,6 +1,6 @@
 """Launch commands, as the rules read them: which layer stated a value, what a launch starts.
 
-A launch (:class:`parallint.launch.Launch`) carries facts stated by several layers — the launcher
+A launch (:class:`parallint.model.launch.Launch`) carries facts stated by several layers — the launcher
 itself (``torchrun --nnodes``), srun, the batch scheduler (``#SBATCH --nodes``), a Kubernetes job —
 each value knowing its layer through its origin (:mod:`parallint.model.origin`). These helpers pick
 the value that decides; the LCH and ENV rules share them.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parallint.diagnostics import Related
-from parallint.facts import Value, known_int
+from parallint.model.diagnostics import Related
+from parallint.model.facts import Value, known_int
 from parallint.model.origin import launch_layer
 
 #: kinds of files that hold launch commands (the launcher rules read them)

@@ -1,6 +1,6 @@
 """Structured provenance of a value: how it was obtained and through which construct.
 
-Every :class:`parallint.facts.Value` carries an :class:`Origin`. Where the value sits (file, line,
+Every :class:`parallint.model.facts.Value` carries an :class:`Origin`. Where the value sits (file, line,
 column) is ``Value.span``; ``Value.source`` is the same provenance in words, for messages only.
 Rules decide on ``Value.origin`` (or on the helpers here), never on the words of ``source``.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-from parallint.record import FrozenRecord
+from parallint.util.record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:

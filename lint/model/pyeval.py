@@ -12,49 +12,18 @@ are CPython ``ast`` nodes.
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable
 
 import ast
 
-from parallint.facts import Value
-from parallint.model.pyshared import call_args
+from parallint.model.facts import Value
+from parallint.model.pyshared import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, call_args, env_name, string_literal  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from parallint.model.script import Frame, Script
 
 MAX_DEPTH = 12
 from parallint.model.pyshared import MULTI  # noqa: E402,F401 - one sentinel for the evaluator and the script
-
-#: environment variables that carry the global rank / local rank
-GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-LOCAL_RANK_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
-
-_STRING_PREFIX = re.compile(r"^[rRbBuUfF]*")
-
-
-def string_literal(node: Any) -> str | None:
-    """The value of a plain (non-f) string literal or an implicit concatenation of them."""
-    if type(node) is ast.Constant and type(node.value) is str:
-        return cast(str, node.value)
-    return None
-
-
-def env_name(script: "Script", node: Any) -> str | None:
-    """``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")`` (optionally in int()) -> X."""
-    t = type(node)
-    if t is ast.Call and (node.args or node.keywords) and script.qname_in(node.func, {"builtins.int", "int"}):
-        return env_name(script, call_args(node)[0].value)
-    if t is ast.Subscript and script.qname_in(node.value, {"os.environ"}):
-        sl = node.slice
-        if type(sl) is not ast.Slice and type(sl) is not ast.Tuple:
-            return string_literal(sl)
-    if t is ast.Call and script.qname_in(node.func, {"os.environ.get", "os.getenv"}):
-        args = call_args(node)
-        if args and args[0].keyword is None:
-            return string_literal(args[0].value)
-    return None
-
 
 def _concatenated(script: "Script", node: Any) -> bool:
     """An f-string written as several string literals side by side."""

@@ -7,6 +7,15 @@ from __future__ import annotations
 import ast
 from typing import Any, NamedTuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class _Names(Protocol):
+        """What :func:`env_name` asks of a script: its qualified-name test."""
+
+        def qname_in(self, node: Any, names: Any) -> bool: ...
+
 #: a name bound in a way that cannot be followed (loop target, augmented assignment, import...)
 MULTI: Any = object()
 
@@ -84,3 +93,30 @@ def ast_nodes(tree: Any) -> list[Any]:
                 push(v)
     return out
 
+
+#: environment variables that carry the global rank / local rank
+GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+LOCAL_RANK_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+
+def string_literal(node: Any) -> str | None:
+    """The value of a plain (non-f) string literal or an implicit concatenation of them."""
+    if type(node) is ast.Constant and type(node.value) is str:
+        value: str = node.value
+        return value
+    return None
+
+
+def env_name(script: "_Names", node: Any) -> str | None:
+    """``os.environ["X"]``, ``os.environ.get("X", ...)``, ``os.getenv("X")`` (optionally in int()) -> X."""
+    t = type(node)
+    if t is ast.Call and (node.args or node.keywords) and script.qname_in(node.func, {"builtins.int", "int"}):
+        return env_name(script, call_args(node)[0].value)
+    if t is ast.Subscript and script.qname_in(node.value, {"os.environ"}):
+        sl = node.slice
+        if type(sl) is not ast.Slice and type(sl) is not ast.Tuple:
+            return string_literal(sl)
+    if t is ast.Call and script.qname_in(node.func, {"os.environ.get", "os.getenv"}):
+        args = call_args(node)
+        if args and args[0].keyword is None:
+            return string_literal(args[0].value)
+    return None

@@ -2,7 +2,7 @@
 
 A config states ``"train_batch_size": "auto"``, ``num_nodes: <NUM_NODES>``, ``tp: ${TP}`` or a bare
 template word; none of them is a value parallint may reason with. The readers turn such scalars
-into unknown :class:`~parallint.facts.Value` s, and the config rules (schema checks) stay silent on
+into unknown :class:`~parallint.model.facts.Value` s, and the config rules (schema checks) stay silent on
 them, both through :func:`unknown_reason`.
 """
 

@@ -1,6 +1,6 @@
 """The script event API: what a Python training script does, as the rules see it.
 
-A :class:`Script` is the ``data`` of a ``python`` :class:`~parallint.facts.FileFacts`, built by the
+A :class:`Script` is the ``data`` of a ``python`` :class:`~parallint.model.facts.FileFacts`, built by the
 Python reader (:mod:`parallint.readers.python`, which parses the file with LibCST and walks it
 once). It holds every call (matched by qualified name, so ``import torch.distributed as dist`` or
 ``from torch.nn.parallel import DistributedDataParallel as DDP`` cannot dodge a rule) with its
@@ -31,10 +31,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable, cast
 
-from parallint.diagnostics import Span
-from parallint.facts import FileFacts, Value
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FileFacts, Value
 from parallint.model.pyshared import MULTI
-from parallint.record import EqRecord, Record
+from parallint.util.record import EqRecord, Record
 
 import ast
 
@@ -787,7 +787,7 @@ class Script:
     # ---------------------------------------------------------------- rank expressions
     def rank_kind(self, node: ast.AST | None, frame: Frame | None, depth: int = 0) -> str | None:
         """'global' / 'local' when ``node`` is the global / local rank as far as the code shows."""
-        from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+        from parallint.model.pyshared import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
 
         if depth > 6 or node is None:
             return None
@@ -815,7 +815,7 @@ class Script:
 
     def rankish(self, node: ast.AST, frame: Frame | None = None) -> bool:
         """A rank-looking expression (by name or by source): for guards, where silence is the error."""
-        from parallint.model.pyeval import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
+        from parallint.model.pyshared import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, env_name
 
         if isinstance(node, ast.BinOp):  # rank % gpus_per_node, rank // tp ...
             return self.rankish(node.left, frame) or self.rankish(node.right, frame)

@@ -8,7 +8,7 @@ only written by hand in a job-spec file).
 
 Derived from this table (never typed twice):
 
-* :data:`parallint.facts.FACT_KEYS` — the keys :meth:`parallint.facts.FactMap.add` accepts;
+* :data:`parallint.model.facts.FACT_KEYS` — the keys :meth:`parallint.model.facts.FactMap.add` accepts;
 * ``parallint.estimator.spec._FACT_FIELDS`` — the facts copied into an estimator spec;
 * ``schemas/job.schema.json`` — checked against :data:`SPEC_FIELDS` by ``tests/test_vocab.py``.
 
@@ -18,7 +18,7 @@ it from a reader. ``tests/test_vocab.py`` says what is missing.
 
 from __future__ import annotations
 
-from parallint.record import FrozenRecord
+from parallint.util.record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ VOCABULARY: tuple[Fact, ...] = (
 
 BY_KEY: dict[str, Fact] = {f.key: f for f in VOCABULARY}
 
-#: every key a reader may state (parallint.facts.FACT_KEYS)
+#: every key a reader may state (parallint.model.facts.FACT_KEYS)
 FACT_KEYS: frozenset[str] = frozenset(f.key for f in VOCABULARY if f.fact)
 
 #: job-spec fields (schemas/job.schema.json), section -> names; ``framework`` is top level

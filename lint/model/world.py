@@ -1,20 +1,20 @@
 """World size, once: the number of processes a job or a launch command starts.
 
 * :func:`world_size` — stated (``parallel.world_size``) or nodes × processes per node, from a
-  :class:`~parallint.facts.FactMap` (a file's, a job's or a launch's facts);
+  :class:`~parallint.model.facts.FactMap` (a file's, a job's or a launch's facts);
 * :func:`launch_world_size` — what a launch command starts, including the launchers' one-node
   default (torchrun / ``deepspeed --num_gpus`` without a node count);
 * :func:`job_launch_world_size` — the same for a job's launch, as ``(int or None, Value or None)``;
 * :func:`dp_size` — the data-parallel size: world / (TP × PP × CP, or × SP for DeepSpeed's Ulysses).
 
-``Job.world_size``, ``rules._cfgfacts.world_of`` and ``parallint.launch.launch_world_size`` are thin
+``Job.world_size``, ``rules._cfgfacts.world_of`` and ``parallint.model.launch.launch_world_size`` are thin
 aliases of these; the script rules call :func:`job_launch_world_size`.
 """
 
 from __future__ import annotations
 
 
-from parallint.facts import FactMap, Value, known_int
+from parallint.model.facts import FactMap, Value, known_int
 from parallint.model.origin import How, Origin
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)

@@ -1,4 +1,4 @@
-"""Readers: one module per format, each turning a file into :class:`parallint.facts.FileFacts`.
+"""Readers: one module per format, each turning a file into :class:`parallint.model.facts.FileFacts`.
 
-The runner imports a reader only when a file of its kind is found (see ``parallint.classify``).
+The runner imports a reader only when a file of its kind is found (see ``parallint.discover.classify``).
 """

@@ -13,8 +13,8 @@ import functools
 import re
 from pathlib import Path
 
-from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.facts import FileFacts, Value
+from parallint.model.diagnostics import Diagnostic, Severity, Span
+from parallint.model.facts import FileFacts, Value
 from parallint.model.scalars import Placeholder, unknown_reason  # noqa: F401 - re-exported for the config readers
 from parallint.readers.yamlpos import PNode
 
@@ -399,7 +399,7 @@ def mask_facts(ff: FileFacts, why: str, keys: Iterable[str] | None = None,
     """Turn the known facts of ``ff`` unknown (``why``): all of them but ``keep``, or only ``keys``;
     or, with ``reason``, each value it gives a reason for (that reason). Spans stay, so the rules
     still know the key was written (and stay silent on it)."""
-    from parallint.facts import FactMap
+    from parallint.model.facts import FactMap
 
     only = None if keys is None else set(keys)
     out = FactMap()

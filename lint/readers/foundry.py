@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import FileFacts, Value
+from parallint.model.facts import FileFacts, Value
 from parallint.readers.cfgutil import ResolvingEmitter, as_int, open_config, precision_of, to_value
 KIND = "foundry"
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parallint.facts import FACT_KEYS, FileFacts, Value
+from parallint.model.facts import FACT_KEYS, FileFacts, Value
 from parallint.readers.cfgutil import as_bool, load_tree, new_facts, syn001, to_value, unknown_reason
 from parallint.readers.yamlpos import PNode
-from parallint.record import EqRecord
+from parallint.util.record import EqRecord
 
 KIND = "jobspec"
 SECTIONS = ("model", "parallel", "training", "hardware")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from parallint.diagnostics import Span
+from parallint.model.diagnostics import Span
 from parallint.model.scalars import Placeholder
 from parallint.readers.yamlpos import PNode
 

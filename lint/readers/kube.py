@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from parallint import cmdline
-from parallint.cmdline import Word
-from parallint.diagnostics import Span
-from parallint.facts import FileFacts, Value
-from parallint.launch import GpuRequest, Launch
+from parallint.readers import cmdline
+from parallint.readers.cmdline import Word
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FileFacts, Value
+from parallint.model.launch import GpuRequest, Launch
 from parallint.model.launches import OPERATOR_ENV  # what the operator sets (the ENV rules read it too)
 from parallint.readers.kubepod import (  # noqa: F401 - re-exported for the readers that used them here
     _containers,
@@ -31,7 +31,7 @@ from parallint.readers.kubepod import (  # noqa: F401 - re-exported for the read
     _pod_spec,
 )
 from parallint.readers.shell import syn001
-from parallint.record import EqRecord
+from parallint.util.record import EqRecord
 
 K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 

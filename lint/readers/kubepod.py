@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from parallint import cmdline
-from parallint.facts import Value
+from parallint.readers import cmdline
+from parallint.model.facts import Value
 
 
 def _int(node, source: str) -> Value | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from parallint.facts import FileFacts, Value
+from parallint.model.facts import FileFacts, Value
 
 ASSIGN = re.compile(r"^(?:export\s+|override\s+)*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(\?=|:::=|::=|:=|\+=|!=|=)\s*(.*)$")
 REF = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_.\-]*)[)}]")

@@ -1,12 +1,12 @@
 """Megatron-LM test-case YAMLs (``MODEL_ARGS:`` whose keys are command-line flags, e.g.
-``--tensor-model-parallel-size: 2``), read through :mod:`parallint.megatron_args`; the NeMo-2
+``--tensor-model-parallel-size: 2``), read through :mod:`parallint.readers.megatron_args`; the NeMo-2
 flavour of the same files (``trainer.strategy.tensor_model_parallel_size: 2``) is read too."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import FileFacts, Value
+from parallint.model.facts import FileFacts, Value
 from parallint.readers.cfgutil import Emitter, open_config, to_value
 from parallint.readers.yamlpos import PNode
 
@@ -40,7 +40,7 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
 
 
 def _read_flags(ff: FileFacts, args: PNode, flags: list[tuple[str, PNode]]) -> None:
-    from parallint.megatron_args import args_facts
+    from parallint.readers.megatron_args import args_facts
 
     name = ff.path.rsplit("/", 1)[-1]
     words: list[Value] = []

@@ -10,7 +10,7 @@ import functools
 import re
 from pathlib import Path
 
-from parallint.facts import FileFacts, Value
+from parallint.model.facts import FileFacts, Value
 from parallint.readers.cfgutil import (
     Emitter, ResolvingEmitter, as_bool, as_int, choice, mask_facts, not_launched_reason, open_config,
     positive_int, precision_of, to_value,

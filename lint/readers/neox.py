@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from parallint.diagnostics import Span
-from parallint.facts import FileFacts, Value
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FileFacts, Value
 from parallint.readers.cfgutil import Emitter, as_bool, as_int, choice, mask_facts, open_config, precision_of, to_value
 from parallint.readers.yamlpos import PNode
 

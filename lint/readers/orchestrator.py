@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import FactMap, Value
-from parallint.launch import Launch
+from parallint.model.facts import FactMap, Value
+from parallint.model.launch import Launch
 from parallint.model.origin import How, Origin
-from parallint.record import replace
+from parallint.util.record import replace
 
 
 def as_outer_layer(job: Launch) -> None:

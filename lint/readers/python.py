@@ -22,13 +22,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, cast
 
-from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.facts import FileFacts, Value, known_int
+from parallint.model.diagnostics import Diagnostic, Severity, Span
+from parallint.model.facts import FileFacts, Value, known_int
 from parallint.model.script import GROUPS, Call, Frame, Guard, Loop, Mesh, Partition, RankList, Script, Slice, _dotted, _tail
 
 #: A Python file is worth parsing only when its text contains one of these (the pre-filter lives
 #: with the classifier, which must not import this module).
-from parallint.classify import PYTHON_NEEDLES as NEEDLES  # noqa: E402
+from parallint.discover.classify import PYTHON_NEEDLES as NEEDLES  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import ast
@@ -1121,7 +1121,7 @@ def _nested_shape(v) -> tuple[int, ...] | None:
 def _fact(f: FileFacts, key: str, v: Value, source: str, conv=None) -> None:
     if v.known and conv is not None:
         v = v.map(conv)
-    from parallint.facts import Origin  # the call the value is an argument of: rules match on it
+    from parallint.model.facts import Origin  # the call the value is an argument of: rules match on it
 
     f.facts.add(key, Value(v.value, v.span, v.known, v.why, source if not v.source else f"{source} ({v.source})",
                            Origin(v.origin.how, source.split("(", 1)[0])))

@@ -2,7 +2,7 @@
 
 A Ray cluster is capacity, not a process layout: Ray Train places ``ScalingConfig(num_workers=N)``
 workers on whatever GPUs the worker groups offer, so the world size comes from the script
-(:mod:`parallint.pylaunch`), never from ``replicas``. What the manifest states for certain: the GPUs
+(:mod:`parallint.link.pylaunch`), never from ``replicas``. What the manifest states for certain: the GPUs
 each worker pod requests (``nvidia.com/gpu``), when every GPU worker group requests the same
 number, and the GPU model its node selector names. The ``entrypoint`` is a command line like a
 container's: the launch found there has the Ray job as its wrapper.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import Value
-from parallint.launch import Launch
+from parallint.model.facts import Value
+from parallint.model.launch import Launch
 from parallint.readers.orchestrator import as_outer_layer, shell_launches
 
 

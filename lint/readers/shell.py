@@ -7,8 +7,8 @@ that exist (with a cycle guard). Command substitutions, unset environment variab
 parameters and placeholders (``<NUM_NODES>``, ``your_num_nodes``) are unknown. A variable assigned in
 a branch, loop or ``&&``/``||`` tail is unknown afterwards unless every path gives the same value.
 ``#SBATCH`` directives before the first command are the scheduler context (and define
-``SLURM_NNODES`` & co.). Every command is handed to :mod:`parallint.cmdline`; what it recognises
-becomes a :class:`parallint.launch.Launch` in ``FileFacts.launches``.
+``SLURM_NNODES`` & co.). Every command is handed to :mod:`parallint.readers.cmdline`; what it recognises
+becomes a :class:`parallint.model.launch.Launch` in ``FileFacts.launches``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable
 
-from parallint import cmdline
-from parallint.cmdline import UNKNOWN, Seg, Word
-from parallint.diagnostics import Diagnostic, Severity, Span
-from parallint.facts import FactMap, FileFacts, Value
-from parallint.record import EqRecord
+from parallint.readers import cmdline
+from parallint.readers.cmdline import UNKNOWN, Seg, Word
+from parallint.model.diagnostics import Diagnostic, Severity, Span
+from parallint.model.facts import FactMap, FileFacts, Value
+from parallint.util.record import EqRecord
 
 MAX_BYTES = 2_000_000
 MAX_SOURCE_DEPTH = 4

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from parallint.cmdline import gpu_name
-from parallint.diagnostics import Span
-from parallint.facts import FileFacts, Value
-from parallint.launch import Launch
+from parallint.readers.cmdline import gpu_name
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FileFacts, Value
+from parallint.model.launch import Launch
 from parallint.readers.orchestrator import as_outer_layer, shell_launches
 from parallint.readers.shell import syn001
 

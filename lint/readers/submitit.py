@@ -1,15 +1,15 @@
 """submitit ``CommandFunction([...])`` in a script: the command line it submits, as facts of the
-script (Megatron flags and the like), read with :mod:`ast` and :mod:`parallint.cmdline`. The
+script (Megatron flags and the like), read with :mod:`ast` and :mod:`parallint.readers.cmdline`. The
 executor's own counts (``update_parameters(nodes=, tasks_per_node=)``) are read by
-:mod:`parallint.pylaunch`; the node and process counts of the command itself are the executor's,
+:mod:`parallint.link.pylaunch`; the node and process counts of the command itself are the executor's,
 so they are left out here."""
 
 from __future__ import annotations
 
 import ast
 
-from parallint.diagnostics import Span
-from parallint.facts import FactMap
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FactMap
 
 MAX_BYTES = 2_000_000
 COMMAND = ("submitit.helpers.CommandFunction",)
@@ -42,7 +42,7 @@ def _qname(func: ast.AST, alias: dict[str, str]) -> str:
 def command_facts(path: str, text: str, tree: ast.Module | None = None) -> FactMap:
     """The facts of the literal command lines a script hands to ``CommandFunction`` (``tree``: the
     file's ``ast``, when the caller has parsed it already)."""
-    from parallint import cmdline
+    from parallint.readers import cmdline
 
     out = FactMap()
     if "CommandFunction" not in text or len(text) > MAX_BYTES:

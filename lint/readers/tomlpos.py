@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Any
 
-from parallint.diagnostics import Span
+from parallint.model.diagnostics import Span
 from parallint.readers.yamlpos import PNode
 
 _BARE = r"[A-Za-z0-9_-]+"
@@ -37,7 +37,7 @@ def _split_key(k: str) -> list[str]:
 
 
 def _parse(text: str) -> dict:
-    from parallint.guards import config_guard
+    from parallint.util.guards import config_guard
 
     reason = config_guard("toml", text)  # tomllib recurses per level and keeps every key prefix
     if reason:

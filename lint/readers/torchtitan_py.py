@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from parallint.diagnostics import Span
-from parallint.facts import FileFacts
+from parallint.model.diagnostics import Span
+from parallint.model.facts import FileFacts
 from parallint.readers.cfgutil import ConfigData, Emitter, Placeholder, new_facts, syn001
 from parallint.readers.yamlpos import PNode
 
@@ -131,6 +131,6 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
 
 
 def _fw(ff: FileFacts) -> Any:
-    from parallint.facts import Value
+    from parallint.model.facts import Value
 
     return Value("torchtitan", Span(ff.path, 1, 1), True, "", "torchtitan config registry")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parallint.facts import FileFacts, Value
+from parallint.model.facts import FileFacts, Value
 from parallint.readers.cfgutil import Emitter, as_int, open_config
 
 KIND = "torchtune"

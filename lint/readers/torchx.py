@@ -6,7 +6,7 @@ shapes are read (with :mod:`ast`, never imported or run):
 * a call of the built-in ``torchx.components.dist.ddp`` (or ``spmd``):
   ``ddp(*script_args, script="train.py", j="2x8")`` starts torchrun on N nodes × M processes,
   exactly like ``torchx run dist.ddp -j 2x8 --script train.py -- ARGS``; the words are handed to
-  :mod:`parallint.cmdline`'s ``torchx run`` parser, so both paths give the same facts. A ``j``
+  :mod:`parallint.readers.cmdline`'s ``torchx run`` parser, so both paths give the same facts. A ``j``
   that is not written is the component's default (``1x2`` for ``ddp``, ``1x1`` for ``spmd``); a
   ``j`` taken from the component's parameters (``j=j``) can be changed on the command line and is
   unknown.
@@ -25,9 +25,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from parallint.diagnostics import Span
-from parallint.facts import Value
-from parallint.launch import Launch
+from parallint.model.diagnostics import Span
+from parallint.model.facts import Value
+from parallint.model.launch import Launch
 
 MAX_BYTES = 2_000_000
 DIST = {"torchx.components.dist.ddp": "ddp", "torchx.components.dist.spmd": "spmd"}
@@ -87,7 +87,7 @@ class _Reader:
         return None
 
     def word(self, node: ast.AST, what: str):
-        from parallint import cmdline
+        from parallint.readers import cmdline
 
         text = self.literal(node)
         if text is None:
@@ -100,7 +100,7 @@ class _Reader:
 
     # -- dist.ddp / dist.spmd
     def dist(self, call: ast.Call, which: str) -> Launch | None:
-        from parallint import cmdline
+        from parallint.readers import cmdline
 
         sp = self.span(call)
         words = [cmdline.Word.lit("torchx", sp), cmdline.Word.lit("run", sp), cmdline.Word.lit("dist.ddp", sp)]
@@ -129,7 +129,7 @@ class _Reader:
 
     # -- specs.Role
     def role(self, call: ast.Call, path: str, abspath: Path) -> Launch | None:
-        from parallint import cmdline
+        from parallint.readers import cmdline
         from parallint.readers.orchestrator import as_outer_layer
 
         ep = self.kw(call, "entrypoint")

@@ -12,8 +12,8 @@ the JSON and TOML readers too, and a run that reads no YAML never imports it.
 from __future__ import annotations
 
 
-from parallint.diagnostics import Span
-from parallint.record import EqRecord
+from parallint.model.diagnostics import Span
+from parallint.util.record import EqRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,7 +197,7 @@ def expanded_size(node: yaml.Node, limit: int = MAX_NODES) -> int:
 
 def load_all(text: str, path: str) -> list[PNode]:
     """Every document of ``text``. Raises ``yaml.YAMLError`` or :class:`YamlLimitError`."""
-    from parallint.guards import config_guard
+    from parallint.util.guards import config_guard
 
     reason = config_guard("yaml", text)  # before the composer, which recurses per level
     if reason:

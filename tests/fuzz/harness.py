@@ -90,7 +90,7 @@ _RULES = None
 def _rules():
     global _RULES
     if _RULES is None:
-        from parallint.registry import get_registry
+        from parallint.engine.registry import get_registry
 
         _RULES = list(get_registry().rules)
     return _RULES
@@ -99,13 +99,13 @@ def _rules():
 def engine(kind: str, name: str, text: str) -> list:
     """Read ``text`` as a file of ``kind`` the way the runner does (guards, reader, every rule,
     the file's jobs); the findings, or Crash."""
-    from parallint.config import Config
-    from parallint.runner import Runner
+    from parallint.discover.settings import Config
+    from parallint.engine.runner import Runner
 
     runner = Runner(Config(None, _TMP, {"file-timeout": 60}), _TMP)
     ap = _TMP / name
     runner.stdin[ap] = text
-    from parallint.guards import guard
+    from parallint.util.guards import guard
 
     reason = guard(kind, name, text)
     if reason is not None:
@@ -128,7 +128,7 @@ def engine(kind: str, name: str, text: str) -> list:
 
 def classify_and_read(name: str, text: str) -> None:
     """The classifier and sniffers first (they see every file of a repository)."""
-    from parallint.classify import classify
+    from parallint.discover.classify import classify
 
     kind = classify(name, text)
     if kind is not None:
@@ -137,7 +137,7 @@ def classify_and_read(name: str, text: str) -> None:
 
 # ----------------------------------------------------------------------------- launch lines
 def command_line(words: list) -> None:
-    from parallint.cmdline import Context, Word, parse_command
+    from parallint.readers.cmdline import Context, Word, parse_command
 
     ws = []
     for w in words:
@@ -156,8 +156,8 @@ def command_line(words: list) -> None:
 
 
 def megatron(words: list) -> None:
-    from parallint.facts import Value
-    from parallint.megatron_args import args_facts
+    from parallint.model.facts import Value
+    from parallint.readers.megatron_args import args_facts
 
     vals = [Value.unknown("environment variable") if w is None else Value(w) for w in words]
     try:
@@ -169,14 +169,14 @@ def megatron(words: list) -> None:
 
 # ----------------------------------------------------------------------------- [tool.parallint]
 def tool_config(text: str, name: str = "parallint.toml") -> None:
-    from parallint.config import ConfigError, load_config
+    from parallint.discover.settings import ConfigError, load_config
 
     d = Path(tempfile.mkdtemp(dir=_TMP))
     p = d / name
     p.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
         cfg = load_config(str(p))
-        from parallint.limits import file_timeout, max_file_size
+        from parallint.util.limits import file_timeout, max_file_size
 
         max_file_size(cfg.settings)
         file_timeout(cfg.settings)
@@ -194,10 +194,10 @@ def tool_config(text: str, name: str = "parallint.toml") -> None:
 
 # ----------------------------------------------------------------------------- estimate / plan
 def numbers(spec: dict, gpus: int, overrides: dict) -> None:
-    from parallint.estimate_cmd import apply_overrides, check_spec
+    from parallint.cli.estimate import apply_overrides, check_spec
     from parallint.estimator.memory import estimate
     from parallint.estimator.params import ShapeError
-    from parallint.layouts import plan
+    from parallint.engine.layouts import plan
 
     try:
         s = apply_overrides(spec, overrides)

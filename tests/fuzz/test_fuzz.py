@@ -198,6 +198,6 @@ HYDRA_SEEDS = [
 @given(text=st.one_of(mutated(HYDRA_SEEDS), soup(["@hydra_runner(", "config_name=", "cfg.", "def main(cfg):\n"])))
 def test_hydra_entry_scripts(text):
     """The entry scripts next to a NeMo config are parsed for the keys they overwrite."""
-    from parallint import hydrascripts
+    from parallint.link import hydrascripts
 
     harness.timed("hydra scripts")(hydrascripts._entries)(text)

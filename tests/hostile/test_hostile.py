@@ -177,8 +177,8 @@ def test_lone_surrogates_print_in_every_format(tmp_path):
 
 def test_unreadable_folder_is_reported_not_fatal(tmp_path, monkeypatch):
     """Root reads any folder, so the refusal is simulated where os.walk lists folders."""
-    from parallint.config import Config
-    from parallint.runner import check_paths
+    from parallint.discover.settings import Config
+    from parallint.engine.runner import check_paths
 
     (tmp_path / "train.py").write_text(inputs.PLANTED)
     (tmp_path / "locked").mkdir()
@@ -222,10 +222,10 @@ def test_internal_error_exits_2_never_1(tmp_path):
 
     (tmp_path / "train.py").write_text(inputs.PLANTED)
     code = ("import sys; sys.argv = ['parallint', 'check', '.']\n"
-            "import parallint.report as r\n"
+            "import parallint.report.formats as r\n"
             "def boom(*a, **k): raise RuntimeError('boom')\n"
             "r.render = boom\n"
-            "import parallint.cli as c\n"
+            "import parallint.cli.main as c\n"
             "c.main()\n")
     env = {k: v for k, v in os.environ.items() if k != "PARALLINT_DEBUG"}
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,

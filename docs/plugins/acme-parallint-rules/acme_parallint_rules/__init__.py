@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from parallint.diagnostics import Severity
-from parallint.rule import Example, Rule
+from parallint.model.diagnostics import Severity
+from parallint.model.rule import Example, Rule
 
 _NODES = re.compile(r"\bacmerun\b.*--nodes[ =](\d+)")
 
@@ -16,7 +16,7 @@ class AcmeHardcodedNodes(Rule):
     name = "acme-hardcoded-nodes"
     severity = Severity.WARNING
     summary = "acmerun with a hard-coded --nodes (use the scheduler's allocation)"
-    # which files check_file sees (parallint.classify.KINDS): here shell launch files
+    # which files check_file sees (parallint.discover.classify.KINDS): here shell launch files
     kinds = frozenset({"shell"})
     # the pre-filter skips a shell file that names no launcher it knows; `acmerun` is ours
     needles = ("acmerun",)

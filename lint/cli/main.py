@@ -1,0 +1,81 @@
+"""The command line's entry: ``parallint`` (``parallint.cli.main:main``) and ``python -m parallint``.
+
+Start-up matters: pre-commit runs ``parallint check FILE...`` on every commit, and importing typer
+(with click) is a large part of a one-file run. So ``check`` with the options it documents, and
+``parallint --version``, are parsed here without typer; everything else, and anything this parser
+does not recognise (``--help``, an unknown option, a value that looks like an option, a usage
+error), goes to the typer app in :mod:`parallint.cli.app`, which defines the interface: its
+commands, options and help. ``check`` itself is :mod:`parallint.cli.check`; ``tests/test_startup.py``
+keeps the two option tables equal. The engine, readers, LibCST and jsonschema load when a command needs them.
+"""
+
+from __future__ import annotations
+
+import sys
+from parallint.cli.check import EXIT_ERROR, EXIT_OK, echo, parse_check, run_check, tolerant_streams
+
+TYPE_CHECKING = False  # typing itself is not imported: `parallint --version` needs none of it
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, List, Optional
+
+
+def _fast(argv: List[str]) -> Optional[int]:
+    """The exit status of a command run without typer, or None when typer must run it."""
+    if argv == ["--version"]:
+        from parallint import __version__
+
+        echo(f"parallint {__version__}")
+        return EXIT_OK
+    if argv[:1] == ["check"]:
+        kw = parse_check(argv[1:])
+        if kw is not None:
+            return run_check(**kw)
+    return None
+
+
+def main() -> None:
+    import os
+
+    tolerant_streams()
+    argv = sys.argv[1:]
+    try:
+        code = _fast(argv)
+    except KeyboardInterrupt:  # pragma: no cover - as click reports it
+        echo("", err=True)
+        echo("Aborted!", err=True)
+        sys.exit(1)
+    except BrokenPipeError:  # pragma: no cover - as click does: quiet, exit 1
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process is ending
+        sys.exit(1)
+    except Exception as exc:  # never a traceback, never exit 1
+        if os.environ.get("PARALLINT_DEBUG"):
+            raise
+        echo(f"parallint: error: internal error: {type(exc).__name__}: {exc} "
+             "(set PARALLINT_DEBUG=1 for a traceback)", err=True)
+        sys.exit(EXIT_ERROR)
+    if code is not None:
+        import gc
+
+        # what the run built stays until the process ends: the collector's passes at interpreter
+        # exit need not walk it (they cost more than reading a config file)
+        gc.freeze()
+        sys.exit(code)
+    from parallint.cli.app import main as typer_main
+
+    typer_main()
+
+
+def __getattr__(name: str) -> Any:
+    """``parallint.cli.main.app`` and the other typer objects, loaded on first use."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from parallint.cli import app as cli_typer
+
+    try:
+        return getattr(cli_typer, name)
+    except AttributeError:
+        raise AttributeError(f"module 'parallint.cli.main' has no attribute {name!r}") from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

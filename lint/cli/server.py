@@ -1,0 +1,263 @@
+"""``parallint server``: a Language Server (pygls; ``pip install 'parallint[lsp]'``).
+
+Diagnostics are published on open, change and save, from the editor's buffers (unsaved text
+stands for the file everywhere, also as the other side of a cross-file finding). A document is
+checked in every job that includes it, as ``parallint check FILE`` does; the other files of those
+jobs are re-published too, so editing ``ds_config.json`` updates the launch file and the script,
+and the reverse. Code actions add ``# noqa: CODE`` to a finding's line.
+
+Edits are debounced: a change (or save) schedules the document's analysis
+``PARALLINT_LSP_DEBOUNCE_MS`` (default 250) milliseconds later, and a newer change of the same
+document within that time replaces it, so a burst of keystrokes gives one analysis of the last
+text. An analysis that finishes after a newer change was made publishes nothing (the newer one
+will). Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+SOURCE = "parallint"
+
+
+def debounce_seconds() -> float:
+    try:
+        ms = float(os.environ.get("PARALLINT_LSP_DEBOUNCE_MS", "250"))
+    except ValueError:
+        ms = 250.0
+    return min(max(ms, 0.0), 10_000.0) / 1000.0
+
+
+def _path_of(uri: str) -> Path | None:
+    from pygls.uris import to_fs_path
+
+    p = to_fs_path(uri)
+    return Path(os.path.abspath(p)) if p else None
+
+
+def _uri_of(path: Path) -> str:
+    from pygls.uris import from_fs_path
+
+    return from_fs_path(str(path))
+
+
+class Linter:
+    """The checking part, free of LSP types (testable without a client)."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.buffers: dict[Path, str] = {}
+        self.job_files: dict[Path, set[Path]] = {}  # file -> files of its jobs (last run)
+        self.lock = threading.Lock()
+
+    def _rules(self, config):
+        from parallint.engine.registry import get_registry
+
+        reg = get_registry()
+        s = config.settings
+        try:
+            return reg.enabled(s.get("select"), s.get("extend-select", []), s.get("ignore", []))
+        except Exception:
+            return reg.enabled(None, [], [])
+
+    def lint(self, changed: Path) -> dict[Path, list]:
+        """Findings per file for ``changed`` and every file of the jobs that include it (an empty
+        list clears a file)."""
+        from parallint.discover.settings import ConfigError, configs_for
+        from parallint.engine.index import check_files
+
+        with self.lock:
+            try:
+                ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
+            except (ConfigError, ValueError):
+                from parallint.discover.settings import Config
+
+                config = Config(None, self.cwd, {})
+            rules = self._rules(config)
+            first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers))
+            affected = {changed}
+            for job in first.jobs:
+                members = {f.abspath for f in job.files}
+                if changed in members:
+                    affected |= members
+            previous = self.job_files.get(changed, set())
+            targets = sorted((affected | previous) - {changed})
+            out: dict[Path, list] = {p: [] for p in affected | previous}
+            for d in first.diagnostics:
+                out.setdefault(self._abs(d.span.path), []).append(d)
+            existing = [p for p in targets if p.is_file() or p in self.buffers]
+            if existing:
+                # each other file checked in all of its own jobs, as `check FILE` would
+                second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
+                                     buffers=dict(self.buffers))
+                for d in second.diagnostics:
+                    p = self._abs(d.span.path)
+                    if p != changed:
+                        out.setdefault(p, []).append(d)
+            for p in affected:
+                self.job_files[p] = affected
+            return out
+
+    def _abs(self, display: str) -> Path:
+        p = Path(display)
+        return Path(os.path.abspath(p if p.is_absolute() else self.cwd / p))
+
+
+def _to_lsp(d):
+    from lsprotocol import types
+
+    from parallint.model.diagnostics import Severity
+
+    s = d.span
+    start = types.Position(line=max(s.line - 1, 0), character=max(s.column - 1, 0))
+    if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
+        end = types.Position(line=s.end_line - 1, character=s.end_column - 1)
+    else:
+        end = types.Position(line=start.line, character=start.character + 1)
+    sev = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
+           Severity.INFO: types.DiagnosticSeverity.Information}[d.severity]
+    from parallint.report.formats import doc_uri
+
+    related = []
+    for r in d.related:
+        p = Path(r.path)
+        uri = _uri_of(p if p.is_absolute() else Path.cwd() / p)
+        pos = types.Position(line=max(r.line - 1, 0), character=max(r.column - 1, 0) if hasattr(r, "column") else 0)
+        related.append(types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=types.Range(start=pos, end=pos)), message=r.message))
+    return types.Diagnostic(
+        range=types.Range(start=start, end=end), message=d.message, severity=sev, code=d.code,
+        source=SOURCE, code_description=types.CodeDescription(href=doc_uri(d.code)),
+        related_information=related or None,
+    )
+
+
+def make_server():
+    from lsprotocol import types
+    from pygls.lsp.server import LanguageServer
+
+    from parallint import __version__
+
+    server = LanguageServer("parallint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+    state = {"linter": Linter(Path.cwd())}
+    pending = {}  # uri -> its scheduled analysis (an asyncio.Task)
+    edits = {}  # uri -> how many edits so far (an analysis of an older one is stale)
+    delay = debounce_seconds()
+
+    def linter() -> Linter:
+        return state["linter"]
+
+    def schedule(ls, uri: str) -> None:
+        """Analyse ``uri`` after the debounce delay, replacing an analysis not yet started."""
+        old = pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        edits[uri] = edits.get(uri, 0) + 1
+        seen = edits[uri]
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                return
+            if pending.get(uri) is task:
+                del pending[uri]
+            await publish(ls, uri, lambda: edits.get(uri) != seen)
+
+        task = asyncio.ensure_future(later())
+        pending[uri] = task
+
+    async def publish(ls, uri: str, stale=lambda: False) -> None:
+        path = _path_of(uri)
+        if path is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            results = await loop.run_in_executor(None, linter().lint, path)
+        except Exception as exc:  # never take the editor session down
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                         message=f"parallint: {type(exc).__name__}: {exc}"))
+            return
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=f"parallint: analysed {path}"))
+        if stale():
+            return  # a newer edit is scheduled; it publishes
+        for p, diags in sorted(results.items()):
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=_uri_of(p), diagnostics=[_to_lsp(d) for d in diags]))
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls, params: types.InitializeParams):
+        root = None
+        if params.workspace_folders:
+            root = _path_of(params.workspace_folders[0].uri)
+        elif params.root_uri:
+            root = _path_of(params.root_uri)
+        if root is not None and root.is_dir():
+            os.chdir(root)
+            state["linter"] = Linter(root)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls, params: types.DidOpenTextDocumentParams):
+        path = _path_of(params.text_document.uri)
+        if path is not None:
+            linter().buffers[path] = params.text_document.text
+        await publish(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls, params: types.DidChangeTextDocumentParams):
+        path = _path_of(params.text_document.uri)
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        if path is not None:
+            linter().buffers[path] = doc.source
+        schedule(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls, params: types.DidSaveTextDocumentParams):
+        schedule(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls, params: types.DidCloseTextDocumentParams):
+        old = pending.pop(params.text_document.uri, None)
+        if old is not None:
+            old.cancel()
+        path = _path_of(params.text_document.uri)
+        if path is not None:
+            linter().buffers.pop(path, None)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(ls, params: types.CodeActionParams):
+        from parallint.engine.suppress import syntax_of
+        from parallint.report.noqa import noqa_edit
+
+        path = _path_of(params.text_document.uri)
+        if path is None:
+            return []
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        text = doc.source
+        actions = []
+        for diag in params.context.diagnostics:
+            if diag.source != SOURCE or not diag.code:
+                continue
+            line = diag.range.start.line + 1
+            edit = noqa_edit(text, syntax_of(path.name), line, [str(diag.code)])
+            if edit is None or not edit[1]:
+                continue
+            old = text.splitlines()[line - 1]
+            rng = types.Range(start=types.Position(line=line - 1, character=0),
+                              end=types.Position(line=line - 1, character=len(old)))
+            actions.append(types.CodeAction(
+                title=f"Suppress {diag.code} on this line (# noqa: {diag.code})",
+                kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                edit=types.WorkspaceEdit(changes={params.text_document.uri: [types.TextEdit(range=rng, new_text=edit[0])]}),
+            ))
+        return actions
+
+    return server
+
+
+def main() -> None:
+    make_server().start_io()

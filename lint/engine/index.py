@@ -1,0 +1,522 @@
+"""Whole jobs from any entry point: the reverse index of links.
+
+A hook, an editor or ``--stdin-filename`` gives parallint a few files, but its cross-file findings
+live in *jobs*: a launch file, the script it starts and the configs they name. To check a file as
+the whole repository would, parallint finds the repository root, then every file whose links name
+the given file (a launch file naming a script, a script naming its DeepSpeed JSON, a declared
+``[[tool.parallint.links]]``), and the files naming those, up to a fixed point. Checking the given
+files together with those referrers builds exactly the jobs that include a given file, so the
+findings located in the given files are the ones a whole-repository run reports there.
+
+Finding referrers cheaply: every file under the root is read (bytes only) and only those that
+contain a *needle* of a wanted file (its name, its stem for ``-m`` modules and ``${NAME}.json``, the
+package name of a ``__main__.py``) are parsed; their links are resolved exactly as the linker does.
+The links a file states are cached by content hash (``.parallint_cache/`` at the root, or
+``$PARALLINT_CACHE_DIR``), so a second run parses only the files that changed.
+
+A file named only through a computed name (``ds_${STAGE}.json``) is not found as a referrer; check
+the launch file (or the folder) to get its job.
+"""
+
+from __future__ import annotations
+
+try:  # hashlib.blake2b is _blake2's; importing hashlib also starts OpenSSL (milliseconds per run)
+    import _blake2 as hashlib
+except ImportError:  # pragma: no cover - another Python implementation
+    import hashlib  # type: ignore[no-redef]
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from parallint.model.facts import Value
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
+
+CACHE_DIR_NAME = ".parallint_cache"
+CACHE_FORMAT = 1
+MAX_ROUNDS = 8  # referrer levels (the linker follows 3; a fixed point comes far sooner)
+MAX_INDEX_FILES = 100_000
+
+
+@lru_cache(maxsize=1024)
+def find_root(start: Path) -> Path:
+    """The repository a path belongs to: the nearest folder with ``.git``; else the nearest with a
+    ``pyproject.toml`` or ``parallint.toml``; else the path's own folder."""
+    start = start if start.is_dir() else start.parent
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    for d in (start, *start.parents):
+        if (d / "pyproject.toml").is_file() or (d / "parallint.toml").is_file():
+            return d
+    return start
+
+
+def needles(path: Path) -> set[bytes]:
+    """Byte strings one of which any file naming ``path`` contains."""
+    out = {path.name}
+    if path.suffix and len(path.stem) >= 3:
+        out.add(path.stem)  # `-m pkg.train`, `${NAME}.json`
+    if path.name in ("__main__.py", "__init__.py") and path.parent.name:
+        out.add(path.parent.name)  # `-m pkg`
+    return {n.encode("utf-8", "surrogateescape") for n in out if n}
+
+
+def cache_dir(root: Path) -> Path:
+    env = os.environ.get("PARALLINT_CACHE_DIR")
+    if env:
+        key = hashlib.blake2b(str(root).encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+        return Path(env) / key
+    return root / CACHE_DIR_NAME
+
+
+
+def walk_once(top: Path, visited: set, followlinks: bool = False):
+    """``os.walk`` of ``top`` that enters each directory once (``visited`` holds (device, inode);
+    symlink loops and bind mounts end there) and skips unreadable ones. Yields (folder, dirnames,
+    filenames); prune by editing dirnames in place, as with ``os.walk``."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=followlinks):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in visited:
+            dirnames[:] = []
+            continue
+        visited.add((st.st_dev, st.st_ino))
+        yield Path(dirpath), dirnames, filenames
+
+class LinkCache:
+    """Content hash -> the links the file states ([raw value, is_module] pairs)."""
+
+    def __init__(self, root: Path, enabled: bool = True) -> None:
+        from parallint import __version__
+
+        self.enabled = enabled
+        self.path = cache_dir(root) / "links.json"
+        self.tag = f"{CACHE_FORMAT}:{__version__}"
+        self.data: dict[str, list] = {}
+        self.dirty = False
+        self.used: set[str] = set()
+        if enabled:
+            try:
+                text = self.path.read_text("utf-8")
+                import json  # only when there is an index to read
+
+                raw = json.loads(text)
+                if isinstance(raw, dict) and raw.get("tag") == self.tag and isinstance(raw.get("files"), dict):
+                    self.data = raw["files"]
+            except (OSError, ValueError):
+                pass
+
+    def get(self, digest: str) -> list | None:
+        hit = self.data.get(digest)
+        if hit is not None:
+            self.used.add(digest)
+        return hit
+
+    def put(self, digest: str, links: list) -> None:
+        self.data[digest] = links
+        self.used.add(digest)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.path.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by parallint\n*\n", "utf-8")
+            # keep what this run used plus older entries, bounded
+            keep = dict(self.data)
+            if len(keep) > 4 * MAX_INDEX_FILES:
+                keep = {k: v for k, v in keep.items() if k in self.used}
+            import json
+            import tempfile
+
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".links.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"tag": self.tag, "files": keep}, fh, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only checkout still works, only slower
+
+
+def stated_links(f) -> list[list]:
+    """The links a file states, as the linker reads them: [value, is_module] pairs."""
+    out: list[list] = []
+    for launch in f.launches:
+        if launch.script is not None and launch.script.known and isinstance(launch.script.value, str):
+            out.append([launch.script.value, bool(launch.is_module)])
+        for link in launch.links:
+            if link is not launch.script and link.known and isinstance(link.value, str):
+                out.append([link.value, False])
+    for link in f.links:
+        if link.known and isinstance(link.value, str):
+            out.append([link.value, False])
+    return out
+
+
+def resolve_all(links: Iterable[list], abspath: Path) -> set[Path]:
+    from parallint.link.jobs import repo_root, resolve_link
+
+    base = abspath.parent
+    root = repo_root(base)
+    out = set()
+    for raw, module in links:
+        p = resolve_link(Value(raw), base, root, module=module)
+        if p is not None:
+            out.add(p)
+    return out
+
+
+class ReverseIndex:
+    """Who names whom below one root, computed lazily for the files asked about."""
+
+    def __init__(self, runner, root: Path, use_cache: bool = True) -> None:
+        self.runner = runner
+        self.root = root
+        self.cache = LinkCache(root, use_cache)
+        self._files: list[tuple[Path, bytes]] | None = None
+        self._exc = None
+        self.parsed = 0  # files parsed to learn their links (cache misses)
+
+    def _corpus(self) -> list[tuple[Path, bytes]]:
+        """Every file under the root that a whole-repository run could look at, with its bytes.
+        (Folders are pruned as ``check ROOT`` prunes them; a file's own exclusion is decided only
+        when it matters, see :meth:`_kept`.)"""
+        if self._files is None:
+            files = []
+            buffers = self.runner.stdin
+            for ap in self._listing():
+                if ap in buffers:  # an unsaved buffer stands for the file
+                    files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
+                    continue
+                from parallint.util.safeio import read_regular
+
+                data = read_regular(ap, 4 * 1024 * 1024)  # regular files only: a FIFO never blocks
+                if data is None:
+                    continue
+                files.append((ap, data))
+                if len(files) >= MAX_INDEX_FILES:
+                    break
+            self._files = files
+        return self._files
+
+    def _excluder(self):
+        if self._exc is None:
+            from parallint.discover.walk import Excluder
+
+            cfg = self.runner.config
+            self._exc = Excluder(cfg.exclude, cfg.base, cfg.get("respect-gitignore", True))
+        return self._exc
+
+    def _kept(self, ap: Path) -> bool:
+        """Whether a walk of the root keeps this file (configured excludes, .gitignore); asked
+        only for the few files that contain a needle."""
+        return not self._excluder().excluded(ap, False)
+
+    def _listing(self) -> list[Path]:
+        excluder = self._excluder()
+        cfg = self.runner.config
+        git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
+        if git is not None:
+            return [self.root / rel for rel in git]
+        out = []
+        for d, dirnames, filenames in walk_once(self.root, set(), followlinks=True):
+            dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
+            out.extend(d / fn for fn in sorted(filenames))
+        return out
+
+    def links_of(self, abspath: Path, raw: bytes, names: set[bytes]) -> set[Path]:
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest() + ":" + abspath.name
+        links = self.cache.get(digest)
+        if links is None:
+            if abspath.suffix == ".py" and not any(n in raw for n in names):
+                # Python names files by path only (`config="ds.json"`); a stem alone (a module
+                # name in a launch line) is not a link there, and LibCST is the costly parse
+                return set()
+            self.parsed += 1
+            f = self.runner.read(abspath)
+            links = stated_links(f) if f is not None else []
+            self.cache.put(digest, links)
+        return resolve_all(links, abspath)
+
+    def referrers(self, targets: set[Path]) -> set[Path]:
+        """Files below the root whose jobs can include one of ``targets`` (transitively)."""
+        declared = self._declared()
+        found: set[Path] = set()
+        frontier = set(targets)
+        for _ in range(MAX_ROUNDS):
+            if not frontier:
+                break
+            wanted = set().union(*(needles(t) for t in frontier))
+            names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
+            new: set[Path] = set()
+            for abspath, raw in self._corpus():
+                if abspath in found or abspath in targets:
+                    continue
+                if not any(n in raw for n in wanted) or not self._kept(abspath):
+                    continue
+                if self.links_of(abspath, raw, names) & frontier:
+                    new.add(abspath)
+            for launch, files in declared:
+                if launch not in found and launch not in targets and files & frontier:
+                    new.add(launch)
+            found |= new
+            frontier = new
+        self.cache.save()
+        return found
+
+    def _declared(self) -> list[tuple[Path, set[Path]]]:
+        cfg = self.runner.config
+        out = []
+        for entry in cfg.get("links", []) or []:
+            if entry.get("launch"):
+                out.append(((cfg.base / entry["launch"]).resolve(),
+                            {(cfg.base / p).resolve() for p in entry.get("files", [])}))
+        return out
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked and untracked files git does not ignore, relative to ``root`` (None: not a git work
+    tree, or git is unavailable)."""
+    if not (root / ".git").exists():
+        return None
+    import subprocess
+
+    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    try:
+        listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
+        ignored = subprocess.run(cmd[:5] + ["--cached", "--ignored", "--exclude-standard"],
+                                 capture_output=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    drop = set(ignored.split(b"\0"))
+    out = []
+    for rel in dict.fromkeys(listed.split(b"\0")):
+        if rel and rel not in drop:
+            out.append(os.fsdecode(rel))
+    return out
+
+
+def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
+                all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
+                related_findings: bool = False, run_cache: bool | None = None):
+    """``parallint check`` with whole jobs: the given files are checked in every job that
+    includes them; findings are those located in the given paths (all findings of the affected
+    jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
+    a given file: a launch edit that breaks a config). Folders are checked as usual. ``buffers``
+    (absolute path -> text) stand for files on disk everywhere (an editor's unsaved documents).
+
+    With ``use_cache``, per-file results come from the content cache (parallint.engine.cache); with
+    ``run_cache`` too (the default), a run over folders only whose files, folders and settings are
+    unchanged since the same run was last made gives that run's findings without reading any file
+    (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``)."""
+    from parallint.engine.runner import Runner
+
+    runner = Runner(config, cwd)
+    cwd = runner.cwd
+    whole = None
+    if use_cache and not buffers and stdin is None:
+        runner.store = content_cache(runner, paths, rules)
+        if (use_cache if run_cache is None else run_cache) and paths and \
+                all(os.path.isdir(os.path.join(cwd, p)) for p in paths):
+            whole = _run_cache(runner, paths, rules, all_job_findings, related_findings)
+    if whole is None:
+        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+    from parallint.engine.runner import Result
+
+    hit = whole.load()
+    if hit is not None:
+        _trace("hit")
+        diagnostics, checked = hit
+        return Result(list(diagnostics), checked)
+    import time
+
+    from parallint.util import deps
+
+    whole.prepare()
+    t0 = time.time_ns()
+    rec = deps.start_recording()
+    try:
+        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+    finally:
+        deps.stop_recording()
+    stored = False
+    if not result.errors and not any(d.code == "SYN002" and _unsteady(d.message) for d in result.diagnostics):
+        stored = whole.store((result.diagnostics, result.files_checked), rec, runner.cache.keys(), t0)
+    _trace(f"{whole.outcome}, {'stored' if stored else 'not stored'}")
+    return result
+
+
+def _trace(what: str) -> None:
+    """``PARALLINT_CACHE_TRACE=1``: say on standard error what the run cache did."""
+    if os.environ.get("PARALLINT_CACHE_TRACE"):
+        import sys
+
+        print(f"parallint: run cache: {what}", file=sys.stderr)
+
+
+def _unsteady(message: str) -> bool:
+    """A SYN002 reason that depends on the machine's load, not on the files."""
+    return any(w in message for w in ("timed out", "out of memory", "crashed", "took over"))  # "took over": a CPU budget
+
+
+def _run_cache(runner, paths: list[str], rules, all_job_findings: bool, related_findings: bool):
+    from parallint.engine.cache import RunCache
+
+    cfg = runner.config
+    store = runner.store
+    extra = {"paths": [os.path.abspath(os.path.join(runner.cwd, p)) for p in paths], "cwd": str(runner.cwd),
+             "base": str(cfg.base), "config": str(cfg.path), "exclude": list(cfg.exclude),
+             "all_job_findings": all_job_findings, "related_findings": related_findings}
+    run = RunCache(store.folder.parent, rules, cfg.settings, extra)
+    return run if run.usable else None
+
+
+def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool, buffers: dict | None,
+                 related_findings: bool, use_cache: bool):
+    cwd = runner.cwd
+    for ap, text in (buffers or {}).items():
+        runner.stdin[Path(os.path.abspath(ap))] = text
+    given: list[Path] = []  # files named (or the stdin file)
+    folders: list[Path] = []
+    for arg in paths:
+        ap = Path(os.path.abspath(cwd / arg))
+        (folders if ap.is_dir() else given).append(ap)
+    if stdin is not None:
+        name, content = stdin
+        ap = Path(os.path.abspath(cwd / name))
+        runner.stdin[ap] = content
+        given.append(ap)
+
+    extra: set[Path] = set()
+    by_root: dict[Path, set[Path]] = {}
+    for ap in given:
+        if ap not in runner.stdin and (not ap.is_file() or runner._load(ap, True) is None):
+            continue  # missing, or not a file parallint reads: it is in no job
+        by_root.setdefault(find_root(ap), set()).add(ap)
+    for root, targets in by_root.items():
+        extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
+
+    files = runner.collect([str(p) for p in folders] + [str(p) for p in given if p not in runner.stdin], rules)
+    for ap in given:
+        if ap in runner.stdin:
+            f = runner.read(ap, explicit=True)
+            if f is not None and f not in files:
+                files.append(f)
+    named = {f.abspath for f in files}
+    checked = len(files)
+    for ap in sorted(extra - named):
+        f = runner.read(ap)
+        if f is not None:
+            files.append(f)
+    result = runner.check([], rules, files=files)
+    result.files_checked = checked
+    if all_job_findings or not given:
+        return result
+    keep_files = {f.path for f in files if f.abspath in set(given)}
+    keep_dirs = [f"{display(d, cwd)}/" for d in folders]
+
+    def located(path: str) -> bool:
+        return path in keep_files or any(path.startswith(k) or k == "./" for k in keep_dirs)
+
+    result.diagnostics = [d for d in result.diagnostics if located(d.span.path) or (
+        related_findings and any(r.path in keep_files for r in d.related))]
+    return result
+
+
+def content_cache(runner, paths: list[str], rules):
+    """The per-file content cache (parallint.engine.cache) of the repository the first path is in,
+    next to the link index."""
+    from parallint.engine.cache import FileCache
+
+    first = Path(os.path.abspath(runner.cwd / paths[0])) if paths else runner.cwd
+    return FileCache(cache_dir(find_root(first)), rules, runner.config.settings)
+
+
+def display(p: Path, cwd: Path) -> str:
+    from parallint.discover.walk import display_path
+
+    return display_path(p, cwd)
+
+
+#: folders no check walks (discover.DEFAULT_EXCLUDE's plain names)
+_NEVER_WALKED = frozenset({".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
+                           ".mypy_cache", ".pytest_cache", ".ruff_cache", ".parallint_cache", "site-packages", ".eggs"})
+
+
+def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
+    """The configurations below the folders among ``paths``, other than the run's own, except
+    those the run excludes (its patterns, .gitignore). Only the few configuration files found
+    are tested against the excludes, so this costs one walk of the folder names."""
+    from parallint.discover.settings import find_config, load_config
+    from parallint.discover.walk import Excluder
+
+    cwd = cwd or Path.cwd()
+    folders = [Path(os.path.abspath(cwd / p)) for p in paths if (cwd / p).is_dir()]
+    if not folders:
+        return []
+    excluder = Excluder(config.exclude, config.base, bool(config.get("respect-gitignore", True)), include_tests=True)
+    run = config.path.resolve() if config.path else None
+    out, seen, visited = [], set(), set()
+    for top in folders:
+        for d, dirnames, filenames in walk_once(top, visited):
+            dirnames[:] = [n for n in dirnames if n not in _NEVER_WALKED]
+            if d != top and ("pyproject.toml" in filenames or "parallint.toml" in filenames):
+                name = "parallint.toml" if "parallint.toml" in filenames else "pyproject.toml"
+                if excluder.excluded(d / name, False):
+                    continue
+                found = find_config(d)
+                if found is not None and found.resolve() != run and found.resolve() not in seen:
+                    seen.add(found.resolve())
+                    out.append(load_config(str(found)))
+    return out
+
+
+def nested_settings_filter(diags: list, config, selection, cwd: Path | None = None,
+                           levels: dict | None = None, run_codes: set | None = None) -> list:
+    """Settings per file inside a walked folder, as Ruff does: a finding in a file whose nearest
+    configuration is not the run's is kept only if that configuration selects its rule and its
+    ``per-file-ignores`` do not cover it; ``levels`` (id of a finding -> fail level) gets that
+    configuration's fail level. ``selection(config)`` -> (rules, fail level). ``run_codes``: the
+    run's own selection, when the rules that ran are more (the union with nested selections)."""
+    from parallint.discover.settings import find_config, load_config
+    from parallint.engine.registry import lazy_registry as get_registry  # covers() needs codes and names only
+
+    cwd = cwd or Path.cwd()
+    run = config.path.resolve() if config.path else None
+    nearest: dict[Path, Path | None] = {}
+    chosen: dict[Path, tuple] = {}
+    reg = get_registry()
+    out = []
+    for d in diags:
+        ap = Path(os.path.abspath(cwd / d.span.path))
+        folder = ap.parent
+        if folder not in nearest:
+            found = find_config(folder) if folder.is_dir() else None
+            nearest[folder] = found.resolve() if found else None
+        found = nearest[folder]
+        if found is None or found == run:
+            if run_codes is None or d.code in run_codes:
+                out.append(d)
+            continue
+        if found not in chosen:
+            c = load_config(str(found))
+            rules, level = selection(c)
+            chosen[found] = (c, {r.code for r in rules}, level)
+        c, codes, level = chosen[found]
+        if d.code not in codes:
+            continue
+        if levels is not None:
+            levels[id(d)] = level
+        pfi = c.per_file_ignores(d.span.path, ap)
+        if pfi and reg.covers(pfi, d.code):
+            continue
+        out.append(d)
+    return out

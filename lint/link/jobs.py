@@ -1,0 +1,229 @@
+"""Linking: facts from several files become jobs.
+
+A launch command links to every file it names that exists (its script or ``-m`` module, the
+``--deepspeed_config``, ``--config_file``, ``--job.config_file`` and model configs), resolved
+against the launch file's folder and then the repository root; linked files' own links are
+followed too (a script naming its DeepSpeed JSON), with a depth limit and a cycle guard.
+``[tool.parallint] links`` declares links the files cannot show. Every file that no launch took
+in becomes a job of its own (its rules then see only what that file states).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from parallint.model.facts import FileFacts, Value
+from parallint.model.job import Job
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Callable
+
+    Reader = Callable[[Path], "FileFacts | None"]
+
+MAX_DEPTH = 3
+
+
+_ROOTS: dict[Path, Path] = {}  # repo_root per folder, for one run (see reset)
+
+
+def reset() -> None:
+    """Forget the repository roots found by an earlier run."""
+    _ROOTS.clear()
+
+
+def repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` with ``.git``, ``pyproject.toml`` or ``setup.py``
+    (else ``start``); remembered for the run, as every file of a folder asks for it."""
+    hit = _ROOTS.get(start)
+    if hit is None:
+        hit = _ROOTS[start] = _repo_root(start)
+    return hit
+
+
+#: what marks a repository's top folder (see :func:`repo_root`)
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
+
+
+def _repo_root(start: Path) -> Path:
+    for d in (start, *start.parents):
+        if (d / ".git").exists() or (d / "pyproject.toml").is_file() or (d / "setup.py").is_file():
+            return d
+    return start
+
+
+def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> Path | None:
+    """The existing file a link names, or None (unknown values and missing files link nothing)."""
+    if not value.known or not isinstance(value.value, str):
+        return None
+    raw = value.value.strip().strip("'\"")
+    if not raw or "$" in raw or "<" in raw or "\x00" in raw:
+        return None
+    cands: list[str] = []
+    if module:
+        mod = raw.replace(".", "/")
+        cands = [mod + ".py", mod + "/__main__.py"]
+    else:
+        cands = [raw]
+    folders = [base] if base == root else [base, root]
+    note = _probed()
+    for c in cands:
+        p = Path(os.path.expanduser(c))  # never raises on an unknown `~user`
+        for cand in ([p] if p.is_absolute() else [folder / p for folder in folders]):
+            if note is not None:
+                note(cand)  # a file that appears there later links (the run cache's manifest)
+            try:
+                if cand.is_file():
+                    return cand.resolve()
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def _probed():
+    """parallint.engine.cache.note_probe while a run is recorded, else None."""
+    from parallint.util import deps
+
+    return deps.note_probe if deps.recording() is not None else None
+
+
+def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
+    """Add the file at ``target`` (and, depth permitting, the files it names) to ``job``."""
+    if target is None or target in seen or depth > MAX_DEPTH:
+        return
+    seen.add(target)
+    linked = read(target)
+    if linked is None:
+        return
+    job.files.append(linked)
+    job.facts.extend(linked.facts)
+    _follow(job, linked, read, root, seen, depth + 1)
+
+
+def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
+    for link in f.links:
+        _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, depth)
+
+
+def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path,
+               settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> list[Job]:
+    """The jobs of ``files``: one per launch, one per declared group, and the job of every other
+    file on its own. ``settled(file, members)`` says that the rules of a file's own job (with
+    those member files) have run already (in a worker): that job is assembled without the facts
+    only its rules would read (the script's own launcher, see :func:`pylaunch.attach`)."""
+    jobs: list[Job] = []
+    taken: set[Path] = set()
+    declared_for: dict[Path, list[Path]] = {}
+    groups: list[list[Path]] = []
+    for entry in declared:
+        targets = [(base / p).resolve() for p in entry.get("files", [])]
+        if entry.get("launch"):
+            declared_for.setdefault((base / entry["launch"]).resolve(), []).extend(targets)
+        else:
+            groups.append(targets)
+
+    for f in files:
+        if not f.launches:
+            continue
+        root = repo_root(f.abspath.parent)
+        for launch in f.launches:
+            job = Job(name=f"{f.path}:{launch.span.line}", root=f, launch=launch, files=[f])
+            job.facts.extend(launch.facts)
+            job.facts.extend(f.facts)
+            seen = {f.abspath}
+            script_path = None
+            if launch.script is not None:
+                module = launch.is_module
+                script_path = resolve_link(launch.script, f.abspath.parent, root, module=module)
+                launch.script_path = script_path
+                launch.repo_root = repo_root(script_path.parent) if script_path is not None else root
+                _attach(job, script_path, read, root, seen, 1)
+            if launch.megatron_flags:  # the flags the launched Megatron script accepts (CFG006 reads them)
+                from parallint.link import megatron_table
+
+                try:
+                    launch.megatron_table = megatron_table.accepted_flags(launch, launch.megatron_flags)
+                except Exception:  # noqa: BLE001 - an unreadable table is an unknown one, never a crash
+                    launch.megatron_table = None
+            for link in launch.links:
+                if link is not launch.script:
+                    _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
+            for target in declared_for.get(f.abspath, []):
+                _attach(job, target, read, root, seen, 1)
+            script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)
+            from parallint.link import hfargs
+            from parallint.link import pylaunch
+
+            hfargs.attach(job, launch, script)  # HF TrainingArguments given as flags on the launch line
+            pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
+            job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
+            taken.update(seen)
+            jobs.append(job)
+
+    for group in groups:
+        members = [m for m in (read(p) for p in group) if m is not None]
+        if not members:
+            continue
+        job = Job(name=members[0].path, root=members[0], files=members)
+        for m in members:
+            job.facts.extend(m.facts)
+            taken.add(m.abspath)
+        jobs.append(job)
+
+    for f in files:
+        if f.abspath in taken or f.launches:
+            continue
+        jobs.append(standalone_job(f, read, settled))
+    return jobs
+
+
+def standalone_job(f: FileFacts, read: Reader,
+                   settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> Job:
+    """The job of a file that no launch takes in: the file and the files it names."""
+    job = Job(name=f.path, root=f, files=[f])
+    job.facts.extend(f.facts)
+    root = repo_root(f.abspath.parent)
+    _follow(job, f, read, root, {f.abspath}, 1)
+    # without a launch, only Python files state launch facts (pylaunch.attach does nothing else):
+    # a config's own job imports no launch scanner
+    if (settled is None or not settled(f, tuple(x.abspath for x in job.files))) and \
+            any(x.kind == "python" for x in job.files):
+        from parallint.link import pylaunch
+
+        pylaunch.attach(job, None, root)
+    return job
+
+
+def hydra_assignments(f: FileFacts, root: Path) -> None:
+    """The facts of ``f`` read from keys that its Hydra entry script overwrites after loading it
+    (``cfg.model.global_batch_size = ...``) become unknown: the file's value never runs. The runner
+    calls it as the file is read, before any rule sees the file."""
+    from parallint.link import hydrascripts
+
+    marked = any(os.path.exists(root / m) for m in ROOT_MARKERS)  # a real top, not a fallback
+    keys = hydrascripts.assigned_keys(f.abspath, root, root if marked else None)
+    if not keys:
+        return
+    from parallint.readers.cfgutil import mask_facts
+
+    def reason(v: Value) -> str | None:
+        hit = _set_by(v.source, keys)
+        if hit is None:
+            return None
+        script, line = keys[hit]
+        return f"{hit} is set by {script}:{line} after the config is loaded"
+
+    mask_facts(f, "", reason=reason)
+
+
+def _set_by(source: str, keys: dict[str, tuple[str, int]]) -> str | None:
+    """The assigned key a fact's source reads (``nemo.yaml model.global_batch_size``; a key set
+    whole, ``cfg.model = ...``, covers everything under it), or None."""
+    for word in source.split():
+        k = word
+        while k:
+            if k in keys:
+                return k
+            k = k.rpartition(".")[0]
+    return None

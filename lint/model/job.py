@@ -1,0 +1,58 @@
+"""A job: the files that together describe one training run, and the facts they state.
+
+Built by :mod:`parallint.link.jobs`. ``facts`` holds every file's normalized facts (the launch file's
+first, then scripts and configs), so rules can compare values stated in different files and report
+one at the value that is wrong with the others as related locations.
+"""
+
+from __future__ import annotations
+
+
+from parallint.model.facts import FactMap, FileFacts, Value, known_int
+from parallint.model.world import world_size
+from parallint.util.record import EqRecord
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Job(EqRecord):
+    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters")
+    name: str  # a display name: the launch file (and line) or the standalone file
+    root: FileFacts  # the launch file, or the standalone config/script
+    launch: Any  # the parallint.model.launch.Launch this job came from, if any
+    files: list[FileFacts]  # root first, then linked files
+    facts: FactMap
+    #: loopback ``MASTER_ADDR`` values the job's Python files always set, in file order (set by the
+    #: linker for a launch's job, from :func:`parallint.link.pylaunch.loopback_master`)
+    loopback_masters: list[Value]
+
+    def __init__(
+        self,
+        name: str,
+        root: FileFacts,
+        launch: Any = None,
+        files: list[FileFacts] | None = None,
+        facts: FactMap | None = None,
+        loopback_masters: list[Value] | None = None,
+    ) -> None:
+        self.name = name
+        self.root = root
+        self.launch = launch
+        self.files = [] if files is None else files
+        self.facts = FactMap() if facts is None else facts
+        self.loopback_masters = [] if loopback_masters is None else loopback_masters
+
+    def get(self, key: str) -> Value | None:
+        return self.facts.get(key)
+
+    def int(self, key: str) -> int | None:
+        return known_int(self.facts.get(key))
+
+    def of_kind(self, *kinds: str) -> list[FileFacts]:
+        return [f for f in self.files if f.kind in kinds]
+
+    def world_size(self) -> Value | None:
+        """The world size stated for the job (explicit, or nodes × processes per node)."""
+        return world_size(self.facts)

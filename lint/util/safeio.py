@@ -1,0 +1,65 @@
+"""Reading a file named by a path without ever blocking: regular files only (a FIFO, socket or
+device is never read from; it is opened without blocking and checked with ``fstat``)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_regular(path: "str | Path", cap: int | None = None) -> bytes | None:
+    """The bytes of the regular file at ``path`` (None when it is not one, cannot be read, or is
+    larger than ``cap``)."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (cap is not None and st.st_size > cap):
+            return None
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_text_regular(path: "str | Path", cap: int | None = None) -> str:
+    """The text of a regular file (undecodable bytes replaced), or "" as for an unreadable one."""
+    data = read_regular(path, cap)
+    return "" if data is None else data.decode("utf-8", errors="replace")
+
+
+def atomic_write(path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file in its folder (its mode kept)."""
+    import os
+    import tempfile
+
+    mode = None
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".parallint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
