@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from parallint.discover.settings import Config
-from parallint.rules.bat import rampup_batch_sizes
+from parallint.rules.bat._common import rampup_batch_sizes
 from parallint.engine.runner import check_paths
 
 from conftest import write_tree

@@ -385,7 +385,7 @@ def _part(stages, pp=None, layers=None):
 
 
 def test_partition_problems():
-    from parallint.rules.pip import partition_problems
+    from parallint.rules.pip._common import partition_problems
 
     good = _part([["tok_embeddings", "layers.0", "layers.1"], ["layers.2", "layers.3", "norm", "output"]], pp=2, layers=4)
     assert partition_problems(good) == []

@@ -150,7 +150,7 @@ def test_github_annotation_escaping():
 
 
 def test_sarif_shape():
-    from parallint.rules.syn import ParseError
+    from parallint.rules.syn.syn001_parse_error import ParseError
 
     doc = sarif([_diag(related=[Related("x.sh", 7, "here")])], [ParseError])
     run = doc["runs"][0]

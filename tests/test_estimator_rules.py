@@ -10,7 +10,8 @@ import pytest
 from parallint.model.diagnostics import Span
 from parallint.model.facts import FactMap, FileFacts, Value
 from parallint.model.job import Job
-from parallint.rules.mem import PredictedOom, PureDataParallelOversized
+from parallint.rules.mem.mem001_pure_data_parallel_oversized import PureDataParallelOversized
+from parallint.rules.mem.mem002_predicted_oom import PredictedOom
 
 SEED = {"model.layers": 72, "model.hidden": 12288, "model.heads": 96, "model.vocab": 50257,
         "model.seq_len": 2048}

@@ -4,7 +4,7 @@ cluster (head + worker groups, autoscaler maxReplicas, numOfHosts, rayStartParam
 from __future__ import annotations
 
 from parallint.discover.settings import Config
-from parallint.rules.lch import RAY_MANIFEST, RAY_SCRIPT
+from parallint.rules.lch._common import RAY_MANIFEST, RAY_SCRIPT
 from parallint.engine.runner import build_jobs, check_paths
 
 from conftest import write_tree

@@ -16,7 +16,8 @@ def test_scaffolded_rule_is_a_working_rule(tmp_path):
     p = subprocess.run([sys.executable, str(ROOT / "scripts" / "new_rule.py"), "ZZZ001", "gloo-backend-on-gpu",
                         "--root", str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    path = tmp_path / "rules" / "zzz.py"
+    path = tmp_path / "rules" / "zzz" / "zzz001_gloo_backend_on_gpu.py"
+    assert (tmp_path / "rules" / "zzz" / "__init__.py").exists()
     spec = importlib.util.spec_from_file_location("zzz_scaffold", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -28,6 +29,7 @@ def test_scaffolded_rule_is_a_working_rule(tmp_path):
     assert [d.span.line for d in found] == [3]
     assert run_example(rule, rule.valid[0], tmp_path / "valid") == []
     assert "dist.init_process_group(\"gloo\")" in rule.documentation()
-    again = subprocess.run([sys.executable, str(ROOT / "scripts" / "new_rule.py"), "ZZZ001", "x",
-                            "--root", str(tmp_path)], capture_output=True, text=True)
-    assert again.returncode != 0 and "exists" in again.stderr
+    for name in ("gloo-backend-on-gpu", "another-name"):  # the same file, or a reused code
+        again = subprocess.run([sys.executable, str(ROOT / "scripts" / "new_rule.py"), "ZZZ001", name,
+                                "--root", str(tmp_path)], capture_output=True, text=True)
+        assert again.returncode != 0 and "exists" in again.stderr

@@ -112,3 +112,21 @@ def test_needle_of_a_qualified_name():
     assert callmod.needle("torch.save") == "torch.save"
     assert callmod.needle("torch.distributed.all_reduce") == "torch.distributed"
     assert callmod.derive_needles({}, ["a.LongName", "a.LongNameX"]) == ("LongName",)
+
+
+def test_each_rule_is_a_file_of_its_own():
+    """``rules/<family>/<code>_<name>.py``: one Rule class a module, named by its code and name, in
+    the folder of its code's letters; a family's shared helpers are in its ``_common`` module."""
+    from conftest import ROOT
+
+    builtin = [r for r in RULES if r.__module__.startswith("parallint.rules.")]
+    seen: dict[str, str] = {}
+    for r in builtin:
+        fam, _, mod = r.__module__[len("parallint.rules."):].partition(".")
+        assert fam == "".join(c for c in r.code if c.isalpha()).lower(), (r.code, r.__module__)
+        assert mod == f"{r.code.lower()}_{r.name.replace('-', '_')}", (r.code, r.__module__)
+        assert r.__module__ not in seen, f"{r.code} and {seen.get(r.__module__)} share {r.__module__}"
+        seen[r.__module__] = r.code
+    files = {p for p in (ROOT / "rules").glob("*/*.py") if not p.name.startswith("_")}
+    assert {f"parallint.rules.{p.parent.name}.{p.stem}" for p in files} == set(seen)
+    assert not [p for p in (ROOT / "rules").glob("*.py") if p.name != "__init__.py"], "a rule module outside its family"

@@ -74,7 +74,7 @@ def test_global_rank_fires_only_on_several_nodes(tmp_path, launch, expected):
 @pytest.mark.parametrize("kind", ["hftrainargs", "accelerate", "nemo", "foundry"])
 def test_find_unused_in_configs_is_no_evidence(tmp_path, kind):
     """A config states the flag but never shows the model (GAN, MoE, adapters need it): silent."""
-    from parallint.rules.ddp import FindUnusedParameters
+    from parallint.rules.ddp.ddp001_find_unused_parameters import FindUnusedParameters
 
     assert kind not in FindUnusedParameters.kinds
     found = run(tmp_path, {

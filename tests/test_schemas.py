@@ -8,7 +8,7 @@ import pytest
 
 from parallint.readers import jsonpos, tomlpos
 from parallint.readers.yamlpos import load_all
-from parallint.rules.cfg import PYTORCHJOB, SCHEMAS, load_schema, schema_problems
+from parallint.rules.cfg._common import PYTORCHJOB, SCHEMAS, load_schema, schema_problems
 
 NAMES = sorted(set(SCHEMAS.values()) | {PYTORCHJOB})
 

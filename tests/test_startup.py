@@ -210,8 +210,10 @@ NOT_FOR_JSON = HEAVY + NOT_AT_START + (
     "yaml", "tomllib", "subprocess", "tempfile", "pickle", "difflib", "configparser", "_hashlib", "textwrap",
     "parallint.model.script", "parallint.readers.python", "parallint.estimator.memory", "parallint.estimator.gpus",
     "parallint.rules.ddp", "parallint.rules.pg", "parallint.rules.dat", "parallint.rules.ckp",
-    "parallint.rules.lch", "parallint.rules.env", "parallint.rules.lay_mesh", "parallint.rules.pip",
-    "parallint.rules.noqa", "parallint.rules.syn", "parallint.link.pylaunch", "parallint.link.hfargs")
+    "parallint.rules.lch", "parallint.rules.env", "parallint.rules.lay.lay007_device_mesh_size_mismatch",
+    "parallint.rules.pip.pip001_partition_gap_or_overlap", "parallint.rules.pip.pip002_partition_count_mismatch",
+    "parallint.rules.pip.pip003_partition_imbalance", "parallint.rules.syn", "parallint.link.pylaunch",
+    "parallint.link.hfargs")
 
 
 def test_json_check_imports_only_what_a_json_config_needs(tmp_path):
@@ -289,10 +291,12 @@ def test_lazy_registry_stands_for_every_rule():
 def test_a_changed_rule_module_is_imported_not_trusted(monkeypatch):
     from parallint.engine import registry
 
-    monkeypatch.setattr(registry, "_TABLE", {**registry._table(), "bat": {**registry._table()["bat"], "source": "0:0"}})
-    assert registry._refs("bat") is None and registry._refs("cfg") is not None
-    monkeypatch.setattr(registry, "_TABLE", {k: v for k, v in registry._table().items() if k != "lch"})
-    assert registry._refs("lch") is None
+    bat, cfg, lch = ("bat.bat001_deepspeed_batch_identity", "cfg.cfg001_unknown_config_key",
+                     "lch.lch001_launcher_world_size_mismatch")
+    monkeypatch.setattr(registry, "_TABLE", {**registry._table(), bat: {**registry._table()[bat], "source": "0:0"}})
+    assert registry._refs(bat) is None and registry._refs(cfg) is not None
+    monkeypatch.setattr(registry, "_TABLE", {k: v for k, v in registry._table().items() if k != lch})
+    assert registry._refs(lch) is None
 
 
 def _job(kinds, launch=None):

@@ -8,7 +8,7 @@ rule names, ``ALL``) are resolved here.
 :func:`get_registry` imports every rule module. ``check`` uses :func:`lazy_registry` instead: the
 built-in rules are known by their declarations (code, name, severity, ``kinds``, ``calls``, whether
 they check files and jobs), read from a generated table (``parallint/data/rules_table.py``, see
-:func:`declaration_table`), and a rule family's module is imported only when one of its rules has
+:func:`declaration_table`), and a rule's module is imported only when the rule has
 something to look at (:class:`RuleRef`):
 
 * a file check, for a file of one of the rule's ``kinds`` (the runner asks for no other);
@@ -61,7 +61,9 @@ def _rules_in(module: ModuleType) -> list[type[Rule]]:
 
 
 def _builtin_names() -> list[str]:
-    """The rule families: the public modules of ``parallint.rules``, by name."""
+    """The rule modules of ``parallint.rules``, by name: ``<family>.<module>`` for each public
+    module of a family folder (``ddp.ddp001_find_unused_parameters``: one rule a module), and any
+    public module at the top."""
     import os
 
     import parallint.rules as pkg
@@ -69,16 +71,37 @@ def _builtin_names() -> list[str]:
     names: set[str] = set()
     for folder in pkg.__path__:
         try:
-            for n in os.listdir(folder):
-                if n.endswith(".py") and n[:-3].isidentifier():
-                    names.add(n[:-3])
-                elif n.isidentifier() and os.path.isfile(os.path.join(folder, n, "__init__.py")):
-                    names.add(n)
+            entries = os.listdir(folder)
         except OSError:  # not a folder (a zipped install): ask the import system
             import pkgutil
 
-            names.update(info.name for info in pkgutil.iter_modules([folder]))
-    return sorted(n for n in names if not n.startswith("_"))
+            for fam in pkgutil.iter_modules([folder]):
+                if fam.ispkg:
+                    names.update(f"{fam.name}.{m.name}" for m in pkgutil.iter_modules([os.path.join(folder, fam.name)])
+                                 if not m.ispkg)
+                else:
+                    names.add(fam.name)
+            continue
+        for n in entries:
+            if n.endswith(".py") and n[:-3].isidentifier():
+                names.add(n[:-3])
+            elif n.isidentifier() and os.path.isfile(os.path.join(folder, n, "__init__.py")):
+                names.update(f"{n}.{m[:-3]}" for m in os.listdir(os.path.join(folder, n))
+                             if m.endswith(".py") and m[:-3].isidentifier())
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
+
+
+def _source_path(name: str) -> str | None:
+    """The source file of rule module ``name`` (``ddp.ddp001_...``), or None."""
+    import os
+
+    import parallint.rules as pkg
+
+    for folder in pkg.__path__:
+        path = os.path.join(folder, *name.split(".")) + ".py"
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def _builtin_modules() -> list[ModuleType]:
@@ -391,7 +414,7 @@ def _table() -> dict:
     if _TABLE is None:
         try:
             from parallint.data.rules_table import MODULES
-        except ImportError:  # an install without it: every family is imported
+        except ImportError:  # an install without it: every rule module is imported
             MODULES = {}
         _TABLE = MODULES if isinstance(MODULES, dict) else {}
     return _TABLE
@@ -404,41 +427,35 @@ def _source_stamp(data: bytes) -> str:
 
 
 def _refs(name: str) -> list[RuleRef] | None:
-    """The RuleRefs of rule family ``name``, or None when the table does not describe its current
+    """The RuleRefs of rule module ``name``, or None when the table does not describe its current
     source (a module added or edited since the table was written; an install without sources)."""
-    import os
-
-    import parallint.rules as pkg
-
     entry = _table().get(name)
     if not isinstance(entry, dict):
         return None
-    for folder in pkg.__path__:
-        try:
-            with open(os.path.join(folder, f"{name}.py"), "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        if _source_stamp(data) != entry.get("source"):
-            return None
-        try:
-            return [RuleRef(f"parallint.rules.{name}", d) for d in entry["rules"]]
-        except (KeyError, TypeError, ValueError):
-            return None
-    return None
+    path = _source_path(name)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if _source_stamp(data) != entry.get("source"):
+        return None
+    try:
+        return [RuleRef(f"parallint.rules.{name}", d) for d in entry["rules"]]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def declaration_table() -> str:
     """``parallint/data/rules_table.py``: every built-in rule's declarations, by module, with the
     stamp of the module's source it was made from (tests/test_startup.py keeps it current)."""
-    import os
-
-    import parallint.rules as pkg
-
     modules = {}
     for mod in _builtin_modules():
-        name = mod.__name__.rsplit(".", 1)[1]
-        path = next(os.path.join(d, f"{name}.py") for d in pkg.__path__ if os.path.exists(os.path.join(d, f"{name}.py")))
+        name = mod.__name__[len("parallint.rules."):]
+        path = _source_path(name)
+        assert path is not None, name
         with open(path, "rb") as fh:
             stamp = _source_stamp(fh.read())
         modules[name] = {"source": stamp, "rules": [

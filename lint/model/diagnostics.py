@@ -8,7 +8,7 @@ from parallint.util.record import FrozenRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Any, Final
 
 
 class Severity(enum.IntEnum):
@@ -117,11 +117,11 @@ class Diagnostic(FrozenRecord):
     def path(self) -> str:
         return self.span.path
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         s = self.span
         return (s.path, s.line, s.column, self.code, self.message)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         s = self.span
         return {
             "code": self.code,

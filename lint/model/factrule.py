@@ -18,9 +18,12 @@ from parallint.model.rule import Rule
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Iterable, Iterator
+    from typing import Any, Iterable, Iterator
+
+    from parallint.model.diagnostics import Diagnostic
     from parallint.model.facts import FileFacts
     from parallint.model.job import Job
+    from parallint.model.rule import Context
 
 CONFIG_KINDS = frozenset(
     {"deepspeed", "nemo", "megatron_yaml", "torchtitan", "torchtitan_py", "accelerate", "neox",
@@ -46,7 +49,7 @@ class View(EqRecord):
     launch_world: Value | None
     gpus_per_node: Value | None
     launch_flags: set[str]
-    config: dict
+    config: dict[str, Any]
 
     def __init__(
         self,
@@ -56,7 +59,7 @@ class View(EqRecord):
         launch_world: Value | None = None,
         gpus_per_node: Value | None = None,
         launch_flags: set[str] | None = None,
-        config: dict | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
         self.facts = facts
         self.world = world
@@ -98,7 +101,7 @@ def _frameworks(facts: FactMap) -> set[str]:
     return {str(v.value) for v in facts.known("framework")}
 
 
-def _gpn(facts: FactMap, config: dict) -> Value | None:
+def _gpn(facts: FactMap, config: dict[str, Any]) -> Value | None:
     for key in ("parallel.gpus_per_node", "parallel.procs_per_node", "hardware.gpus_per_node_requested"):
         v = facts.get(key)
         if known_int(v) is not None:
@@ -109,13 +112,13 @@ def _gpn(facts: FactMap, config: dict) -> Value | None:
     return None
 
 
-def file_view(f: "FileFacts", config: dict | None = None) -> View:
+def file_view(f: "FileFacts", config: dict[str, Any] | None = None) -> View:
     config = config or {}
     w = world_of(f.facts)
     return View(f.facts, w, _frameworks(f.facts), None, _gpn(f.facts, config), set(), config)
 
 
-def job_view(job: "Job", config: dict | None = None) -> View:
+def job_view(job: "Job", config: dict[str, Any] | None = None) -> View:
     config = config or {}
     launch_world = None
     flags: set[str] = set()
@@ -158,7 +161,7 @@ class FactRule(Rule):
     def findings(self, view: View) -> Iterable[Finding]:  # pragma: no cover - abstract
         return ()
 
-    def _emit(self, found: Iterable[Finding]) -> Iterator:
+    def _emit(self, found: Iterable[Finding]) -> Iterator[Diagnostic]:
         seen = set()
         for fd in found:
             if fd.at.span is None:
@@ -171,11 +174,11 @@ class FactRule(Rule):
                        and v.span != fd.at.span]
             yield self.report(fd.at.span, fd.message, related)
 
-    def check_file(self, f, ctx):
+    def check_file(self, f: "FileFacts", ctx: "Context") -> Iterator[Diagnostic]:
         config = getattr(ctx, "config", {}) or {}
         yield from self._emit(self.findings(file_view(f, config)))
 
-    def check_job(self, job, ctx):
+    def check_job(self, job: "Job", ctx: "Context") -> Iterator[Diagnostic]:
         config = getattr(ctx, "config", {}) or {}
         kinds = {f.path: f.kind for f in job.files}
         covered = {p for p, k in kinds.items() if k in self.kinds}

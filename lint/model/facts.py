@@ -17,7 +17,7 @@ from parallint.util.record import EqRecord, FrozenRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
-    from typing import Any, Final, Iterable, Iterator
+    from typing import Any, Callable, Final, Iterable, Iterator
 
 __all__ = ["FACT_KEYS", "FactMap", "FileFacts", "How", "Origin", "Value", "known_int"]
 
@@ -65,7 +65,7 @@ class Value(FrozenRecord):
     def unknown(cls, why: str, span: Span | None = None, source: str = "", origin: Origin = LITERAL) -> "Value":
         return cls(None, span, False, why, source, origin)
 
-    def map(self, fn) -> "Value":
+    def map(self, fn: "Callable[[Any], Any]") -> "Value":
         """Apply ``fn`` to a known value; unknown stays unknown (and so does a failing conversion)."""
         if not self.known:
             return self

@@ -38,7 +38,7 @@ class Launch(EqRecord):
     #: Kubernetes: every ``resources`` block of the manifest naming a GPU resource (on the job)
     gpu_requests: list["GpuRequest"]
     #: the script's ``--flags`` when they are Megatron's: (normalized name, flag word, value word)
-    megatron_flags: list | None
+    megatron_flags: list[tuple[str, Any, Any]] | None
     #: set by the linker: the script file the launch runs (when it exists) and its repository root
     script_path: Any
     repo_root: Any
@@ -60,7 +60,7 @@ class Launch(EqRecord):
         scheduler: dict[str, Value] | None = None,
         wrapper: "Launch | None" = None,
         gpu_requests: list["GpuRequest"] | None = None,
-        megatron_flags: list | None = None,
+        megatron_flags: list[tuple[str, Any, Any]] | None = None,
         script_path: Any = None,
         repo_root: Any = None,
         megatron_table: Any = None,

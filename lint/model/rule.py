@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
     from typing import Any, Callable
 
+    #: the engine's layout planner: (spec, GPUs, GPU name, headroom) -> layouts, best first
+    Planner = Callable[[dict[str, Any], int, str | None, float], list[Any]]
+
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "How to fix")
 
 
@@ -51,10 +54,10 @@ class Context(EqRecord):
     config: dict[str, Any]
     cwd: Path
     _reader: Callable[[Path], FileFacts | None]
-    _planner: Callable[[dict, int, str | None, float], list]
+    _planner: Planner
 
     def __init__(self, config: dict[str, Any], cwd: Path, reader: Callable[[Path], FileFacts | None],
-                 planner: Callable[[dict, int, str | None, float], list]) -> None:
+                 planner: Planner) -> None:
         self.config = config
         self.cwd = cwd
         self._reader = reader
@@ -70,7 +73,7 @@ class Context(EqRecord):
             p = self.cwd / p
         return self._reader(Path(os.path.abspath(p)))
 
-    def plan(self, spec: dict, gpus: int, gpu: str | None, headroom: float) -> list:
+    def plan(self, spec: dict[str, Any], gpus: int, gpu: str | None, headroom: float) -> list[Any]:
         """The layouts of ``gpus`` GPUs that pass the layout rules and fit, best first (the engine's
         :func:`parallint.engine.layouts.plan`: the real LAY/BAT rules filter the candidates)."""
         return self._planner(spec, gpus, gpu, headroom)
@@ -88,7 +91,7 @@ class Example(FrozenRecord):
     #: the file the check is run on (default: every file of the example); e.g. only the launch file
     paths: Final[Sequence[str]]
     #: configuration for the run, as in [tool.parallint] (e.g. {"gpu": "A100-80GB"})
-    config: Final[dict]
+    config: Final[dict[str, Any]]
     #: INVALID: the example the doc's ``## Example`` shows (default: the first INVALID example)
     doc: Final[bool]
 
@@ -100,7 +103,7 @@ class Example(FrozenRecord):
         count: int = 1,
         line: int | None = None,
         paths: Sequence[str] = (),
-        config: dict | None = None,
+        config: dict[str, Any] | None = None,
         doc: bool = False,
     ) -> None:
         self.code = code

@@ -1,0 +1,200 @@
+"""CKP001 unguarded-checkpoint-save: torch.save in a distributed script not guarded by a rank-0 condition"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.rule import Example, Rule
+from parallint.model.script import Script, script_of
+from parallint.rules.ckp._common import _PY
+
+
+_PER_RANK = re.compile(r"rank|process_index|ordinal|procid", re.I)
+
+
+_BUFFER_NAME = re.compile(r"^(?:buf|buffer|bio|byte_?buf|bytes_?io|mem_?file|membuf|stream)$", re.I)
+
+
+def _plain_distributed(s: Script) -> bool:
+    """The script sets up distributed training itself (torch.distributed, deepspeed.init_distributed,
+    Accelerator, Fabric, a device mesh); trainers that guard saves and map devices are left alone."""
+    return s.sets_up_distributed()
+
+
+def _in_memory(s: Script, dest, frame) -> bool:
+    """``torch.save(obj, buf)`` into an ``io.BytesIO`` (serialising, not writing a file)."""
+    import ast
+
+    for _ in range(4):
+        if isinstance(dest, ast.Call):
+            return bool(s.qnames(dest.func) & {"io.BytesIO", "io.StringIO", "tempfile.SpooledTemporaryFile"})
+        if isinstance(dest, ast.Name):
+            if _BUFFER_NAME.match(dest.id):
+                return True
+            b = s.binding(dest.id, frame)
+            if b is None:
+                return False
+            dest, frame = b
+            continue
+        if isinstance(dest, ast.Attribute):
+            return _BUFFER_NAME.match(dest.attr) is not None
+        return False
+    return False
+
+
+class UnguardedCheckpointSave(Rule):
+    code = "CKP001"
+    calls = frozenset({"accelerator", "ddp", "ds_init_distributed", "fabric", "fsdp", "fully_shard", "hf_trainer",
+                       "init_device_mesh", "init_process_group", "pl_trainer", "save", "training_args"})
+    name = "unguarded-checkpoint-save"
+    severity = Severity.WARNING
+    summary = "torch.save in a distributed script not guarded by a rank-0 condition"
+    kinds = _PY
+    doc = """
+    ## What it does
+    In a script that sets up distributed training itself (`init_process_group`, DDP/FSDP,
+    `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`),
+    flags `torch.save(...)` reached from the script's entry point on a path with no rank condition.
+    Rank conditions are followed through local variables and attributes
+    (`save_logs = is_master(args)` then `if save_logs:`), helper predicates (`is_main_process()`,
+    `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
+    flag whose name says main/master/rank 0), `if local_rank in [-1, 0]:`, early returns on the
+    other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
+    paths (a file name built from the rank) and into an `io.BytesIO` buffer are fine. Scripts whose
+    loop is run by Lightning's or HF's Trainer are left alone.
+
+    ## Why it matters
+    Every rank writes the same file at the same time: N times the I/O, and on shared file
+    systems interleaved or truncated checkpoints that fail to load.
+
+    ## Example
+
+    ## How to fix
+    Save on one rank: `if dist.get_rank() == 0: torch.save(...)`, followed by `dist.barrier()` on
+    all ranks if the others read it; or write per-rank files on purpose.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save_on_master(obj, path):
+                if not is_main_process():
+                    return
+                torch.save(obj, path)
+            def main():
+                dist.init_process_group("nccl")
+                save_on_master(model.state_dict(), "ckpt.pt")
+            main()
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            torch.save(shard, f"shard_{rank}.pt")
+        """),
+        Example("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            if accelerator.is_main_process:
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """),
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save(args, model):
+                if args.save_logs:
+                    torch.save(model.state_dict(), args.checkpoint_path)
+            def main(args):
+                dist.init_process_group("nccl")
+                args.save_logs = args.logs != "none" and is_master(args)
+                save(args, model)
+            main(parse())
+        """),
+        Example("""
+            import io
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            buf = io.BytesIO()
+            torch.save(state, buf)
+            payload = buf.getvalue()
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            def main():
+                dist.init_process_group("nccl")
+                model = DDP(net)
+                for epoch in range(10):
+                    train(model)
+                    torch.save(model.state_dict(), "ckpt.pt")
+            if __name__ == "__main__":
+                main()
+        """, line=9),
+        Example("""
+            import torch
+            from torch.distributed import init_process_group
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Trainer:
+                def __init__(self, model, gpu_id):
+                    self.model = DDP(model, device_ids=[gpu_id])
+                def _save(self, epoch):
+                    torch.save(self.model.module.state_dict(), "checkpoint.pt")
+                def train(self, epochs):
+                    for epoch in range(epochs):
+                        self._save(epoch)
+            def main(rank, world_size):
+                init_process_group("nccl", rank=rank, world_size=world_size)
+                Trainer(model, rank).train(10)
+            main(0, 1)
+        """, line=8),
+        Example("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for epoch in range(3):
+                train(model)
+                torch.save(accelerator.unwrap_model(model).state_dict(), "ckpt.pt")
+        """, line=6),
+        Example("""
+            import deepspeed
+            import torch
+            deepspeed.init_distributed()
+            engine, *_ = deepspeed.initialize(model=model, config="ds.json")
+            torch.save(engine.module.state_dict(), "final.pt")
+        """, line=5),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None or not _plain_distributed(s):
+            return
+        for c in s.by("save"):
+            dest = c.arg_node("f", 1)
+            if c.has_star() or dest is None or _PER_RANK.search(s.code(dest)):
+                continue
+            if _in_memory(s, dest, c.frame):
+                continue  # serialised into memory (to send or hash), not written
+            paths = s.effective_guards(c)
+            if not paths:
+                continue  # the file never calls the function that saves: unknown
+            if any(not any(g.rank for g in p) for p in paths):
+                yield self.report(
+                    c.span,
+                    "torch.save() runs on every rank: all processes write the same file; "
+                    "guard it with `if rank == 0:` (or save per-rank files on purpose)",
+                )

@@ -1,0 +1,6 @@
+"""What the DDP rules share."""
+
+from __future__ import annotations
+
+
+_PY = frozenset({"python"})

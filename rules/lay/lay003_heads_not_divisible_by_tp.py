@@ -1,0 +1,51 @@
+"""LAY003 heads-not-divisible-by-tp: The number of attention heads is not divisible by the tensor-parallel degree"""
+
+from __future__ import annotations
+
+from parallint.model.diagnostics import Severity
+from parallint.model.factrule import FactRule, Finding, View
+from parallint.model.rule import Example
+from parallint.rules.lay._common import _divisors, _meg
+
+
+class HeadsNotDivisibleByTp(FactRule):
+    code = "LAY003"
+    facts = frozenset({"model.heads", "parallel.tp"})
+    name = "heads-not-divisible-by-tp"
+    severity = Severity.ERROR
+    summary = "The number of attention heads is not divisible by the tensor-parallel degree"
+    doc = """
+    ## What it does
+    Checks `num_attention_heads % TP == 0`, with the heads from the model config (Megatron
+    arguments, a NeMo model section, a HF `config.json`) and TP from wherever the job sets it.
+
+    ## Why it matters
+    Each tensor-parallel rank holds `heads / TP` whole heads; Megatron, torchtitan, vLLM and
+    DeepSpeed inference all stop at start-up ("number of attention heads (52) must be divisible by
+    tensor parallel size (8)").
+
+    ## Example
+
+    ## How to fix
+    Pick a TP degree that divides the head count (52 heads: TP 2 or 4).
+    """
+    valid = (Example(_meg("--num-attention-heads: 32\n--tensor-model-parallel-size: 8"), filename="model_config.yaml"),)
+    invalid = (
+        Example(_meg("--num-attention-heads: 52\n--tensor-model-parallel-size: 8"), filename="model_config.yaml", line=5),
+        Example(files={
+            "run.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 8 \\\n"
+                      "    --num-layers 60 --hidden-size 6656 --num-attention-heads 52\n",
+            "pretrain_gpt.py": "import sys\nprint(sys.argv)\n",
+        }, line=1),
+    )
+
+    def findings(self, view: View):
+        heads, tp = view.i("model.heads"), view.i("parallel.tp")
+        if heads is None or tp is None or tp <= 1 or heads <= 0:
+            return
+        tp_v = view.v("parallel.tp")
+        assert tp_v is not None  # view.i gave an int for the same key
+        if heads % tp:
+            yield Finding(tp_v, f"{heads} attention heads are not divisible by "
+                                                 f"tensor-parallel degree {tp}; set TP to {_divisors(heads, tp)}",
+                          [(view.v("model.heads"), f"{heads} attention heads")])

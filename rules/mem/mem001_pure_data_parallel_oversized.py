@@ -1,0 +1,133 @@
+"""MEM001 pure-data-parallel-oversized: Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU."""
+
+from __future__ import annotations
+
+from parallint.model.diagnostics import Severity
+from parallint.model.rule import Example, Rule
+from parallint.rules.mem._common import _MEGATRON_130B_FITS, _anchor, _gib, _headroom, _parts, _pure_dp_oversized, _related, _setup
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
+
+
+class PureDataParallelOversized(Rule):
+    code = "MEM001"
+    facts = frozenset({
+        "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
+        "training.offload",
+    })
+    name = "pure-data-parallel-oversized"
+    severity = Severity.ERROR
+    summary = ("Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, "
+               "gradients and optimizer states alone exceed one GPU.")
+    doc = """
+    ## What it does
+    Estimates the model states every rank holds when the job uses no model parallelism
+    (TP = PP = 1) and does not shard parameters (ZeRO < 3, no FSDP full shard): 16-bit weights
+    and gradients plus fp32 master weights and Adam moments, 16 bytes per parameter (ZeRO paper
+    accounting; ZeRO-1/2 shard the optimizer states and gradients over the data-parallel ranks).
+    It reports the job when these exceed `memory-headroom` (default 0.9) × one GPU's memory. The
+    GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
+    `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
+    Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
+    does a model file that states no world size or parallel layout at all, a job that freezes
+    parameters or trains adapters (LoRA/PEFT), a multimodal or non-transformer (Mamba, RWKV)
+    model, and a job that offloads states to the CPU. A gpt-neox config whose
+    `model_parallel_size` and `pipe_parallel_size` are left at 1 is not pure data parallelism:
+    gpt-neox ships every config that way by convention, to be set for the cluster, so its
+    layout is unknown (docs/precision-policy-configs.md).
+
+    ## Why it matters
+    Data parallelism replicates the whole model on every GPU. A 130B-parameter model needs
+    ~260 GB for its fp16 weights alone and ~2 TB with gradients and Adam states: every rank dies
+    with CUDA out-of-memory while building the model or at the first optimizer step, after the
+    whole allocation has been queued for and started.
+
+    ## Example
+
+    ## How to fix
+    Split the model: tensor parallelism inside a node and pipeline parallelism across nodes
+    (`tp: 8, pp: 4` here), or shard parameters with ZeRO-3 / FSDP full shard. `parallint plan
+    PATH --gpus N` lists the layouts that fit, best first.
+    """
+    valid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel:
+          world_size: 32
+          tp: 8
+          pp: 4
+        training: {micro_batch: 1, recompute: selective}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-7b}
+        parallel: {world_size: 8, tp: 1, pp: 1, zero_stage: 2}
+        training: {micro_batch: 1}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-70b}
+        parallel: {world_size: 64, zero_stage: 3}
+        hardware: {gpu: A100-80GB}
+        """}),
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel: {world_size: 32, tp: "${TP}", pp: 1}
+        hardware: {gpu: A100-80GB}
+        """}),
+        _MEGATRON_130B_FITS,
+    )
+    invalid = (
+        Example(files={"job.yaml": """
+        model: {layers: 72, hidden: 12288, heads: 96, vocab: 50257, seq_len: 2048}
+        parallel:
+          world_size: 32
+          tp: 1
+          pp: 1
+        training: {micro_batch: 1, precision: bf16}
+        hardware: {gpu: A100-80GB}
+        """}, line=4),
+        Example(files={"job.yaml": """
+        model: {preset: llama-2-70b}
+        parallel: {world_size: 64, zero_stage: 1}
+        """}, line=2),
+        Example(files={"train.sbatch": """
+        #!/bin/bash
+        #SBATCH --nodes=4
+        #SBATCH --gres=gpu:a100:8
+
+        srun torchrun --nnodes 4 --nproc_per_node 8 pretrain_gpt.py \\
+            --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \\
+            --num-layers 72 --hidden-size 12288 --num-attention-heads 96 \\
+            --seq-length 2048 --max-position-embeddings 2048 \\
+            --micro-batch-size 1 --global-batch-size 512 --bf16
+        """}, line=6),
+    )
+
+    def check_job(self, job, ctx) -> Iterable:
+        got = _setup(job, ctx)
+        if got is None:
+            return
+        spec, est, gpu_name, mem = got
+        lay = est.layout
+        if not _pure_dp_oversized(est, mem, ctx):
+            return
+        headroom = _headroom(ctx)
+        states = est.model_states
+        zero = f" with ZeRO-{lay['zero_stage']}" if lay["zero_stage"] else ""
+        span = _anchor(job)
+        yield self.report(
+            span,
+            f"pure data parallelism{zero}: every GPU holds the whole {est.param_count / 1e9:.1f}B-"
+            f"parameter model, {_gib(states)} GiB of weights, gradients and optimizer states "
+            f"({_parts(est)}), more than {headroom:.0%} of the {gpu_name}'s "
+            f"{_gib(mem)} GiB; use tensor/pipeline parallelism or ZeRO-3/FSDP "
+            f"(`parallint plan` lists layouts that fit)",
+            related=_related(job, span),
+        )

@@ -1,0 +1,277 @@
+"""PG005 collective-in-rank-branch: a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from parallint.model.diagnostics import Diagnostic, Related, Severity
+from parallint.model.rule import Example, Rule
+from parallint.model.script import Call, Guard, Script, script_of
+from parallint.rules.pg._common import _PY, _is_none
+
+
+def _only_call_site(s: Script, frame) -> Call | None:
+    """The single call of a function the file defines once and never passes around, else None."""
+    if frame.kind != "function" or frame.name in s.refs or len(s.functions.get(frame.name, ())) != 1:
+        return None
+    sites = s.callsites.get(frame.name, [])
+    if len(sites) != 1 or sites[0][0] is None or "spawn" in sites[0][0].groups:
+        return None
+    return sites[0][0]
+
+
+#: method calls that cannot hold a collective (logging, containers, tensor conversions)
+_PLAIN_METHODS = frozenset({
+    "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "print", "append", "extend",
+    "format", "item", "join", "write", "flush", "close", "cpu", "tolist", "numpy", "get", "items", "keys",
+    "values", "update", "pop", "strip", "split", "startswith", "endswith", "replace", "lower", "upper",
+    "exists", "mkdir", "makedirs", "sleep", "add_scalar", "add_scalars",
+})
+
+
+_PLAIN_MODULES = ("torch.", "logging.", "builtins.", "os.", "time.", "math.", "json.", "sys.", "shutil.",
+                  "pathlib.", "numpy.", "random.", "warnings.", "print")
+
+
+def _opaque(s: Script, c: Call) -> bool:
+    """A call whose body this file does not show and that may make a collective."""
+    import builtins
+
+    import ast
+
+    if c.groups:
+        return False
+    if c.qnames:
+        return not all(q.startswith(_PLAIN_MODULES) for q in c.qnames)
+    func = c.node.func
+    if isinstance(func, ast.Name):
+        if func.id in s.functions:
+            return False  # defined here: its own collectives are checked where it is called
+        return not hasattr(builtins, func.id)
+    if c.method is not None:
+        if c.method in _PLAIN_METHODS:
+            return False
+        recv = c.receiver
+        if isinstance(recv, ast.Name) and recv.id in ("self", "cls") and c.method in s.functions:
+            return False
+        return True
+    return True
+
+
+def _other_path_hidden(s: Script, g) -> bool:
+    """The ranks that do not take the guarded branch run a call this file cannot see into (the
+    `else:`/`elif` branch of the same `if`): their matching collective may well be in there."""
+    if g.early:
+        return False  # `if rank != 0: return`: the other ranks' path is the return
+    for c in s.calls:
+        if any(h.if_id == g.if_id and h.branch != g.branch for h in c.guards) and _opaque(s, c):
+            return True
+    return False
+
+
+# collective -> index of its positional `group` argument
+_GROUP_POS = {
+    "barrier": 0, "monitored_barrier": 0, "all_reduce": 2, "broadcast": 2, "all_gather": 2,
+    "all_gather_into_tensor": 2, "reduce_scatter": 3, "reduce_scatter_tensor": 3, "reduce": 3,
+    "gather": 3, "scatter": 3, "all_to_all": 2, "all_to_all_single": 4, "all_gather_object": 2,
+    "broadcast_object_list": 2, "gather_object": 3, "scatter_object_list": 3,
+}
+
+
+def _same_body(s, a, b) -> bool:
+    """One function, or two methods of one class (:meth:`Script.same_run`, without its module-level
+    case): a barrier that some ranks reach here is paired with one the other ranks reach there (a
+    context manager that staggers ranks: even ranks wait in ``__enter__``, odd ones in ``__exit__``)."""
+    return a is b or (a.kind != "module" and b.kind != "module" and s.same_run(a, b))
+
+
+class CollectiveInRankBranch(Rule):
+    code = "PG005"
+    calls = frozenset({"collective", "dcp_save", "fsdp", "spawn"})
+    name = "collective-in-rank-branch"
+    severity = Severity.ERROR
+    summary = "a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"
+    kinds = _PY
+    doc = """
+    ## What it does
+    Flags a collective (`barrier`, `all_reduce`, `broadcast`, `all_gather`, `reduce_scatter`,
+    `reduce`, ..., an FSDP model's full `state_dict()`, `torch.distributed.checkpoint.save`)
+    inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`, after
+    `if rank != 0: return`), when the same function has no matching call on the other ranks' path.
+    A collective is unmatched only when the other ranks' path is visible: when the `else:`/`elif`
+    branch calls code this file does not show (`model.generate_other_ranks()`, an imported
+    helper), the match may be in there and the rule stays silent. Collectives on an explicit
+    `group=` are left alone.
+
+    ## Why it matters
+    Every rank of the group must enter the same collective. The ranks that skip the branch never
+    do: the rank inside it blocks until the NCCL watchdog kills the job after 30 minutes.
+
+    ## Example
+
+    ## How to fix
+    Move the collective out of the branch so that every rank calls it (save on rank 0, then
+    `dist.barrier()` on all ranks); gather FSDP state dicts on all ranks and only write on rank 0.
+    """
+    valid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+            dist.barrier()
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            def load(local_rank):
+                if local_rank not in [-1, 0]:
+                    dist.barrier()  # wait for rank 0 to download
+                download()
+                if local_rank == 0:
+                    dist.barrier()
+        """),
+        # a context manager that staggers the ranks: even ones wait on entry, odd ones on exit
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            class staggered:
+                def __init__(self, local_rank):
+                    self.local_rank = local_rank
+                def __enter__(self):
+                    if self.local_rank % 2 == 0:
+                        dist.barrier()
+                    return self
+                def __exit__(self, *exc):
+                    if self.local_rank % 2 == 1:
+                        dist.barrier()
+                    dist.barrier()
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if args.local_rank != -1:
+                dist.all_reduce(t)
+        """),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            if rank in first_group_ranks:
+                dist.all_reduce(t, group=first_group)
+        """),
+        Example("""
+            import torch.distributed as dist
+            def send_side(t):
+                dist.broadcast(t, src=0)
+            def recv_side(t):
+                dist.broadcast(t, src=0)
+            dist.init_process_group("nccl")
+            if dist.get_rank() == 0:
+                send_side(t)
+            else:
+                recv_side(t)
+        """),
+        # the other ranks' matching broadcast is inside a method this file does not show
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def serve(model):
+                if dist.get_rank() == 0:
+                    run_server(model)
+                    dist.broadcast(torch.tensor([1], device="cuda"), src=0)
+                else:
+                    model.generate_other_ranks()
+        """),
+    ]
+    invalid = [
+        Example("""
+            import torch
+            import torch.distributed as dist
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+                dist.barrier()
+        """, line=5),
+        Example("""
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            def log_metrics(loss):
+                if dist.get_rank() != 0:
+                    return
+                dist.all_reduce(loss)
+                print(loss.item())
+        """, line=6),
+        Example("""
+            import torch
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            model = FSDP(model)
+            if rank == 0:
+                torch.save(model.state_dict(), "ckpt.pt")
+        """, line=5),
+        Example("""
+            import torch.distributed as dist
+            def evaluate(model, loader):
+                loss = compute(model, loader)
+                dist.all_reduce(loss)
+                return loss
+            def train(model, loader):
+                dist.init_process_group("nccl")
+                for epoch in range(10):
+                    step(model, loader)
+                    if dist.get_rank() == 0:
+                        print(evaluate(model, loader))
+        """, line=4),
+    ]
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        s = script_of(f)
+        if s is None:
+            return
+        cands: list[tuple[Call, str]] = []
+        for c in s.by("collective"):
+            short = next(iter(c.qnames)).rsplit(".", 1)[-1] if c.qnames else c.func_text
+            gp = _GROUP_POS.get(short)
+            g = c.arg_node("group", gp)
+            if g is not None and not _is_none(g):
+                continue
+            if c.has_star() or any(a.keyword in ("process_group", "pg") for a in c.args):
+                continue
+            cands.append((c, short))
+        for c in s.by("dcp_save"):
+            cands.append((c, "checkpoint.save"))
+        fsdp_names = {c.target for c in s.by("fsdp") if c.target}
+        for c in s.methods("state_dict"):
+            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.args:
+                cands.append((c, "FSDP state_dict"))
+        # (call, short, the rank condition, the call site it is reached through)
+        entries: list[tuple[Call, str, Guard, Call | None]] = []
+        for c, short in cands:
+            branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main]
+            if branch:
+                entries.append((c, short, branch[-1], None))
+                continue
+            site = _only_call_site(s, c.frame)
+            if site is not None:
+                sguards = [g for g in (site.frame.base_guards + site.guards) if g.rank and not g.main]
+                if sguards:
+                    entries.append((c, short, sguards[-1], site))
+        for c, short, g, site in entries:
+            if any(o is not c and sh == short and (og.if_id == g.if_id and og.branch != g.branch)
+                   for o, sh, og, _ in entries):
+                continue  # the other branch makes the same collective
+            if _other_path_hidden(s, g):
+                continue  # the other ranks call code this file does not show: the match may be there
+            if site is None and any(o is not c and sh == short and _same_body(s, o.frame, c.frame) for o, sh in cands):
+                continue  # paired with a call on the other ranks' path (the download-barrier pattern)
+            what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
+                    "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
+            side = "true" if g.branch else "false"
+            if site is None:
+                msg = f"{what} runs only on the ranks where `{g.text}` is {side}"
+                related = [Related.at(g.span, "rank-dependent condition")]
+            else:
+                msg = (f"{what} in {c.frame.name}(), which is only called where `{g.text}` is {side} "
+                       f"(line {site.span.line})")
+                related = [Related.at(site.span, f"{c.frame.name}() called only on some ranks"),
+                           Related.at(g.span, "rank-dependent condition")]
+            yield self.report(c.span, msg + "; the other ranks never enter it and the job hangs; move it out of the branch so "
+                              "every rank calls it", related=related)
