@@ -54,3 +54,18 @@ def write_tree(base: Path, files: dict[str, str]) -> None:
         p = base / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
+
+
+def rule_family(name: str):
+    """A rule family as one namespace for tests: its rule classes (one module each, see
+    ``rules/<family>/``) and its shared helpers (``_common``), by name."""
+    import importlib
+    import pkgutil
+    from types import SimpleNamespace
+
+    pkg = importlib.import_module(f"parallint.rules.{name}")
+    out: dict = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        out.update({k: v for k, v in vars(mod).items() if not k.startswith("__")})
+    return SimpleNamespace(**out)

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from parallint.readers import kube, shell
-from parallint.rules import env
+from conftest import rule_family
+
+env = rule_family("env")
 
 
 def sh(text: str, tmp: Path | None = None, name: str = "run.sh"):

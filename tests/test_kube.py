@@ -281,7 +281,9 @@ spec:
 
 
 def _lch(rule_name, text):
-    from parallint.rules import lch
+    from conftest import rule_family
+
+    lch = rule_family("lch")
 
     ff = read(text)
     return [(d.code, d.span.line) for d in getattr(lch, rule_name)().check_file(ff, None)], ff

@@ -9,10 +9,11 @@ import pytest
 
 from parallint.discover.settings import Config
 from parallint.readers import kube, shell
-from parallint.rules import lch
 from parallint.engine.runner import check_paths
 
-from conftest import write_tree
+from conftest import rule_family, write_tree
+
+lch = rule_family("lch")
 
 
 def sh(text: str):

@@ -113,7 +113,9 @@ def test_hand_cases():
 
 def test_cfg_findings_unchanged_when_settled(monkeypatch):
     """CFG's schema_problems gives the same problems with and without the fast path."""
-    from parallint.rules import cfg
+    from conftest import rule_family
+
+    cfg = rule_family("cfg")
     from parallint.readers.jsonpos import load as load_json
 
     texts = ['{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}',
