@@ -441,6 +441,15 @@ class Script:
         self.partitions: list[Partition] = []
         self.meshes: list[Mesh] = []
         self.argparse: dict[str, Any] = {}
+        #: every option string of ``add_argument`` -> (dest, action, type name, takes nargs/const,
+        #: has a type parallint cannot apply)
+        self.argparse_options: dict[str, tuple[str, Any, Any, bool, bool]] = {}
+        self.argparse_set_defaults: dict[str, list[tuple[Any, Frame]]] = {}
+        #: why the parser's options are not all visible ('' when they are)
+        self.argparse_open: str = ""
+        self.argparse_abbrev: bool | None = True  # allow_abbrev (None: not a literal)
+        #: set by the linker while a job's facts are computed: dest -> the launch line's Value
+        self.cli_overrides: dict[str, Value] | None = None
         self.args_names: set[str] = set()
         self.attr_bindings: dict[str, list[Any]] = {}
         self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]

@@ -746,6 +746,24 @@ class _Collector:
                 s.refs.add(str(a.value.value))  # names to LibCST (nothing defines a function so named)
         if method == "add_argument":
             self._argparse(call)
+        elif method == "set_defaults":
+            for k in node.keywords:
+                if k.arg is None:
+                    self.s.argparse_open = "set_defaults(**...)"
+                else:
+                    self.s.argparse_set_defaults.setdefault(k.arg, []).append((k.value, self.frame))
+        elif method == "parse_known_args":
+            self.s.argparse_open = "parse_known_args()"
+        elif method in ("add_subparsers", "add_parser") and not self.s.argparse_open:
+            self.s.argparse_open = f"{method}()"
+        elif method == "ArgumentParser" or (type(func) is _ast_mod.Name and func.id == "ArgumentParser"):
+            for k in node.keywords:
+                if k.arg == "parents":
+                    self.s.argparse_open = "parents=[...]"
+                elif k.arg == "allow_abbrev":
+                    self.s.argparse_abbrev = False if (type(k.value) is _ast_mod.Constant and k.value.value is False) else None
+                elif k.arg is None:
+                    self.s.argparse_open = "ArgumentParser(**...)"
         self.walk(func)
         for a in args:
             self.walk(a.value)
@@ -754,6 +772,8 @@ class _Collector:
     def _argparse(self, call: Call) -> None:
         s = self.s
         flags = [string_literal(a.value) for a in call.args if a.keyword is None and not a.star]
+        if any(f is None for f in flags) or any(a.star for a in call.args) or not flags:
+            s.argparse_open = "computed add_argument() names"
         flags = [f for f in flags if f]
         dest = None
         dn = call.arg_node("dest")
@@ -776,6 +796,12 @@ class _Collector:
             entry = MULTI
         else:
             entry = ((long or flags or [dest])[0], call.arg_node("default"), self.frame, action, typ)
+        nargs = call.arg_node("nargs")
+        const = call.arg_node("const")
+        for fl in flags:
+            s.argparse_options[fl] = (dest, action, typ, nargs is not None or const is not None, tnode is not None and typ is None)
+        if call.has_star():
+            s.argparse_open = "add_argument(**...)"
         if dest in s.argparse:
             s.argparse[dest] = MULTI
         else:
