@@ -216,6 +216,10 @@ def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+#: ``args = get_args()``: parsed arguments that may come from a parser in another module
+_FOREIGN_ARGS = re.compile(r"^\s*(?:args|opt|opts|flags)\s*=\s*\w+\(\s*\)", re.M)
+
+
 def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) -> FileFacts:
     """The facts and the :class:`Script` of one file. With ``gate``, a file that the gate says no
     rule can use (see :class:`CallGate`) is not parsed with LibCST: no Script, and no facts,
@@ -238,6 +242,13 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
         return f
     if script is not _GATED:
         f.data = script
+        if not script.argparse and tree is not None and _FOREIGN_ARGS.search(text):
+            from parallint.readers import pyparser_import  # args = get_args() from a repository module
+
+            try:
+                pyparser_import.adopt(script, abspath, tree)
+            except RecursionError:  # pragma: no cover - pathological nesting
+                pass
         try:
             _facts(script, f)
         except RecursionError:  # pragma: no cover - pathological nesting
