@@ -33,22 +33,6 @@ def _convert(word: str, typ: object) -> object:
     return word
 
 
-def lookup(script: "Script", flag: str) -> tuple[str | None, bool]:
-    """The option string ``flag`` stands for (exact, else a unique prefix of a long option when
-    abbreviations are allowed); the second item is True when the match is ambiguous or uncertain."""
-    opts = script.argparse_options
-    if flag in opts:
-        return flag, False
-    if not flag.startswith("--") or script.argparse_abbrev is False:
-        return None, False
-    hits = [o for o in opts if o.startswith("--") and o.startswith(flag)]
-    if script.argparse_abbrev is None:
-        return None, True
-    if len(hits) == 1:
-        return hits[0], False
-    return None, bool(hits)
-
-
 def bind(script: "Script", words: list[Value]) -> dict[str, Value]:
     """``{dest: Value}`` for every option of the script's parser the launch line gives."""
     out: dict[str, Value] = {}
@@ -68,7 +52,7 @@ def bind(script: "Script", words: list[Value]) -> dict[str, Value]:
             i += 1  # a positional argument
             continue
         flag, eq, rest = text.partition("=") if text.startswith("--") else (text, "", "")
-        opt, uncertain = lookup(script, flag)
+        opt, uncertain = script.option(flag)
         if opt is None:
             if uncertain:
                 break  # a prefix parallint cannot settle: stop reading

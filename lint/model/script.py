@@ -741,6 +741,22 @@ class Script:
             f = f.parent
         return None
 
+    def option(self, flag: str) -> tuple[str | None, bool]:
+        """The ``add_argument`` option string a command-line word ``flag`` stands for (exact, else a
+        unique prefix of a long option while ``allow_abbrev`` is on), and whether the match is
+        ambiguous or uncertain (then the first item is None)."""
+        opts = self.argparse_options
+        if flag in opts:
+            return flag, False
+        if not flag.startswith("--") or self.argparse_abbrev is False:
+            return None, False
+        hits = [o for o in opts if o.startswith("--") and o.startswith(flag)]
+        if self.argparse_abbrev is None:
+            return None, True
+        if len(hits) == 1:
+            return hits[0], False
+        return None, bool(hits)
+
     def is_args_name(self, name: str, frame: Frame) -> bool:
         if not self.argparse:
             return False

@@ -249,6 +249,11 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
                 pyparser_import.adopt(script, abspath, tree)
             except RecursionError:  # pragma: no cover - pathological nesting
                 pass
+        if script.argparse and not script.argparse_open and tree is not None:
+            try:
+                _argparse_closure(script, tree)
+            except RecursionError:  # pragma: no cover - pathological nesting
+                script.argparse_open = "too deeply nested"
         try:
             _facts(script, f)
         except RecursionError:  # pragma: no cover - pathological nesting
@@ -263,6 +268,78 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
 
         f.launches.extend(component_launches(path, abspath, text, tree))
     return f
+
+
+#: argument parsers besides argparse's whose flags parallint does not list
+_OTHER_PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser|H4ArgumentParser|jsonargparse|tyro|simple_parsing|"
+                            r"absl|click|typer|hydra|fire|OmegaConf\.from_cli|LightningCLI|sys\.argv)\b")
+_GROUP_MAKERS = ("add_argument_group", "add_mutually_exclusive_group")
+
+
+def _argparse_closure(script: Script, tree) -> None:
+    """Set ``script.argparse_open`` when the options of the script's parser are not all visible:
+    another parser library or ``sys.argv`` handling, several parsers, a parser or group handed to a
+    function the file does not define, ``add_argument`` on something not made here, a helper that
+    adds options passed elsewhere as a callback, ``parse_args(<words>)``, ``fromfile_prefix_chars``."""
+    import ast
+
+    m = _OTHER_PARSERS.search(script.text)
+    if m is not None:
+        script.argparse_open = m.group(0)
+        return
+    parsers: set[str] = set()
+    groups: set[str] = set()
+    made = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            tail = _tail(node.func)
+            if tail == "ArgumentParser":
+                made += 1
+                if any(k.arg in ("fromfile_prefix_chars", "exit_on_error", "argument_default") for k in node.keywords):
+                    script.argparse_open = "ArgumentParser options"
+            elif tail in ("parse_args", "parse_intermixed_args") and (node.args or node.keywords):
+                script.argparse_open = "parse_args(<words>)"
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            tail = _tail(node.value.func)
+            if tail == "ArgumentParser":
+                parsers.add(node.targets[0].id)
+            elif tail in _GROUP_MAKERS:
+                groups.add(node.targets[0].id)
+    if made != 1:
+        script.argparse_open = script.argparse_open or ("several parsers" if made else "no ArgumentParser here")
+    if script.argparse_open:
+        return
+    local = set(script.functions)
+    takers: set[str] = set()  # local functions whose parameters receive add_argument
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("add_argument", *_GROUP_MAKERS) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
+                takers.add(fn.name)
+                groups.add(node.func.value.id)
+    if takers & script.refs:
+        script.argparse_open = "a function adding options is handed elsewhere"
+        return
+    handles = parsers | groups
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("add_argument", *_GROUP_MAKERS):
+            if not (isinstance(func.value, ast.Name) and func.value.id in handles):
+                script.argparse_open = "add_argument on a parser made elsewhere"
+                return
+            continue
+        passed = [a for a in (*node.args, *(k.value for k in node.keywords))
+                  if isinstance(a, ast.Name) and a.id in handles]
+        if passed and not (isinstance(func, ast.Name) and func.id in local):
+            script.argparse_open = f"the parser is handed to {_tail(func) or 'a call'}()"
+            return
 
 
 class _SyntaxProblem(Exception):
