@@ -105,16 +105,18 @@ def _options(tree: ast.Module) -> tuple[dict[str, tuple], str]:
             continue
         kw = {k.arg: k.value for k in node.keywords}
         long = [f for f in flags if f.startswith("--")]
-        dest = None
+        dest: str | None = None
         if "dest" in kw:
-            ok, dest = _literal(kw["dest"])
-            if not ok or not isinstance(dest, str):
+            ok, lit = _literal(kw["dest"])
+            if not ok or not isinstance(lit, str):
                 open_ = "computed dest"
                 continue
+            dest = lit
         if dest is None:
             dest = (long[0][2:] if long else flags[0].lstrip("-")).replace("-", "_")
         ok_a, action = _literal(kw.get("action"))
-        typ = kw["type"].id if isinstance(kw.get("type"), ast.Name) else None
+        tnode = kw.get("type")
+        typ = tnode.id if isinstance(tnode, ast.Name) else None
         known, default = _literal(kw.get("default"))
         if not ok_a or "required" in kw or "nargs" in kw or action not in (None, "store", "store_true", "store_false"):
             out[dest] = MULTI
@@ -128,10 +130,10 @@ def adopt(script: "Script", abspath: Path, tree: ast.Module) -> None:
     if script.argparse:
         return  # the script's own parser: its options are the ones that count
     imported: dict[str, tuple[str, int, str]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and not any(a.name == "*" for a in node.names):
-            for a in node.names:
-                imported[a.asname or a.name] = (node.module or "", node.level, a.name)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and not any(a.name == "*" for a in stmt.names):
+            for a in stmt.names:
+                imported[a.asname or a.name] = (stmt.module or "", stmt.level, a.name)
     targets: dict[str, list[str]] = {}  # imported function -> names bound to its result
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
@@ -166,14 +168,14 @@ def adopt(script: "Script", abspath: Path, tree: ast.Module) -> None:
                 script.argparse[dest] = MULTI
                 continue
             flag, known, default, action, typ = entry
-            node: ast.AST | None
+            dnode: ast.AST | None
             if default is None and known:
-                node = None
+                dnode = None
             elif known and isinstance(default, (int, float, str, bool)):
-                node = ast.Constant(default)
+                dnode = ast.Constant(default)
             else:
-                node = ast.Name(id=f"<default of {flag} in {rel}>")  # unknown to the evaluator
-            script.argparse[dest] = (flag, node, script.module_frame, action, typ)
+                dnode = ast.Name(id=f"<default of {flag} in {rel}>")  # unknown to the evaluator
+            script.argparse[dest] = (flag, dnode, script.module_frame, action, typ)
             script.argparse_options[flag] = (dest, action, typ, False, False)
         script.args_names.update(names)
         script.argparse_open = f"the parser of {rel}"
