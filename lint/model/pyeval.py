@@ -70,6 +70,7 @@ class Evaluator:
 
     def __init__(self, script: "Script") -> None:
         self.script = script
+        self._bound_span: Any = None  # the launch-line word of a bound argument the value used
 
     # ------------------------------------------------------------------ public
     def value(self, node: Any | None, frame: "Frame", depth: int = 0, with_span: bool = True) -> Value:
@@ -77,8 +78,11 @@ class Evaluator:
         span = self.script.span_of(node) if node is not None and with_span else None
         if node is None:
             return Value.unknown("no expression", span)
+        self._bound_span = None
         try:
             v, source = self._eval(node, frame, depth)
+            if self._bound_span is not None and with_span:
+                span = self._bound_span
         except _Unknown as u:
             return Value.unknown(u.why, span, u.source)
         except (RecursionError, ArithmeticError, ValueError, TypeError, OverflowError, MemoryError):
@@ -208,6 +212,21 @@ class Evaluator:
                 if arg is MULTI:
                     raise _Unknown(f"argument {node.attr} defined more than once")
                 flag, default, dframe, action, typ = arg
+                ov = self.script.cli_overrides
+                if ov is not None and node.attr in ov:
+                    if self.script.attr_bindings.get(f"{node.value.id}.{node.attr}"):
+                        raise _Unknown(f"{node.value.id}.{node.attr} is reassigned after parsing")
+                    bound = ov[node.attr]
+                    if not bound.known:
+                        raise _Unknown(bound.why or f"{flag} on the launch line", bound.source)
+                    if self._bound_span is None:
+                        self._bound_span = bound.span
+                    return bound.value, bound.source
+                sd = self.script.argparse_set_defaults.get(node.attr)
+                if sd is not None:
+                    if len(sd) != 1:
+                        raise _Unknown(f"set_defaults({node.attr}=...) more than once")
+                    default, dframe = sd[0]
                 if default is None:
                     if action == "store_true":
                         return False, f"argparse default of {flag}"

@@ -441,6 +441,15 @@ class Script:
         self.partitions: list[Partition] = []
         self.meshes: list[Mesh] = []
         self.argparse: dict[str, Any] = {}
+        #: every option string of ``add_argument`` -> (dest, action, type name, takes nargs/const,
+        #: has a type parallint cannot apply)
+        self.argparse_options: dict[str, tuple[str, Any, Any, bool, bool]] = {}
+        self.argparse_set_defaults: dict[str, list[tuple[Any, Frame]]] = {}
+        #: why the parser's options are not all visible ('' when they are)
+        self.argparse_open: str = ""
+        self.argparse_abbrev: bool | None = True  # allow_abbrev (None: not a literal)
+        #: set by the linker while a job's facts are computed: dest -> the launch line's Value
+        self.cli_overrides: dict[str, Value] | None = None
         self.args_names: set[str] = set()
         self.attr_bindings: dict[str, list[Any]] = {}
         self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]
@@ -731,6 +740,22 @@ class Script:
                 return None
             f = f.parent
         return None
+
+    def option(self, flag: str) -> tuple[str | None, bool]:
+        """The ``add_argument`` option string a command-line word ``flag`` stands for (exact, else a
+        unique prefix of a long option while ``allow_abbrev`` is on), and whether the match is
+        ambiguous or uncertain (then the first item is None)."""
+        opts = self.argparse_options
+        if flag in opts:
+            return flag, False
+        if not flag.startswith("--") or self.argparse_abbrev is False:
+            return None, False
+        hits = [o for o in opts if o.startswith("--") and o.startswith(flag)]
+        if self.argparse_abbrev is None:
+            return None, True
+        if len(hits) == 1:
+            return hits[0], False
+        return None, bool(hits)
 
     def is_args_name(self, name: str, frame: Frame) -> bool:
         if not self.argparse:

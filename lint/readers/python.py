@@ -216,6 +216,10 @@ def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+#: ``args = get_args()``: parsed arguments that may come from a parser in another module
+_FOREIGN_ARGS = re.compile(r"^\s*(?:args|opt|opts|flags)\s*=\s*\w+\(\s*\)", re.M)
+
+
 def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) -> FileFacts:
     """The facts and the :class:`Script` of one file. With ``gate``, a file that the gate says no
     rule can use (see :class:`CallGate`) is not parsed with LibCST: no Script, and no facts,
@@ -238,6 +242,18 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
         return f
     if script is not _GATED:
         f.data = script
+        if not script.argparse and tree is not None and _FOREIGN_ARGS.search(text):
+            from parallint.readers import pyparser_import  # args = get_args() from a repository module
+
+            try:
+                pyparser_import.adopt(script, abspath, tree)
+            except RecursionError:  # pragma: no cover - pathological nesting
+                pass
+        if script.argparse and not script.argparse_open and tree is not None:
+            try:
+                _argparse_closure(script, tree)
+            except RecursionError:  # pragma: no cover - pathological nesting
+                script.argparse_open = "too deeply nested"
         try:
             _facts(script, f)
         except RecursionError:  # pragma: no cover - pathological nesting
@@ -252,6 +268,78 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
 
         f.launches.extend(component_launches(path, abspath, text, tree))
     return f
+
+
+#: argument parsers besides argparse's whose flags parallint does not list
+_OTHER_PARSERS = re.compile(r"\b(?:HfArgumentParser|TrlParser|H4ArgumentParser|jsonargparse|tyro|simple_parsing|"
+                            r"absl|click|typer|hydra|fire|OmegaConf\.from_cli|LightningCLI|sys\.argv)\b")
+_GROUP_MAKERS = ("add_argument_group", "add_mutually_exclusive_group")
+
+
+def _argparse_closure(script: Script, tree) -> None:
+    """Set ``script.argparse_open`` when the options of the script's parser are not all visible:
+    another parser library or ``sys.argv`` handling, several parsers, a parser or group handed to a
+    function the file does not define, ``add_argument`` on something not made here, a helper that
+    adds options passed elsewhere as a callback, ``parse_args(<words>)``, ``fromfile_prefix_chars``."""
+    import ast
+
+    m = _OTHER_PARSERS.search(script.text)
+    if m is not None:
+        script.argparse_open = m.group(0)
+        return
+    parsers: set[str] = set()
+    groups: set[str] = set()
+    made = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            tail = _tail(node.func)
+            if tail == "ArgumentParser":
+                made += 1
+                if any(k.arg in ("fromfile_prefix_chars", "exit_on_error", "argument_default") for k in node.keywords):
+                    script.argparse_open = "ArgumentParser options"
+            elif tail in ("parse_args", "parse_intermixed_args") and (node.args or node.keywords):
+                script.argparse_open = "parse_args(<words>)"
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            tail = _tail(node.value.func)
+            if tail == "ArgumentParser":
+                parsers.add(node.targets[0].id)
+            elif tail in _GROUP_MAKERS:
+                groups.add(node.targets[0].id)
+    if made != 1:
+        script.argparse_open = script.argparse_open or ("several parsers" if made else "no ArgumentParser here")
+    if script.argparse_open:
+        return
+    local = set(script.functions)
+    takers: set[str] = set()  # local functions whose parameters receive add_argument
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("add_argument", *_GROUP_MAKERS) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
+                takers.add(fn.name)
+                groups.add(node.func.value.id)
+    if takers & script.refs:
+        script.argparse_open = "a function adding options is handed elsewhere"
+        return
+    handles = parsers | groups
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("add_argument", *_GROUP_MAKERS):
+            if not (isinstance(func.value, ast.Name) and func.value.id in handles):
+                script.argparse_open = "add_argument on a parser made elsewhere"
+                return
+            continue
+        passed = [a for a in (*node.args, *(k.value for k in node.keywords))
+                  if isinstance(a, ast.Name) and a.id in handles]
+        if passed and not (isinstance(func, ast.Name) and func.id in local):
+            script.argparse_open = f"the parser is handed to {_tail(func) or 'a call'}()"
+            return
 
 
 class _SyntaxProblem(Exception):
@@ -746,6 +834,24 @@ class _Collector:
                 s.refs.add(str(a.value.value))  # names to LibCST (nothing defines a function so named)
         if method == "add_argument":
             self._argparse(call)
+        elif method == "set_defaults":
+            for k in node.keywords:
+                if k.arg is None:
+                    self.s.argparse_open = "set_defaults(**...)"
+                else:
+                    self.s.argparse_set_defaults.setdefault(k.arg, []).append((k.value, self.frame))
+        elif method == "parse_known_args":
+            self.s.argparse_open = "parse_known_args()"
+        elif method in ("add_subparsers", "add_parser") and not self.s.argparse_open:
+            self.s.argparse_open = f"{method}()"
+        elif method == "ArgumentParser" or (type(func) is _ast_mod.Name and func.id == "ArgumentParser"):
+            for k in node.keywords:
+                if k.arg == "parents":
+                    self.s.argparse_open = "parents=[...]"
+                elif k.arg == "allow_abbrev":
+                    self.s.argparse_abbrev = False if (type(k.value) is _ast_mod.Constant and k.value.value is False) else None
+                elif k.arg is None:
+                    self.s.argparse_open = "ArgumentParser(**...)"
         self.walk(func)
         for a in args:
             self.walk(a.value)
@@ -754,6 +860,8 @@ class _Collector:
     def _argparse(self, call: Call) -> None:
         s = self.s
         flags = [string_literal(a.value) for a in call.args if a.keyword is None and not a.star]
+        if any(f is None for f in flags) or any(a.star for a in call.args) or not flags:
+            s.argparse_open = "computed add_argument() names"
         flags = [f for f in flags if f]
         dest = None
         dn = call.arg_node("dest")
@@ -776,6 +884,12 @@ class _Collector:
             entry = MULTI
         else:
             entry = ((long or flags or [dest])[0], call.arg_node("default"), self.frame, action, typ)
+        nargs = call.arg_node("nargs")
+        const = call.arg_node("const")
+        for fl in flags:
+            s.argparse_options[fl] = (dest, action, typ, nargs is not None or const is not None, tnode is not None and typ is None)
+        if call.has_star():
+            s.argparse_open = "add_argument(**...)"
         if dest in s.argparse:
             s.argparse[dest] = MULTI
         else:
