@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_tree
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "deepspeed_batch"
 
@@ -86,3 +85,24 @@ def test_a_full_disk_leaves_no_temporary_cache_files(tmp_path, monkeypatch):
         assert any(d.code == "BAT001" for d in result.diagnostics)
     assert (tmp_path / "cache").is_dir()  # the cache was tried
     assert list(tmp_path.rglob("*.tmp")) == []
+
+
+def test_the_checked_trees_git_configuration_runs_nothing(tmp_path, cli):
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    marker = tmp_path / "ran"
+    hook = tmp_path / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n", "utf-8")
+    hook.chmod(0o755)
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as fh:
+        fh.write(f"[core]\n\tfsmonitor = {hook}\n\tpager = {hook}\n")
+    p = cli("check", "--format", "json", "ds_config.json", cwd=repo, env=_env(tmp_path))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "BAT001" in {d["code"] for d in json.loads(p.stdout)}  # the launcher was still found
+    assert not marker.exists()

@@ -320,11 +320,21 @@ def _git_files(root: Path) -> list[str] | None:
         return None
     import subprocess
 
-    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    # The checked tree is untrusted: its own .git/config must not run anything (a core.fsmonitor
+    # command runs on ls-files), so every setting that can name a program is overridden on the
+    # command line, which wins over the repository's file (docs/security.md).
+    safe = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
+            "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.sshCommand=false",
+            "-c", "protocol.allow=never", "--no-pager"]
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0",
+               GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="")
+    for name in ("GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+    base = ["git", *safe, "-C", str(root), "ls-files", "-z"]
+    run = dict(capture_output=True, timeout=30, check=True, env=env, stdin=subprocess.DEVNULL)
     try:
-        listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
-        ignored = subprocess.run(cmd[:5] + ["--cached", "--ignored", "--exclude-standard"],
-                                 capture_output=True, timeout=30, check=True).stdout
+        listed = subprocess.run(base + ["--cached", "--others", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
+        ignored = subprocess.run(base + ["--cached", "--ignored", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
     except (OSError, subprocess.SubprocessError):
         return None
     drop = set(ignored.split(b"\0"))
