@@ -106,3 +106,23 @@ def test_the_checked_trees_git_configuration_runs_nothing(tmp_path, cli):
     assert p.returncode == 1, p.stdout + p.stderr
     assert "BAT001" in {d["code"] for d in json.loads(p.stdout)}  # the launcher was still found
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo", "good"])
+def test_a_hostile_baseline_is_a_one_line_error(tmp_path, cli, kind):
+    import os
+
+    repo = _ds_repo(tmp_path)
+    base = repo / "baseline.json"
+    if kind == "deep":
+        base.write_text("[" * 100_000 + "]" * 100_000, "utf-8")
+    elif kind == "fifo":
+        os.mkfifo(base)
+    else:
+        assert cli("check", "--write-baseline", "baseline.json", ".", cwd=repo, env=_env(tmp_path)).returncode == 0
+    p = cli("check", "--baseline", "baseline.json", ".", cwd=repo, env=_env(tmp_path))
+    if kind == "good":
+        assert p.returncode == 0, p.stdout + p.stderr
+        return
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "baseline" in p.stderr
