@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_tree
+
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "deepspeed_batch"
 
@@ -126,3 +128,25 @@ def test_a_hostile_baseline_is_a_one_line_error(tmp_path, cli, kind):
         return
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stderr and "baseline" in p.stderr
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = tmp_path / "repo"
+    write_tree(repo, {f"pkg{i}/train{j}.py": "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
+                      + "x = 1\n" * 400 for i in range(30) for j in range(30)})
+    env = dict(os.environ, **_env(tmp_path))
+    exe = Path(sys.executable).with_name("parallint")
+    p = subprocess.Popen([str(exe), "check", "--no-cache", "."], cwd=repo, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    assert p.poll() is None, "the check ended before the interrupt; make the tree larger"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (out, err)
+    assert "Traceback" not in err and "Aborted!" in err
