@@ -33,17 +33,39 @@ def _fast(argv: List[str]) -> Optional[int]:
     return None
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it: never 1, which means findings
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, raised by our own handler so that click's ``Aborted!`` (exit 1) never sees it."""
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    raise Interrupted
+
+
 def main() -> None:
+    try:  # _signal: already loaded by the interpreter (``signal`` itself would cost start-up)
+        import _signal
+
+        _signal.signal(_signal.SIGINT, _on_sigint)
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not the main thread
+        pass
+    try:
+        _main()
+    except (Interrupted, KeyboardInterrupt):
+        echo("", err=True)
+        echo("Aborted!", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _main() -> None:
     import os
 
     tolerant_streams()
     argv = sys.argv[1:]
     try:
         code = _fast(argv)
-    except KeyboardInterrupt:  # pragma: no cover - as click reports it
-        echo("", err=True)
-        echo("Aborted!", err=True)
-        sys.exit(1)
     except BrokenPipeError:  # pragma: no cover - as click does: quiet, exit 1
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process is ending
         sys.exit(1)

@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 
 from parallint.util.deps import Record, _names_digest
+from parallint.util.safeio import replace_bytes
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
@@ -189,7 +190,6 @@ class FileCache:
         for m in members:
             stamps[str(m)] = file_digest(m)
         import pickle
-        import tempfile
 
         try:
             payload = pickle.dumps((ENTRY_FORMAT, key, stamps, result), protocol=pickle.HIGHEST_PROTOCOL)
@@ -200,10 +200,7 @@ class FileCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             _ignore_file(self.folder.parent)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".e.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(mac + payload)
-            os.replace(tmp, path)
+            replace_bytes(path, mac + payload, ".e.")
             self.written += 1
         except OSError:
             self.key = None  # a read-only checkout: stop trying for this run
@@ -472,7 +469,6 @@ class RunCache:
 
     def _write(self, value: Any) -> bool:
         import pickle
-        import tempfile
 
         if self.key is None:
             return False
@@ -485,10 +481,7 @@ class RunCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             _ignore_file(self.folder)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".r.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(mac + payload)
-            os.replace(tmp, path)
+            replace_bytes(path, mac + payload, ".r.")
         except OSError:
             return False
         return True

@@ -101,16 +101,48 @@ class LinkCache:
         self.data: dict[str, list] = {}
         self.dirty = False
         self.used: set[str] = set()
-        if enabled:
-            try:
-                text = self.path.read_text("utf-8")
-                import json  # only when there is an index to read
+        # The index decides which files a one-file check also reads: like the cache's entries it
+        # is signed with the user's private key, and an unsigned or forged one is never trusted
+        # (a committed ``.parallint_cache/links.json`` must not hide a launcher's findings).
+        from parallint.engine.cache import user_key
 
-                raw = json.loads(text)
-                if isinstance(raw, dict) and raw.get("tag") == self.tag and isinstance(raw.get("files"), dict):
-                    self.data = raw["files"]
-            except (OSError, ValueError):
-                pass
+        self.key = user_key() if enabled else None
+        if self.key is None:
+            self.enabled = False
+        if self.enabled:
+            from parallint.util.safeio import read_regular
+
+            raw_bytes = read_regular(self.path)
+            payload = self._verified(raw_bytes) if raw_bytes is not None else None
+            if payload is not None:
+                try:
+                    import json  # only when there is an index to read
+
+                    raw = json.loads(payload.decode("utf-8"))
+                    if isinstance(raw, dict) and raw.get("tag") == self.tag and isinstance(raw.get("files"), dict):
+                        self.data = raw["files"]
+                except (ValueError, RecursionError):
+                    pass
+
+    def _mac(self, payload: bytes) -> bytes:
+        from parallint.engine.cache import _MAC, hashlib
+
+        assert self.key is not None
+        return hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
+
+    def _verified(self, raw: bytes) -> bytes | None:
+        """The index's JSON when its signature is this user's, else None."""
+        try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
+            from _operator import _compare_digest as compare_digest
+        except ImportError:  # pragma: no cover - other Pythons
+            from hmac import compare_digest  # type: ignore[no-redef]
+
+        from parallint.engine.cache import _MAC
+
+        mac, payload = raw[:_MAC], raw[_MAC:]
+        if len(mac) != _MAC or not compare_digest(mac, self._mac(payload)):
+            return None
+        return payload
 
     def get(self, digest: str) -> list | None:
         hit = self.data.get(digest)
@@ -136,12 +168,11 @@ class LinkCache:
             if len(keep) > 4 * MAX_INDEX_FILES:
                 keep = {k: v for k, v in keep.items() if k in self.used}
             import json
-            import tempfile
 
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".links.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"tag": self.tag, "files": keep}, fh, separators=(",", ":"))
-            os.replace(tmp, self.path)
+            from parallint.util.safeio import replace_bytes
+
+            payload = json.dumps({"tag": self.tag, "files": keep}, separators=(",", ":")).encode("utf-8")
+            replace_bytes(self.path, self._mac(payload) + payload, ".links.")
         except OSError:
             pass  # a read-only checkout still works, only slower
 
@@ -289,11 +320,21 @@ def _git_files(root: Path) -> list[str] | None:
         return None
     import subprocess
 
-    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    # The checked tree is untrusted: its own .git/config must not run anything (a core.fsmonitor
+    # command runs on ls-files), so every setting that can name a program is overridden on the
+    # command line, which wins over the repository's file (docs/security.md).
+    safe = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
+            "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.sshCommand=false",
+            "-c", "protocol.allow=never", "--no-pager"]
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0",
+               GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="")
+    for name in ("GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+    base = ["git", *safe, "-C", str(root), "ls-files", "-z"]
+    run = dict(capture_output=True, timeout=30, check=True, env=env, stdin=subprocess.DEVNULL)
     try:
-        listed = subprocess.run(cmd, capture_output=True, timeout=30, check=True).stdout
-        ignored = subprocess.run(cmd[:5] + ["--cached", "--ignored", "--exclude-standard"],
-                                 capture_output=True, timeout=30, check=True).stdout
+        listed = subprocess.run(base + ["--cached", "--others", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
+        ignored = subprocess.run(base + ["--cached", "--ignored", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
     except (OSError, subprocess.SubprocessError):
         return None
     drop = set(ignored.split(b"\0"))

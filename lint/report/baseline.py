@@ -150,10 +150,22 @@ class Known:
 
 def load(path: str, cwd: Path) -> tuple[Known, Path]:
     target = Path(path) if Path(path).is_absolute() else cwd / path
+    import stat
+
+    from parallint.util.safeio import read_regular
+
     try:
-        doc = json.loads(target.read_text("utf-8"))
+        if not stat.S_ISREG(os.stat(target).st_mode):  # a FIFO or device would block the run
+            raise BaselineError(f"{path}: cannot read baseline: not a regular file")
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read baseline: {exc.strerror or exc}") from None
+    data = read_regular(target)
+    if data is None:
+        raise BaselineError(f"{path}: cannot read baseline: not a readable regular file")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise BaselineError(f"{path}: not a parallint baseline (JSON nested too deeply)") from None
     except ValueError as exc:
         raise BaselineError(f"{path}: not a parallint baseline (invalid JSON: {exc})") from None
     if not isinstance(doc, dict) or doc.get("tool") != "parallint" or not isinstance(doc.get("findings"), list):

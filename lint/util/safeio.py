@@ -63,3 +63,21 @@ def atomic_write(path, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def replace_bytes(path: "str | Path", data: bytes, prefix: str) -> None:
+    """Write ``data`` to a fresh temporary file in ``path``'s folder, then move it over ``path``.
+    On any error (a full disk, an interrupt) the temporary file is removed and the error raised."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=prefix, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
