@@ -164,6 +164,9 @@ MODULES: dict[str, dict] = {
     'lch.lch014_ray_workers_exceed_cluster': {'source': '4548:ca538970', 'rules': [
         {'class': 'RayWorkersExceedCluster', 'code': 'LCH014', 'name': 'ray-workers-exceed-cluster', 'severity': 'error', 'summary': "Ray Train workers need more GPUs than the RayJob's own cluster can ever offer.", 'kinds': ['kube'], 'calls': [], 'file': False, 'job': True},
     ]},
+    'lch.lch016_sbatch_directive_ignored': {'source': '2515:2a41dd36', 'rules': [
+        {'class': 'SbatchDirectiveIgnored', 'code': 'LCH016', 'name': 'sbatch-directive-ignored', 'severity': 'warning', 'summary': 'An #SBATCH line after the first command, which sbatch ignores.', 'kinds': ['shell'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '6080:045acd2e', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
