@@ -52,3 +52,33 @@ EOT
 sbatch job.sbatch
 """
     assert _codes(cli, tmp_path, {"submit.sh": gen}, "LCH016") == []
+
+
+BARRIER_ON_RANK0 = """import torch
+import torch.distributed as dist
+
+
+def save(model):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+        dist.barrier()
+    dist.barrier()
+"""
+
+
+def test_barrier_in_rank0_branch_before_a_barrier_every_rank_reaches(tmp_path, cli):
+    assert _codes(cli, tmp_path, {"train.py": BARRIER_ON_RANK0}, "PG005") == [("PG005", 8)]
+
+
+def test_rank0_barrier_paired_with_the_other_ranks_barrier_is_clean(tmp_path, cli):
+    download = """import torch.distributed as dist
+
+
+def load(local_rank):
+    if local_rank not in [-1, 0]:
+        dist.barrier()
+    download()
+    if local_rank == 0:
+        dist.barrier()
+"""
+    assert _codes(cli, tmp_path, {"train.py": download}, "PG005") == []

@@ -57,7 +57,7 @@ class SbatchDirectiveIgnored(Rule):
         #SBATCH --nodes=2
         #SBATCH --ntasks-per-node=1
         srun torchrun --nnodes 2 --nproc_per_node 8 train.py
-        """, filename="train.sbatch", line=4, doc=True),
+        """, filename="train.sbatch", line=4, count=2, doc=True),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
