@@ -167,6 +167,9 @@ MODULES: dict[str, dict] = {
     'lch.lch014_ray_workers_exceed_cluster': {'source': '4548:ca538970', 'rules': [
         {'class': 'RayWorkersExceedCluster', 'code': 'LCH014', 'name': 'ray-workers-exceed-cluster', 'severity': 'error', 'summary': "Ray Train workers need more GPUs than the RayJob's own cluster can ever offer.", 'kinds': ['kube'], 'calls': [], 'file': False, 'job': True},
     ]},
+    'lch.lch016_sbatch_directive_ignored': {'source': '2524:0478dddd', 'rules': [
+        {'class': 'SbatchDirectiveIgnored', 'code': 'LCH016', 'name': 'sbatch-directive-ignored', 'severity': 'warning', 'summary': 'An #SBATCH line after the first command, which sbatch ignores.', 'kinds': ['shell'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '6080:045acd2e', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
@@ -185,7 +188,7 @@ MODULES: dict[str, dict] = {
     'pg.pg004_env_rendezvous_without_launcher': {'source': '4599:5b40f3ef', 'rules': [
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
     ]},
-    'pg.pg005_collective_in_rank_branch': {'source': '12274:fbb57203', 'rules': [
+    'pg.pg005_collective_in_rank_branch': {'source': '12862:1f2abf7b', 'rules': [
         {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'spawn'], 'file': True, 'job': False},
     ]},
     'pip.pip001_partition_gap_or_overlap': {'source': '4162:2a5492b2', 'rules': [

@@ -231,13 +231,14 @@ def _pieces_text(ps: list[Piece]) -> str:
 class ShellData(EqRecord):
     """What the shell reader saw besides the launches (for file-level rules)."""
 
-    _fields = ("exports", "assignments", "sources", "sources_unresolved", "sbatch", "env")
+    _fields = ("exports", "assignments", "sources", "sources_unresolved", "sbatch", "env", "sbatch_ignored")
     exports: dict[str, Value]  # every export/declare -x, in order
     assignments: list[tuple[str, Value]]  # every NAME=value seen
     sources: list[Value]  # `source X` / `. X`
     sources_unresolved: bool
     sbatch: dict[str, Value]
     env: dict[str, Value]  # exported env at the end of the file
+    sbatch_ignored: list[Value]  # `#SBATCH` lines after the first command (sbatch ignores them)
 
     def __init__(
         self,
@@ -247,6 +248,7 @@ class ShellData(EqRecord):
         sources_unresolved: bool = False,
         sbatch: dict[str, Value] | None = None,
         env: dict[str, Value] | None = None,
+        sbatch_ignored: list[Value] | None = None,
     ) -> None:
         self.exports = {} if exports is None else exports
         self.assignments = [] if assignments is None else assignments
@@ -254,6 +256,27 @@ class ShellData(EqRecord):
         self.sources_unresolved = sources_unresolved
         self.sbatch = {} if sbatch is None else sbatch
         self.env = {} if env is None else env
+        self.sbatch_ignored = [] if sbatch_ignored is None else sbatch_ignored
+
+
+def _late_sbatch(root, after: int, src: Src) -> list[Value]:
+    """``#SBATCH`` lines at the start of a line after the first command: sbatch stops reading
+    directives at the first command, so these are ignored (comments only: heredoc bodies and
+    strings are not comment nodes)."""
+    out: list[Value] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            if node.start_byte > after and node.start_point[1] == 0:
+                text = node.text.decode("utf-8", "replace").rstrip()
+                if re.match(r"#SBATCH\s+-", text):
+                    out.append(Value(text, src.span(node.start_byte, node.end_byte), True, "", "#SBATCH"))
+            continue
+        if node.end_byte > after:
+            stack.extend(node.children)
+    out.sort(key=lambda v: v.span.line if v.span else 0)
+    return out
 
 
 # -- the evaluator ------------------------------------------------------------------------------
@@ -332,9 +355,11 @@ class Evaluator:
 
     # ---- #SBATCH directives
     def _sbatch(self, root, src: Src) -> None:
+        first = None
         for node in root.children:
             if node.type != "comment":
                 if node.type not in ("\n",):
+                    first = node
                     break
                 continue
             text = node.text.decode("utf-8", "replace")
@@ -383,6 +408,8 @@ class Evaluator:
                 if PLACEHOLDER_RE.search(v) or "$" in v:
                     val = Value.unknown(f"placeholder {v!r}", sp, val.source)
                 self.scheduler[key] = val
+        if first is not None:
+            self.data.sbatch_ignored = _late_sbatch(root, first.start_byte, src)
         s = self.scheduler
         self.data.sbatch = dict(s)
         nodes = cmdline.int_fact(s.get("nodes"), "#SBATCH --nodes")

@@ -192,6 +192,15 @@ class CollectiveInRankBranch(Rule):
                 dist.barrier()
         """, line=5),
         Example("""
+            import torch
+            import torch.distributed as dist
+            def save(model):
+                if dist.get_rank() == 0:
+                    torch.save(model.state_dict(), "ckpt.pt")
+                    dist.barrier()
+                dist.barrier()
+        """, line=6),
+        Example("""
             import torch.distributed as dist
             dist.init_process_group("nccl")
             def log_metrics(loss):
@@ -254,13 +263,17 @@ class CollectiveInRankBranch(Rule):
                 sguards = [g for g in (site.frame.base_guards + site.guards) if g.rank and not g.main]
                 if sguards:
                     entries.append((c, short, sguards[-1], site))
+        # only a call that itself runs on some ranks can pair with one: a barrier every rank reaches
+        # matches nothing on rank 0's extra path
+        guarded = {id(c) for c, _, _, site in entries if site is None}
         for c, short, g, site in entries:
             if any(o is not c and sh == short and (og.if_id == g.if_id and og.branch != g.branch)
                    for o, sh, og, _ in entries):
                 continue  # the other branch makes the same collective
             if _other_path_hidden(s, g):
                 continue  # the other ranks call code this file does not show: the match may be there
-            if site is None and any(o is not c and sh == short and _same_body(s, o.frame, c.frame) for o, sh in cands):
+            if site is None and any(o is not c and sh == short and id(o) in guarded and _same_body(s, o.frame, c.frame)
+                                    for o, sh in cands):
                 continue  # paired with a call on the other ranks' path (the download-barrier pattern)
             what = {"FSDP state_dict": "an FSDP model's full state_dict() (an all-gather)",
                     "checkpoint.save": "torch.distributed.checkpoint.save (a collective)"}.get(short, f"{short}()")
