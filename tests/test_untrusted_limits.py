@@ -33,3 +33,14 @@ def test_long_json_integer_is_not_a_syntax_error(tmp_path):
     assert r.returncode in (0, 1), r.stderr[-2000:]
     codes = [f.get("code") for f in json.loads(r.stdout or "[]")] if r.stdout.strip().startswith("[") else []
     assert "SYN001" not in r.stdout, codes
+
+
+def test_product_of_long_counts_does_not_crash_pg003(tmp_path):
+    # 2,500 digits each: parses, but the product printed in a message exceeds the 4,300-digit limit (exit 2 on main)
+    half = "7" * 2500
+    (tmp_path / "train.py").write_text("import torch\n")
+    (tmp_path / "ds.json").write_text('{"train_batch_size": 7, "train_micro_batch_size_per_gpu": 3, '
+                                      '"gradient_accumulation_steps": 1}\n')
+    (tmp_path / "run.sh").write_text(f"torchrun --nnodes={half} --nproc_per_node={half} train.py --deepspeed ds.json\n")
+    r = _check(tmp_path)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
