@@ -379,6 +379,9 @@ def int_fact(v: Value | None, source: str, allow_range: bool = False) -> Value |
     if not v.known:
         return Value.unknown(v.why, v.span, source)
     text = str(v.value).strip()
+    if re.fullmatch(r"\d+", text) and len(text.lstrip("0")) > 12:
+        # no real job has 10**12 nodes or processes; also keeps int() under Python's digit limit
+        return Value.unknown(f"{source} {text[:20]}... is not a plausible count", v.span, source)
     if re.fullmatch(r"\d+", text):
         return Value(int(text), v.span, True, "", source)
     if allow_range and re.fullmatch(r"(\d+):\1", text):

@@ -141,7 +141,8 @@ class _Parser:
         if m and (c == "-" or c.isdigit()):
             txt = m.group(0)
             self.i = m.end()
-            num: Any = float(txt) if any(ch in txt for ch in ".eE") else int(txt)
+            num: Any = float(txt) if any(ch in txt for ch in ".eE") else (
+                int(txt) if len(txt) <= 4000 else float(txt))  # beyond Python's int digit limit
             return PNode(num, self.span(start, self.i))
         m = _WORD.match(self.s, self.i)
         if m:

@@ -52,7 +52,8 @@ def _int_text(v: Value | None) -> int | None:
     if v is None or not v.known:
         return None
     t = str(v.value).strip()
-    return int(t) if t.isdigit() else None
+    # more than 12 digits is no real count (and int() would hit Python's digit limit)
+    return int(t) if t.isdigit() and len(t.lstrip("0")) <= 12 else None
 
 
 #: launcher -> (its node rank option, its node count option)
