@@ -65,3 +65,19 @@ def test_broken_plugin_is_one_line_error(tmp_path, cli):
     env = _site(tmp_path, "raise ImportError('boom')\n")
     p = cli("rules", cwd=tmp_path, env=env)
     assert p.returncode == 2 and "boom" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_public_names_have_one_stable_path():
+    """docs/plugins.md: the names plugins use are importable from the package itself, and are the
+    same objects as inside it."""
+    import parallint
+    from parallint.model.rule import Context, Rule
+    from parallint.model.script import script_of
+
+    assert parallint.Rule is Rule and parallint.Context is Context and parallint.script_of is script_of
+    for name in parallint.__all__:
+        assert getattr(parallint, name) is not None, name
+    import pytest
+
+    with pytest.raises(AttributeError):
+        parallint.no_such_name  # noqa: B018

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-from parallint.model.diagnostics import Severity
-from parallint.model.rule import Example, Rule
+from parallint import Example, Rule, Severity  # the stable plugin API (docs/plugins.md)
 
 _NODES = re.compile(r"\bacmerun\b.*--nodes[ =](\d+)")
 
