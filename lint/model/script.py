@@ -107,6 +107,8 @@ FRAMEWORK_IMPORTS = {
 
 _RANK_NAME = re.compile(
     r"^(?:get_)?(?:(?:local|global|ddp|ddp_local|node|world|proc|process|dist|my|cur|current|gpu|device)_)?rank(?:_id|_idx)?$"
+    r"|^(?:get_)?(?:data|tensor|pipeline|model|expert|context|sequence)(?:_model)?_parallel_rank$"
+    r"|^(?:dp|tp|pp|mp|ep|cp|sp)_rank$"
     r"|^(?:local_)?process_index$|^get_ordinal$|^(?:slurm_)?procid$|^proc_id$"
     r"|^(?:local_)?gpu(?:_id|_idx)?$|^(?:local_)?device_id$|^dev_id$",
     re.I,

@@ -34,6 +34,8 @@ MAX_CALLS = 500
 MAX_VALUE_CHARS = 1_000_000
 MAX_LAUNCHES = 256  # launches recorded per file (a function called in a loop of calls)
 MAX_WORDS = 1024  # words of one command: a real launch line has a few hundred; beyond, it is not followed
+#: `` `# comment` `` as a word of its own (after a blank, before a blank or a continuation)
+BACKTICK_COMMENT = re.compile(rb"(?:^|(?<=[ \t]))(`#[^`\n]*`)(?=[ \t]*(?:\\\n|\n|$))", re.M)
 MAX_REPAIRS = 64  # re-parses while replacing placeholders that tree-sitter cannot parse
 
 #: a placeholder a template asks the user to fill in: ``<PATH_OF_VOCAB_FILE>``, ``<Specify path>``
@@ -1406,7 +1408,9 @@ def parse_repaired(data: bytes):
 
     - ``NAME=<placeholder> (e.g., /357m)`` and ``--opt=<placeholder>`` (Megatron's example scripts):
       the placeholder is filled with ``X`` and recorded; its value is unknown when evaluated;
-    - a line-continuation backslash at the very end of the file (bash ignores it).
+    - a line-continuation backslash at the very end of the file (bash ignores it);
+    - an inline comment written as an empty command substitution, `` `# QLoRA options` `` between
+      the continued lines of a command: it expands to nothing, so it is blanked.
 
     Returns (text as parsed, tree, placeholders as ``(start, end, original text)``).
     """
@@ -1436,6 +1440,13 @@ def parse_repaired(data: bytes):
         if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
             buf[len(tail) - 1] = 32
             tree = reparse()
+        comments = list(BACKTICK_COMMENT.finditer(data))
+        if comments:
+            for m in comments:
+                buf[m.start(1):m.end(1)] = b" " * (m.end(1) - m.start(1))
+            tree = reparse()
+            if not tree.root_node.has_error:
+                return good
         # every `NAME=<placeholder>` line at once (Megatron's templates have a dozen), then the
         # lines where errors remain, one re-parse each, within the deadline
         for m in ASSIGN_PLACEHOLDER_ANY.finditer(data):

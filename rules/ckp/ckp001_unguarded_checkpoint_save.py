@@ -8,10 +8,9 @@ from typing import Iterable
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Script, script_of
-from parallint.rules.ckp._common import _PY
+from parallint.rules.ckp._common import _PY, per_rank_path
 
 
-_PER_RANK = re.compile(r"rank|process_index|ordinal|procid", re.I)
 
 
 _BUFFER_NAME = re.compile(r"^(?:buf|buffer|bio|byte_?buf|bytes_?io|mem_?file|membuf|stream)$", re.I)
@@ -62,7 +61,8 @@ class UnguardedCheckpointSave(Rule):
     `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
     flag whose name says main/master/rank 0), `if local_rank in [-1, 0]:`, early returns on the
     other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
-    paths (a file name built from the rank) and into an `io.BytesIO` buffer are fine. Scripts whose
+    paths (a file name built from the rank, directly or in the variable the path is built from,
+    the data- or model-parallel rank included) and into an `io.BytesIO` buffer are fine. Scripts whose
     loop is run by Lightning's or HF's Trainer are left alone.
 
     ## Why it matters
@@ -130,6 +130,21 @@ class UnguardedCheckpointSave(Rule):
             torch.save(state, buf)
             payload = buf.getvalue()
         """),
+        # data-parallel rank 0 of each model-parallel group writes its shard; each rank its optimizer file
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save(model, opt, path):
+                if fs_init.get_data_parallel_rank() == 0:
+                    fn = f"consolidated.{fs_init.get_model_parallel_rank():02d}.pth"
+                    torch.save(model.state_dict(), os.path.join(path, fn))
+                opt_fn = f"optimizer.{dist.get_rank():05d}-of-{dist.get_world_size():05d}.pth"
+                torch.save(opt.state_dict(), os.path.join(path, opt_fn))
+            def main():
+                dist.init_process_group("nccl")
+                save(model, opt, "out")
+            main()
+        """),
     ]
     invalid = [
         Example("""
@@ -185,7 +200,7 @@ class UnguardedCheckpointSave(Rule):
             return
         for c in s.by("save"):
             dest = c.arg_node("f", 1)
-            if c.has_star() or dest is None or _PER_RANK.search(s.code(dest)):
+            if c.has_star() or dest is None or per_rank_path(s, dest, c.frame):
                 continue
             if _in_memory(s, dest, c.frame):
                 continue  # serialised into memory (to send or hash), not written

@@ -7,7 +7,7 @@ from typing import Iterable
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Script, script_of
-from parallint.rules.ckp._common import _PY
+from parallint.rules.ckp._common import _PY, per_rank_path, reaches_state_load
 
 
 def _loads_onto_gpus(s: Script) -> bool:
@@ -39,15 +39,11 @@ def _rank_only(s, frame, seen: frozenset[int] = frozenset()) -> bool:
 
 def _per_rank_file(s, c) -> bool:
     """Whether the file ``torch.load`` reads is named after the rank (``f"{d}/part-{rank}.pt"``,
-    ``path.format(rank)``, ``os.path.join(d, f"rank_{local_rank}")``): each rank loads its own
-    shard, which it or a converter wrote, not one file saved from cuda:0."""
-    import ast
-
+    ``path.format(rank)``, ``os.path.join(d, f"rank_{local_rank}")``, or a path variable built so,
+    including the data- or model-parallel rank: ``f"consolidated.{mp_rank:02d}.pth"``): each rank
+    loads its own shard, which it or a converter wrote, not one file saved from cuda:0."""
     node = c.node.args[0] if c.node.args else next((k.value for k in c.node.keywords if k.arg == "f"), None)
-    if node is None:
-        return False
-    return any(isinstance(sub, (ast.Name, ast.Attribute, ast.BinOp, ast.Call)) and s.rankish(sub, c.frame)
-               for sub in ast.walk(node))
+    return node is not None and per_rank_path(s, node, c.frame)
 
 
 class LoadWithoutMapLocation(Rule):
@@ -61,7 +57,13 @@ class LoadWithoutMapLocation(Rule):
     doc = """
     ## What it does
     In a script that sets up torch.distributed itself (or calls `deepspeed.init_distributed()`),
-    flags `torch.load(...)` without `map_location` (outside rank-specific branches). Scripts run
+    flags `torch.load(...)` without `map_location` (outside rank-specific branches) whose result
+    is handed to a model's or an optimizer's `load_state_dict`: directly, through a variable bound
+    to it (`sd = torch.load(p)` then `model.load_state_dict(sd["model"])`), or through a function
+    of the file that returns it. A load whose result never reaches such a state (a pickled
+    argparse Namespace, a loss scaler's or a sampler's state, which hold no GPU tensors) and a
+    load of a file named after the rank (the global, local, data- or model-parallel one, also
+    through the variable the path is built in: each rank reads its own shard) are left alone. Scripts run
     by accelerate or Lightning Fabric are left alone: their checkpoint helpers gather state to the
     CPU, so a plain `torch.load` there usually restores CPU tensors.
 
@@ -116,6 +118,26 @@ class LoadWithoutMapLocation(Rule):
                 dist.barrier()
             dist.init_process_group("nccl")
         """),
+        # a pickled argparse Namespace: read for its attributes, no tensors
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            train_args = torch.load(os.path.join(args.ckpt, "model_args.pth"))
+            print(train_args.model_parallel_size)
+        """),
+        # the path variable is named after the model-parallel rank; the scaler's state holds scalars
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            mp_rank = fs_init.get_model_parallel_rank()
+            path = os.path.join(args.resume, f"consolidated.{mp_rank:02d}.other.pth")
+            other = torch.load(path)
+            loss_scaler.load_state_dict(other["scaler"])
+            rs_path = os.path.join(args.resume, f"rank-specific-{dist.get_rank():05d}.pth")
+            model.load_state_dict(torch.load(rs_path))
+        """),
     ]
     invalid = [
         Example("""
@@ -123,6 +145,7 @@ class LoadWithoutMapLocation(Rule):
             import torch.distributed as dist
             dist.init_process_group("nccl")
             state = torch.load("ckpt.pt")
+            model.load_state_dict(state["model"])
         """, line=4),
         Example("""
             import torch
@@ -165,6 +188,8 @@ class LoadWithoutMapLocation(Rule):
                 continue
             if _per_rank_file(s, c):  # `torch.load(f"part-{rank}.pt")`: each rank its own shard
                 continue
+            if not reaches_state_load(s, c):
+                continue  # no model or optimizer state shown to receive it: no GPU tensors in evidence
             # `if gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`: a deliberate choice
             if any(g.if_id == h.if_id and g.branch != h.branch for m in mapped for g in c.guards for h in m.guards):
                 continue

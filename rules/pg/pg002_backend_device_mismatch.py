@@ -10,6 +10,17 @@ from parallint.model.script import script_of
 from parallint.rules.pg._common import _PY, _backend, _is_none
 
 
+def _nccl_subgroup(s) -> bool:
+    """The script also creates NCCL process groups (``dist.new_group(ranks, backend="nccl")``): the
+    default gloo group then carries CPU messages on purpose, and the GPU collectives run on the
+    NCCL groups."""
+    for c in s.methods("new_group"):
+        for k in c.node.keywords:
+            if k.arg == "backend" and "nccl" in s.code(k.value).lower():
+                return True
+    return False
+
+
 class BackendDeviceMismatch(Rule):
     code = "PG002"
     calls = frozenset({"ddp", "init_process_group", "set_device"})
@@ -21,7 +32,9 @@ class BackendDeviceMismatch(Rule):
     ## What it does
     Flags `init_process_group("gloo")` in a script that trains on CUDA (it sets a CUDA device or
     gives DDP `device_ids`), and, as an error, `init_process_group("nccl")` in a script that wraps a
-    model in DDP but never mentions CUDA or a device at all.
+    model in DDP but never mentions CUDA or a device at all. A gloo default group next to
+    `new_group(..., backend="nccl")` groups is a deliberate split (CPU control messages on gloo,
+    GPU collectives on NCCL) and is left alone.
 
     ## Why it matters
     gloo all-reduces CUDA tensors through host memory: many times slower than NCCL. NCCL only
@@ -52,6 +65,14 @@ class BackendDeviceMismatch(Rule):
             from torch.nn.parallel import DistributedDataParallel as DDP
             dist.init_process_group("gloo")
             model = DDP(model)
+        """),
+        # a host process and GPU workers: gloo default group for control messages, NCCL for the model
+        Example("""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="gloo", rank=rank, world_size=world_size, store=store)
+            torch.cuda.set_device(gpu_ids[rank - 1])
+            mp_group = dist.new_group(ranks=list(range(1, world_size)), backend="nccl")
         """),
     ]
     invalid = [
@@ -89,6 +110,8 @@ class BackendDeviceMismatch(Rule):
                     and not _is_none(n)
                     for cc in s.by("ddp")
                 )
+                if uses_cuda and _nccl_subgroup(s):
+                    continue  # gloo for CPU control messages, `new_group(backend="nccl")` for the GPU work
                 if uses_cuda:
                     yield self.report(
                         s.arg_span(c, "backend", 0),

@@ -78,6 +78,46 @@ _GROUP_POS = {
 }
 
 
+def _some_setting_lets_all_in(s: Script, g: Guard) -> bool:
+    """The branch is taken when a disjunct that does not depend on the rank holds
+    (``ckpt_type != LEGACY or dp_rank == 0``, also inside ``not skip and (...)``): under that
+    setting every rank enters, so the condition does not show that some ranks skip the call. A
+    disjunct that only says the job is not distributed (``not dist.is_initialized()``,
+    ``world_size == 1``) does not count: then there is one rank."""
+    return g.branch and _lets_all_in(s, g._node, 0)
+
+
+def _lets_all_in(s: Script, node, depth: int) -> bool:
+    import ast
+
+    if depth > 6 or not isinstance(node, ast.BoolOp):
+        return False
+    ranked = [v for v in node.values if s.classify_test(v, None)[0]]
+    if isinstance(node.op, ast.And):  # every rank-dependent conjunct must let all in
+        return bool(ranked) and all(_lets_all_in(s, v, depth + 1) for v in ranked)
+    for v in node.values:
+        if v in ranked:
+            continue
+        code = s.code(v)
+        if not any(w in code for w in ("is_initialized", "is_available", "world_size", "distributed")):
+            return True
+    return any(_lets_all_in(s, v, depth + 1) for v in ranked)
+
+
+def _unwrapped_alternative(s: Script, c: Call, wrap_conds: set[str]) -> bool:
+    """``cpu_state if args.fsdp else model.state_dict()`` where the model is wrapped in FSDP only
+    under ``if args.fsdp:``: the ``state_dict()`` runs only when the model is not FSDP."""
+    import ast
+
+    if not wrap_conds:
+        return False
+    for node in ast.walk(c.frame.node) if c.frame.node is not None else ():
+        if isinstance(node, ast.IfExp) and s.code(node.test) in wrap_conds:
+            if any(n is c.node for n in ast.walk(node.orelse)):
+                return True
+    return False
+
+
 def _same_body(s, a, b) -> bool:
     """One function, or two methods of one class (:meth:`Script.same_run`, without its module-level
     case): a barrier that some ranks reach here is paired with one the other ranks reach there (a
@@ -101,7 +141,9 @@ class CollectiveInRankBranch(Rule):
     A collective is unmatched only when the other ranks' path is visible: when the `else:`/`elif`
     branch calls code this file does not show (`model.generate_other_ranks()`, an imported
     helper), the match may be in there and the rule stays silent. Collectives on an explicit
-    `group=` are left alone.
+    `group=` are left alone, and so are branches that a setting independent of the rank opens to
+    every rank (`if ckpt_type != LEGACY or dp_rank == 0:`), and an FSDP model's `state_dict()` on
+    the side of `x if args.fsdp else model.state_dict()` where the model is not wrapped.
 
     ## Why it matters
     Every rank of the group must enter the same collective. The ranks that skip the branch never
@@ -182,6 +224,36 @@ class CollectiveInRankBranch(Rule):
                 else:
                     model.generate_other_ranks()
         """),
+        # a setting that lets every rank in: distributed checkpoints are written by all ranks
+        Example("""
+            import torch
+            import torch.distributed as dist
+            def save(state_dict, name, ckpt_type, dp_rank, skip):
+                if not skip and (not dist.is_initialized() or ckpt_type != "legacy" or dist.get_rank() == 0):
+                    if ckpt_type != "legacy":
+                        torch.distributed.checkpoint.save(state_dict=state_dict, checkpoint_id=name)
+                    else:
+                        torch.save(state_dict, name)
+        """),
+        # the FSDP model's state_dict() only runs where the model is not FSDP
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            def main(args):
+                dist.init_process_group("nccl")
+                if args.fsdp:
+                    model = FSDP(build())
+                else:
+                    model = build().cuda()
+                cpu_state = None
+                if args.fsdp:
+                    with FSDP.state_dict_type(model, "full"):
+                        cpu_state = model.state_dict()
+                if dist.get_rank() == 0:
+                    torch.save({"state_dict": cpu_state if args.fsdp else model.state_dict()}, "ckpt.pt")
+            main(args)
+        """),
     ]
     invalid = [
         Example("""
@@ -247,20 +319,26 @@ class CollectiveInRankBranch(Rule):
             cands.append((c, short))
         for c in s.by("dcp_save"):
             cands.append((c, "checkpoint.save"))
-        fsdp_names = {c.target for c in s.by("fsdp") if c.target}
+        fsdp_calls = [c for c in s.by("fsdp") if c.target]
+        fsdp_names = {c.target for c in fsdp_calls}
+        wrap_conds = {s.code(g._node) for c in fsdp_calls for g in c.guards if g.branch}
         for c in s.methods("state_dict"):
             if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.args:
+                if _unwrapped_alternative(s, c, wrap_conds):
+                    continue
                 cands.append((c, "FSDP state_dict"))
         # (call, short, the rank condition, the call site it is reached through)
         entries: list[tuple[Call, str, Guard, Call | None]] = []
         for c, short in cands:
-            branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main]
+            branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main
+                      and not _some_setting_lets_all_in(s, g)]
             if branch:
                 entries.append((c, short, branch[-1], None))
                 continue
             site = _only_call_site(s, c.frame)
             if site is not None:
-                sguards = [g for g in (site.frame.base_guards + site.guards) if g.rank and not g.main]
+                sguards = [g for g in (site.frame.base_guards + site.guards) if g.rank and not g.main
+                           and not _some_setting_lets_all_in(s, g)]
                 if sguards:
                     entries.append((c, short, sguards[-1], site))
         # only a call that itself runs on some ranks can pair with one: a barrier every rank reaches

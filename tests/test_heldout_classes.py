@@ -1,0 +1,110 @@
+"""False-finding classes met on repositories never tuned on (held-out set B, first run at
+291a3cd), each as a reconstruction in the shape of the real code, with a twin that still fires."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def check(tmp_path: Path, files: dict[str, str], *args: str) -> list[dict]:
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    out = subprocess.run([sys.executable, "-m", "parallint", "check", "--no-cache", "--format", "json",
+                          "--exit-zero", *args, *files], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    return data["diagnostics"] if isinstance(data, dict) else data
+
+
+GRPO = """
+    #!/bin/bash
+    CUDA_VISIBLE_DEVICES=0,1 python -m torch.distributed.launch --nproc_per_node 2 train.py \\
+        --model_name_or_path Qwen/Qwen2-0.5B \\
+        --bf16 True \\
+        \\
+        `# LoRA options` \\
+        --use_peft True \\
+        --lora_r 16 \\
+        \\
+        `# memory options` \\
+        --per_device_train_batch_size 4
+    echo done
+"""
+
+
+def test_backtick_comments_in_a_continued_command_parse(tmp_path):
+    found = check(tmp_path, {"run.sh": GRPO})
+    codes = [d["code"] for d in found]
+    assert "SYN001" not in codes  # valid bash: not a parse failure
+    assert "LCH004" in codes  # and the launch line inside it is still checked
+
+
+def test_a_real_parse_error_still_reports(tmp_path):
+    broken = GRPO.replace("`# memory options`", '"unterminated')
+    codes = [d["code"] for d in check(tmp_path, {"run.sh": broken})]
+    assert "SYN001" in codes
+
+
+ACCESSORY_SAVE = """
+    import os
+    import torch
+    import torch.distributed as dist
+    import fairscale.nn.model_parallel.initialize as fs_init
+
+    def save_checkpoint(path, model, opt):
+        if fs_init.get_data_parallel_rank() == 0:
+            fn = (
+                "consolidated."
+                f"{fs_init.get_model_parallel_rank():02d}-of-"
+                f"{fs_init.get_model_parallel_world_size():02d}.pth"
+            )
+            torch.save(model.state_dict(), os.path.join(path, fn))
+        dist.barrier()
+        opt_fn = f"optimizer.{dist.get_rank():05d}-of-{dist.get_world_size():05d}.pth"
+        torch.save(opt.state_dict(), os.path.join(path, opt_fn))
+        final = "final.pth"
+        torch.save(model.state_dict(), os.path.join(path, final))
+
+    def main():
+        dist.init_process_group("nccl")
+        fs_init.initialize_model_parallel(2)
+        save_checkpoint("out", model, opt)
+
+    main()
+"""
+
+
+def test_dp_rank_guard_and_rank_named_path_variables(tmp_path):
+    found = [d for d in check(tmp_path, {"train.py": ACCESSORY_SAVE}) if d["code"] == "CKP001"]
+    # only the last save, to one shared name on every rank, is reported
+    assert [d["span"]["line"] if "span" in d else d["line"] for d in found] == [18]
+
+
+SAMPLE = """
+    import os
+    import torch
+    import torch.distributed as dist
+
+    def main(args, rank):
+        dist.init_process_group("nccl")
+        torch.cuda.set_device(rank)
+        train_args = torch.load(os.path.join(args.ckpt, "model_args.pth"))
+        print(train_args.model_parallel_size)
+        model = build(train_args).cuda()
+        mp_rank = rank
+        other = torch.load(os.path.join(args.ckpt, f"consolidated.{mp_rank:02d}.other.pth"))
+        loss_scaler.load_state_dict(other["scaler"])
+        state = torch.load(os.path.join(args.ckpt, "ema.pth"))
+        model.load_state_dict(state["model"])
+"""
+
+
+def test_torch_load_of_non_tensor_state_is_silent_and_a_model_state_fires(tmp_path):
+    found = [d for d in check(tmp_path, {"sample.py": SAMPLE}) if d["code"] == "CKP002"]
+    assert [d["span"]["line"] if "span" in d else d["line"] for d in found] == [14]
