@@ -108,3 +108,58 @@ SAMPLE = """
 def test_torch_load_of_non_tensor_state_is_silent_and_a_model_state_fires(tmp_path):
     found = [d for d in check(tmp_path, {"sample.py": SAMPLE}) if d["code"] == "CKP002"]
     assert [d["span"]["line"] if "span" in d else d["line"] for d in found] == [14]
+
+
+YALM_LAUNCH = """
+    #!/bin/bash
+    export NCCL_DEBUG=WARN
+    MP_SIZE=8
+    torchrun --nproc_per_node 8 megatron_lm/tools/generate_samples_gpt2.py \\
+        --tensor-model-parallel-size $MP_SIZE --num-layers 80 --hidden-size 10240 --num-attention-heads 128
+"""
+OLD_ARGS = """
+    import argparse
+    def parse_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--tensor-model-parallel-size", type=int, default=1)
+        return parser.parse_args()
+"""
+
+
+def test_env004_is_silent_for_a_vendored_megatron_without_the_assertion(tmp_path):
+    files = {"examples/generate.sh": YALM_LAUNCH, "megatron_lm/megatron/arguments.py": OLD_ARGS,
+             "megatron_lm/tools/generate_samples_gpt2.py": "from megatron import initialize_megatron\n"}
+    assert not [d for d in check(tmp_path, files, "--select", "ENV004")]
+
+
+def test_env004_fires_when_the_vendored_megatron_asserts_it(tmp_path):
+    new_args = OLD_ARGS + """
+    def validate_args(args):
+        if args.tensor_model_parallel_size > 1:
+            assert os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1"
+    """
+    files = {"examples/generate.sh": YALM_LAUNCH, "megatron_lm/megatron/arguments.py": new_args,
+             "megatron_lm/tools/generate_samples_gpt2.py": "from megatron import initialize_megatron\n"}
+    assert [d["code"] for d in check(tmp_path, files, "--select", "ENV004")] == ["ENV004"]
+
+
+def test_a_project_template_is_not_checked(tmp_path):
+    files = {"templates/{{cookiecutter.name}}/run_{{cookiecutter.example}}.py":
+             "import torch.distributed as dist\n{%- if cookiecutter.with_trainer %}\nx = 1\n{%- endif %}\n"}
+    assert not [d for d in check(tmp_path, files) if d["code"] == "SYN001"]
+
+
+def test_ckp002_on_a_function_with_bare_returns_does_not_crash(tmp_path):
+    src = """
+        import torch
+        import torch.distributed as dist
+        def load_best(self, path):
+            if path is None:
+                return
+            state_dict = torch.load(path)
+            self.model.load_state_dict(state_dict)
+            return
+        dist.init_process_group("nccl")
+    """
+    found = [d for d in check(tmp_path, {"trainer.py": src}) if d["code"] == "CKP002"]
+    assert len(found) == 1

@@ -85,6 +85,8 @@ def classify(path: str, text: str) -> str | None:
     """The kind of the file at ``path`` (display path) with content ``text``, or None if not ours."""
     p = PurePath(path)
     name, suffix = p.name, p.suffix.lower()
+    if any("{{" in part and "}}" in part for part in p.parts):
+        return None  # a project template (cookiecutter, copier): rendered before it runs, not a program
     if suffix == ".py":
         extra = any(n in text for n in PLUGIN_NEEDLES["python"])
         if not extra and not any(n in text for n in PYTHON_NEEDLES) and "torchtitan" not in text:

@@ -20,7 +20,7 @@ def path_pieces(s, node, frame, depth: int = 0):
     both expressions."""
     import ast
 
-    if node is None or depth > 4:
+    if not isinstance(node, ast.AST) or depth > 4:
         return
     yield node, frame
     for sub in ast.walk(node):
@@ -58,7 +58,7 @@ def reaches_state_load(s, call) -> bool:
     load = call.node
     returns_load: set[str] = set()
     if call.frame.kind == "function" and any(
-            r is not None and any(x is load for x in ast.walk(r)) for r in call.frame.returns):
+            isinstance(r, ast.AST) and any(x is load for x in ast.walk(r)) for r in call.frame.returns):
         returns_load.add(call.frame.name)
     target_names = {name for name, bs in call.frame.bindings.items() if any(b is load for b in bs)}
 

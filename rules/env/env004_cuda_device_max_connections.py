@@ -23,6 +23,49 @@ def _pre_blackwell(gpu: Value | None) -> bool:
     return not name.startswith(BLACKWELL_PREFIXES)
 
 
+#: where a Megatron checkout keeps its argument validation (as the CFG006 table reads it)
+_ARGUMENT_MODULES = ("megatron/training/arguments.py", "megatron/arguments.py")
+
+
+def _own_megatron_lacks_the_check(f, la, ctx) -> bool:
+    """The launched script runs on a Megatron copy of the repository (the nearest
+    ``megatron/training/arguments.py`` or ``megatron/arguments.py`` above it, inside the checked
+    folder) whose argument validation has no CUDA_DEVICE_MAX_CONNECTIONS assertion: an older
+    fork (the check came with Megatron-LM's sequence parallelism), so nothing stops the ranks."""
+    import os
+    from pathlib import Path
+
+    from parallint.util.safeio import read_regular
+
+    if la.script is None or not la.script.known or not isinstance(la.script.value, str):
+        return False
+    cwd = getattr(ctx, "cwd", None)
+    here = getattr(f, "abspath", None)
+    if cwd is None or here is None:
+        return False
+    try:
+        root = os.path.realpath(cwd)
+        inside = lambda p: p == root or p.startswith(root + os.sep)  # noqa: E731
+        for base in (Path(here).parent, Path(root)):
+            script = os.path.realpath(base / la.script.value)
+            if not inside(script) or not os.path.isfile(script):
+                continue
+            d = Path(script).parent
+            for _ in range(8):
+                for rel in _ARGUMENT_MODULES:
+                    cand = os.path.realpath(d / rel)
+                    if inside(cand) and os.path.isfile(cand):
+                        data = read_regular(cand, 4 << 20)
+                        return data is not None and b"CUDA_DEVICE_MAX_CONNECTIONS" not in data
+                if os.path.realpath(d) == root or d.parent == d:
+                    break
+                d = d.parent
+            return False
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 class CudaDeviceMaxConnections(Rule):
     code = "ENV004"
     facts = frozenset({"framework", "hardware.gpu", "parallel.cp", "parallel.tp"})
@@ -38,7 +81,8 @@ class CudaDeviceMaxConnections(Rule):
     checked: the file exports variables (or the container sets `env`) and sources no file
     parallint cannot follow. Launches with `--use-torch-fsdp2`, `--use-megatron-fsdp` or
     `--overlap-moe-expert-parallel-comm` (which want more connections) and DeepSpeed's Megatron fork
-    (`--deepspeed`) are not checked.
+    (`--deepspeed`) are not checked, nor launches of a repository's own Megatron copy whose
+    `arguments.py` has no such assertion (forks older than Megatron-LM's sequence parallelism).
 
     ## Why it matters
     Megatron's argument validation asserts "Using tensor model parallelism or context parallelism
@@ -102,6 +146,8 @@ class CudaDeviceMaxConnections(Rule):
                 continue
             if any(not a.known and a.source == "splat" for a in la.args):
                 continue  # an unexpanded $ARGS may carry any of those
+            if _own_megatron_lacks_the_check(f, la, ctx):
+                continue  # the repository's own (older) Megatron does not assert it
             if f.kind == "kube":
                 if not any(k not in OPERATOR_ENV for k in la.env):
                     continue  # the container sets no environment of its own
