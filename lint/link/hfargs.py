@@ -137,6 +137,12 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
             ff.facts.add("ddp.find_unused_parameters", Value(on, span, True, "", src))
         elif on:
             ff.facts.add("training.precision", Value(name, span, True, "", src))
+    if (complete and not config and first is not None and "fp16" not in flags and "bf16" not in flags
+            and not _redefines(script_text, "fp16") and not _redefines(script_text, "bf16")):
+        # neither flag on a complete argument list: the Trainer runs in fp32 (fp16=bf16=False)
+        ff.facts.add("training.precision", Value("fp32", first, True, "",
+                                                 "TrainingArguments default fp16=False, bf16=False (neither --fp16 "
+                                                 "nor --bf16 on the launch line)", Origin(How.DEFAULT)))
     ds = flags.get("deepspeed")
     if ds is not None and ds[1] is not None and ds[1].known and ds[1].value:
         ff.links.append(Value(str(ds[1].value), ds[1].span, True, "", "--deepspeed on the launch line"))
