@@ -79,6 +79,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
                    "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
     "ds_initialize": ("deepspeed.initialize",),
+    "ds_pipeline_module": ("deepspeed.pipe.PipelineModule", "deepspeed.runtime.pipe.PipelineModule",
+                           "deepspeed.runtime.pipe.module.PipelineModule"),
     "ds_init_distributed": ("deepspeed.init_distributed", "deepspeed.comm.init_distributed",
                             "deepspeed.comm.comm.init_distributed"),
     "fabric": ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",

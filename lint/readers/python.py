@@ -1272,6 +1272,10 @@ def _facts(s: Script, f: FileFacts) -> None:
         # Megatron-core's parallel state: its own world-size assertion (TP x PP x CP divides the
         # world) is the Megatron one the layout rules know
         f.facts.add("framework", Value("megatron", c.span, True, "", "initialize_model_parallel()"))
+    for c in s.by("ds_pipeline_module"):  # DeepSpeed's pipeline engine: PipelineModule(num_stages=N)
+        v = s.arg(c, "num_stages", with_span=True)
+        if v is not None:
+            _fact(f, "parallel.pp", v, "PipelineModule(num_stages=...)", _int)
     for c in s.by("pl_trainer"):
         nn = s.arg(c, "num_nodes", with_span=True)
         if nn is not None:

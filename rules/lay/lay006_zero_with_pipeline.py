@@ -17,7 +17,10 @@ class ZeroWithPipeline(FactRule):
     doc = """
     ## What it does
     Flags a DeepSpeed (or gpt-neox) job that uses ZeRO stage ≥ 2 together with more than one
-    pipeline stage.
+    pipeline stage: a DeepSpeed config's stage with the job's PP, a Megatron-DeepSpeed launch
+    (`--deepspeed`, without `--no-pipeline-parallel`) whose `--pipeline-model-parallel-size` is
+    above 1 with `--zero-stage` 2 or 3 or a linked DeepSpeed config at stage 2 or 3, and a
+    script that builds a DeepSpeed `PipelineModule(num_stages=N)` trained with such a config.
 
     ## Why it matters
     DeepSpeed's pipeline engine refuses it at start-up: "ZeRO-2 and ZeRO-3 are incompatible with
@@ -36,7 +39,20 @@ class ZeroWithPipeline(FactRule):
     valid = (Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
                      '  "zero_optimization": {"stage": 1}\n}\n', filename="neox.yml"),
              Example('{\n  "pipe_parallel_size": 0,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
-                     '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml"))
+                     '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml"),
+             # --no-pipeline-parallel: Megatron-DeepSpeed runs without DeepSpeed's pipeline engine
+             Example(files={
+                 "run.sh": "deepspeed --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
+                           "    --pipeline-model-parallel-size 2 --num-layers 24 --micro-batch-size 1 \\\n"
+                           "    --deepspeed --deepspeed_config $DS_CONFIG --zero-stage 2 --no-pipeline-parallel\n",
+                 "pretrain_gpt.py": "import deepspeed\nprint(deepspeed.__version__)\n",
+             }, paths=("run.sh",)),
+             Example(files={
+                 "train.py": "import deepspeed\nfrom deepspeed.pipe import PipelineModule\n"
+                             "net = PipelineModule(layers=layers, num_stages=4, loss_fn=loss_fn)\n"
+                             "engine, _, _, _ = deepspeed.initialize(model=net, config=\"ds.json\")\n",
+                 "ds.json": '{\n  "train_batch_size": 32,\n  "zero_optimization": {"stage": 1}\n}\n',
+             }, paths=("train.py",)))
     invalid = (
         Example('{\n  "pipe_parallel_size": 2,\n  "model_parallel_size": 1,\n  "num_layers": 24,\n'
                 '  "zero_optimization": {"stage": 2}\n}\n', filename="neox.yml", line=5),
@@ -50,6 +66,21 @@ class ZeroWithPipeline(FactRule):
             "ds_config.json": '{\n  "train_batch_size": 64,\n  "train_micro_batch_size_per_gpu": 2,\n'
                               '  "zero_optimization": {"stage": 2}\n}\n',
         }, line=4),
+        # Megatron-DeepSpeed with the stage on its own flag (the config is written by a heredoc)
+        Example(files={
+            "run.sh": "deepspeed --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
+                      "    --pipeline-model-parallel-size 2 --num-layers 24 --micro-batch-size 1 \\\n"
+                      "    --global-batch-size 64 --deepspeed --deepspeed_config $DS_CONFIG --zero-stage 2\n",
+            "pretrain_gpt.py": "import deepspeed\nprint(deepspeed.__version__)\n",
+        }, paths=("run.sh",), line=3),
+        # DeepSpeed's PipelineModule with four stages, trained with a ZeRO-2 config
+        Example(files={
+            "train.py": "import deepspeed\nfrom deepspeed.pipe import PipelineModule\ndeepspeed.init_distributed()\n"
+                        "net = PipelineModule(layers=layers, num_stages=4, loss_fn=loss_fn)\n"
+                        "engine, _, _, _ = deepspeed.initialize(model=net, config=\"ds.json\")\n",
+            "ds.json": '{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": 4,\n'
+                       '  "zero_optimization": {"stage": 2}\n}\n',
+        }, paths=("train.py",), line=4),
     )
 
     def check_file(self, f, ctx):
@@ -80,7 +111,10 @@ class ZeroWithPipeline(FactRule):
                               [Related.at(tree.key_spans.get(key, tree.get(key).span), "pipe_parallel_size 1")])
 
     def findings(self, view: View):
-        if not view.fw("deepspeed", "neox"):
+        # Megatron-DeepSpeed launched with --deepspeed runs PP > 1 on DeepSpeed's pipeline engine
+        # (unless --no-pipeline-parallel turns the pipeline off)
+        mds = view.fw("megatron") and "deepspeed" in view.launch_flags and "no-pipeline-parallel" not in view.launch_flags
+        if not (view.fw("deepspeed", "neox") or mds):
             return
         z, pp = view.i("parallel.zero_stage"), view.i("parallel.pp")
         if z is None or pp is None:
