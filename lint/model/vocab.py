@@ -144,6 +144,8 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("deepspeed", "nanotron", "neox") + _ALL_DEGREE),
     Fact("parallel.vpp", "int", "virtual pipeline stages per rank (interleaved 1F1B)", "stages",
          producers=_MEGATRON + ("python",)),
+    Fact("parallel.vpp_layers", "int", "layers per virtual pipeline stage (--num-layers-per-virtual-pipeline-stage)",
+         "layers", producers=_MEGATRON, spec=False),
     Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate",) + _ALL_DEGREE + ("cmdline", "torchtune")),
     Fact("parallel.ep", "int", "expert-parallel degree", "ranks", producers=("nanotron",) + _ALL_DEGREE),
     Fact("parallel.etp", "int", "expert tensor-parallel degree", "ranks",

@@ -259,6 +259,10 @@ def args_facts(words: list[Value], require_marker: bool = True) -> FactMap:
         iv = query_groups.as_int() if query_groups.known else query_groups
         facts.add("model.kv_heads", iv)
     if layers_per_vstage is not None:
+        n = known_int(layers_per_vstage)
+        if n is not None:
+            facts.add("parallel.vpp_layers", Value(n, layers_per_vstage.span, True, "",
+                                                   "--num-layers-per-virtual-pipeline-stage"))
         facts.add("parallel.vpp", vpp_from_layers_per_stage(
             facts.int("model.layers"), facts.int("parallel.pp") or 1, layers_per_vstage))
     if first_flag_span is None and flags:

@@ -16,7 +16,7 @@ def _uneven() -> frozenset[str]:
 
 class LayersNotDivisibleByPp(FactRule):
     code = "LAY004"
-    facts = frozenset({"model.layers", "parallel.pp", "parallel.pp_layout", "parallel.vpp"})
+    facts = frozenset({"model.layers", "parallel.pp", "parallel.pp_layout", "parallel.vpp", "parallel.vpp_layers"})
     name = "layers-not-divisible-by-pp"
     severity = Severity.ERROR
     summary = "The layers do not split evenly over the pipeline (× virtual) stages"
@@ -42,10 +42,17 @@ class LayersNotDivisibleByPp(FactRule):
     valid = (
         Example(_meg("--num-layers: 32\n--pipeline-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml"),
         Example(_meg("--num-layers: 30\n--pipeline-model-parallel-size: 4\n--decoder-first-pipeline-num-layers: 6\n--num-attention-heads: 32"), filename="model_config.yaml"),
+        Example("torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4 \\\n"
+                "  --num-layers-per-virtual-pipeline-stage 3 --num-layers 24 --hidden-size 1024 \\\n"
+                "  --num-attention-heads 16\n", filename="run.sh"),
     )
     invalid = (
         Example(_meg("--num-layers: 30\n--pipeline-model-parallel-size: 4\n--num-attention-heads: 32"), filename="model_config.yaml", line=5),
         Example(_nemo(pp=4, model_extra="  num_layers: 32\n  virtual_pipeline_model_parallel_size: 3\n"), filename="conf/gpt.yaml", line=9),
+        # 24 layers over PP 4 leave 6 per rank: 4-layer virtual stages do not cover them
+        Example("torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4 \\\n"
+                "  --num-layers-per-virtual-pipeline-stage 4 --num-layers 24 --hidden-size 1024 \\\n"
+                "  --num-attention-heads 16\n", filename="run.sh", line=2),
     )
 
     def findings(self, view: View):
@@ -67,6 +74,15 @@ class LayersNotDivisibleByPp(FactRule):
                                                      f"PP {pp} × VPP {vpp} = {stages} stages; make the layers a multiple of {stages} "
                                                      f"or pick PP × VPP dividing {layers}",
                               [(view.v("model.layers"), f"{layers} layers"), (vpp_v, f"VPP {vpp}")])
+            return
+        per_v = view.v("parallel.vpp_layers")
+        per = view.i("parallel.vpp_layers")
+        if per is not None and per > 0 and layers % pp == 0 and (layers // pp) % per:
+            yield Finding(per_v, f"{layers} layers over PP {pp} give {layers // pp} layers per pipeline rank, which "
+                                 f"{per}-layer virtual stages do not cover (Megatron-LM's argument check stops every "
+                                 f"rank; older forks round the virtual stages down and build fewer layers): pick a divisor of "
+                                 f"{layers // pp} for --num-layers-per-virtual-pipeline-stage",
+                          [(view.v("model.layers"), f"{layers} layers"), (pp_v, f"PP {pp}")])
             return
         if layers % pp:
             yield Finding(pp_v, f"{layers} layers do not split evenly into {pp} pipeline stages; set PP to "
