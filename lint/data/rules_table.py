@@ -8,7 +8,7 @@ MODULES: dict[str, dict] = {
     'bat.bat002_global_batch_not_divisible': {'source': '4113:c1d86ad7', 'rules': [
         {'class': 'GlobalBatchNotDivisible', 'code': 'BAT002', 'name': 'global-batch-not-divisible', 'severity': 'error', 'summary': 'The global batch is not divisible by micro batch × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'bat.bat003_deepspeed_trainer_mismatch': {'source': '6284:36bf0214', 'rules': [
+    'bat.bat003_deepspeed_trainer_mismatch': {'source': '11028:f5e9a8aa', 'rules': [
         {'class': 'DeepspeedTrainerMismatch', 'code': 'BAT003', 'name': 'deepspeed-trainer-mismatch', 'severity': 'error', 'summary': 'A DeepSpeed config value contradicts the HF TrainingArguments / accelerate value', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'bat.bat004_rampup_batch_not_divisible': {'source': '5902:fada256a', 'rules': [
@@ -41,10 +41,10 @@ MODULES: dict[str, dict] = {
     'cfg.cfg009_unrecognized_script_argument': {'source': '6187:a62dfa8a', 'rules': [
         {'class': 'UnrecognizedScriptArgument', 'code': 'CFG009', 'name': 'unrecognized-script-argument', 'severity': 'error', 'summary': "A launch line passes a flag that the script's own argparse parser rejects.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '8073:a41e38b7', 'rules': [
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '8889:bbb103d2', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
-    'ckp.ckp002_load_without_map_location': {'source': '7340:618c4f3a', 'rules': [
+    'ckp.ckp002_load_without_map_location': {'source': '9115:21a441da', 'rules': [
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
     'dat.dat001_missing_distributed_sampler': {'source': '6902:39943e5b', 'rules': [
@@ -80,7 +80,7 @@ MODULES: dict[str, dict] = {
     'env.env003_nccl_socket_loopback': {'source': '3018:ff33ff91', 'rules': [
         {'class': 'NcclSocketLoopback', 'code': 'ENV003', 'name': 'nccl-socket-loopback', 'severity': 'error', 'summary': 'NCCL_SOCKET_IFNAME selects only the loopback interface for a multi-node launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'env.env004_cuda_device_max_connections': {'source': '5659:b35e5522', 'rules': [
+    'env.env004_cuda_device_max_connections': {'source': '7822:c2eaa4ee', 'rules': [
         {'class': 'CudaDeviceMaxConnections', 'code': 'ENV004', 'name': 'cuda-device-max-connections', 'severity': 'warning', 'summary': 'Megatron with TP > 1 or CP > 1 launched without CUDA_DEVICE_MAX_CONNECTIONS=1.', 'kinds': ['kube', 'shell'], 'calls': [], 'file': True, 'job': False},
     ]},
     'env.env005_unknown_nccl_variable': {'source': '24086:616459e0', 'rules': [
@@ -95,13 +95,13 @@ MODULES: dict[str, dict] = {
     'lay.lay003_heads_not_divisible_by_tp': {'source': '2383:946eef31', 'rules': [
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay004_layers_not_divisible_by_pp': {'source': '3670:5f7b6cc1', 'rules': [
+    'lay.lay004_layers_not_divisible_by_pp': {'source': '5080:77a8f4bf', 'rules': [
         {'class': 'LayersNotDivisibleByPp', 'code': 'LAY004', 'name': 'layers-not-divisible-by-pp', 'severity': 'error', 'summary': 'The layers do not split evenly over the pipeline (× virtual) stages', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay005_sequence_parallel_without_tp': {'source': '2391:8004a270', 'rules': [
         {'class': 'SequenceParallelWithoutTp', 'code': 'LAY005', 'name': 'sequence-parallel-without-tp', 'severity': 'warning', 'summary': 'Sequence parallelism is enabled with tensor-parallel degree 1', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay006_zero_with_pipeline': {'source': '4868:f1e632dc', 'rules': [
+    'lay.lay006_zero_with_pipeline': {'source': '7744:dbb24895', 'rules': [
         {'class': 'ZeroWithPipeline', 'code': 'LAY006', 'name': 'zero-with-pipeline', 'severity': 'error', 'summary': 'DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay007_device_mesh_size_mismatch': {'source': '6635:4499ca34', 'rules': [
@@ -170,6 +170,9 @@ MODULES: dict[str, dict] = {
     'lch.lch016_sbatch_directive_ignored': {'source': '2524:0478dddd', 'rules': [
         {'class': 'SbatchDirectiveIgnored', 'code': 'LCH016', 'name': 'sbatch-directive-ignored', 'severity': 'warning', 'summary': 'An #SBATCH line after the first command, which sbatch ignores.', 'kinds': ['shell'], 'calls': [], 'file': True, 'job': False},
     ]},
+    'lch.lch017_sbatch_launch_without_srun': {'source': '7266:bfdf01d4', 'rules': [
+        {'class': 'SbatchLaunchWithoutSrun', 'code': 'LCH017', 'name': 'sbatch-launch-without-srun', 'severity': 'error', 'summary': 'A multi-node batch script starts training without srun, so only the first node runs it.', 'kinds': ['shell'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'init_device_mesh', 'init_process_group'], 'file': True, 'job': True},
+    ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '6080:045acd2e', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
@@ -179,7 +182,7 @@ MODULES: dict[str, dict] = {
     'pg.pg001_nccl_without_set_device': {'source': '8081:9a7dd6c6', 'rules': [
         {'class': 'NcclWithoutSetDevice', 'code': 'PG001', 'name': 'nccl-without-set-device', 'severity': 'warning', 'summary': 'NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device', 'kinds': ['python'], 'calls': ['collective', 'dataloader', 'init_process_group', 'set_device'], 'file': True, 'job': False},
     ]},
-    'pg.pg002_backend_device_mismatch': {'source': '4306:35ac475e', 'rules': [
+    'pg.pg002_backend_device_mismatch': {'source': '5524:46f388fa', 'rules': [
         {'class': 'BackendDeviceMismatch', 'code': 'PG002', 'name': 'backend-device-mismatch', 'severity': 'warning', 'summary': 'gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)', 'kinds': ['python'], 'calls': ['ddp', 'init_process_group', 'set_device'], 'file': True, 'job': False},
     ]},
     'pg.pg003_world_size_conflict': {'source': '3984:805991aa', 'rules': [
@@ -188,7 +191,7 @@ MODULES: dict[str, dict] = {
     'pg.pg004_env_rendezvous_without_launcher': {'source': '4599:5b40f3ef', 'rules': [
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
     ]},
-    'pg.pg005_collective_in_rank_branch': {'source': '12862:1f2abf7b', 'rules': [
+    'pg.pg005_collective_in_rank_branch': {'source': '16697:9be033fb', 'rules': [
         {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'spawn'], 'file': True, 'job': False},
     ]},
     'pip.pip001_partition_gap_or_overlap': {'source': '4162:2a5492b2', 'rules': [
