@@ -65,7 +65,7 @@ def test_nested_configuration_inside_a_walked_folder(tmp_path, cli):
     assert len([ln for ln in p.stdout.splitlines() if " DDP001 " in ln]) == 4
 
 
-TWO_FINDINGS = DDP_SCRIPT + '    state = torch.load("ckpt.pt")\n'  # DDP001 and CKP002, both warnings
+TWO_FINDINGS = DDP_SCRIPT + '    model.load_state_dict(torch.load("ckpt.pt"))\n'  # DDP001 and CKP002, both warnings
 
 
 def _nested_tree(tmp_path):

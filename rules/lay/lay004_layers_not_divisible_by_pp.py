@@ -80,8 +80,8 @@ class LayersNotDivisibleByPp(FactRule):
         if per is not None and per > 0 and layers % pp == 0 and (layers // pp) % per:
             yield Finding(per_v, f"{layers} layers over PP {pp} give {layers // pp} layers per pipeline rank, which "
                                  f"{per}-layer virtual stages do not cover (Megatron-LM's argument check stops every "
-                                 f"rank; older forks round the virtual stages down and build fewer layers): pick a divisor of "
-                                 f"{layers // pp} for --num-layers-per-virtual-pipeline-stage",
+                                 f"rank; older forks round the virtual stages down and build fewer layers); set "
+                                 f"--num-layers-per-virtual-pipeline-stage to a divisor of {layers // pp}",
                           [(view.v("model.layers"), f"{layers} layers"), (pp_v, f"PP {pp}")])
             return
         if layers % pp:
