@@ -95,7 +95,7 @@ MODULES: dict[str, dict] = {
     'lay.lay003_heads_not_divisible_by_tp': {'source': '2383:946eef31', 'rules': [
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay004_layers_not_divisible_by_pp': {'source': '5078:e29263b6', 'rules': [
+    'lay.lay004_layers_not_divisible_by_pp': {'source': '5100:3d67cb78', 'rules': [
         {'class': 'LayersNotDivisibleByPp', 'code': 'LAY004', 'name': 'layers-not-divisible-by-pp', 'severity': 'error', 'summary': 'The layers do not split evenly over the pipeline (× virtual) stages', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay005_sequence_parallel_without_tp': {'source': '2391:8004a270', 'rules': [

@@ -77,7 +77,7 @@ class LayersNotDivisibleByPp(FactRule):
             return
         per_v = view.v("parallel.vpp_layers")
         per = view.i("parallel.vpp_layers")
-        if per is not None and per > 0 and layers % pp == 0 and (layers // pp) % per:
+        if per_v is not None and per is not None and per > 0 and layers % pp == 0 and (layers // pp) % per:
             yield Finding(per_v, f"{layers} layers over PP {pp} give {layers // pp} layers per pipeline rank, which "
                                  f"{per}-layer virtual stages do not cover (Megatron-LM's argument check stops every "
                                  f"rank; older forks round the virtual stages down and build fewer layers); set "
