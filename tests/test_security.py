@@ -150,3 +150,152 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, (out, err)
     assert "Traceback" not in err and "Aborted!" in err
+
+
+# ------------------------------------------------------------------ writes outside the repository
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def _two_runs(cli, repo: Path, tmp_path: Path, *args: str) -> None:
+    for _ in range(2):  # the first run writes the cache, the second reads it
+        proc = cli("check", *args, cwd=repo, env=_env(tmp_path))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "BAT001" in proc.stdout
+
+
+@pytest.mark.parametrize("one_file", [False, True])
+def test_a_committed_cache_folder_link_is_not_written_through(tmp_path, cli, one_file):
+    repo = _ds_repo(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".parallint_cache").symlink_to(outside, target_is_directory=True)
+    _two_runs(cli, repo, tmp_path, *(["ds_config.json"] if one_file else ["."]))
+    assert _listing(outside) == []
+
+
+def test_a_dangling_gitignore_link_in_the_cache_creates_nothing(tmp_path, cli):
+    repo = _ds_repo(tmp_path)
+    target = tmp_path / "home" / ".config" / "git" / "ignore"
+    target.parent.mkdir(parents=True)
+    (repo / ".parallint_cache").mkdir()
+    (repo / ".parallint_cache" / ".gitignore").symlink_to(target)
+    _two_runs(cli, repo, tmp_path, ".")
+    assert not target.exists()
+    assert (repo / ".parallint_cache" / ".gitignore").is_symlink()
+
+
+@pytest.mark.parametrize("sub", ["files", "runs"])
+def test_a_link_inside_the_cache_folder_is_not_written_through(tmp_path, cli, sub):
+    repo = _ds_repo(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".parallint_cache").mkdir()
+    (repo / ".parallint_cache" / sub).symlink_to(outside, target_is_directory=True)
+    _two_runs(cli, repo, tmp_path, ".")
+    _two_runs(cli, repo, tmp_path, "ds_config.json")
+    assert _listing(outside) == []
+
+
+def test_cache_clean_does_not_follow_a_committed_link(tmp_path, cli):
+    repo = _ds_repo(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".gitignore").write_text("# created by parallint\n*\n")
+    (outside / "links.json").write_text("{}")
+    (repo / ".parallint_cache").symlink_to(outside, target_is_directory=True)
+    cli("cache", "clean", ".", cwd=repo, env=_env(tmp_path))
+    assert _listing(outside) == [".gitignore", "links.json"]
+
+
+def test_a_cache_folder_the_user_names_may_be_a_link(tmp_path, cli):
+    repo = _ds_repo(tmp_path)
+    real = tmp_path / "real-cache"
+    real.mkdir()
+    (tmp_path / "cache-link").symlink_to(real, target_is_directory=True)
+    env = {**_env(tmp_path), "PARALLINT_CACHE_DIR": str(tmp_path / "cache-link")}
+    proc = cli("check", ".", cwd=repo, env=env)
+    assert proc.returncode == 1 and "BAT001" in proc.stdout
+    assert _listing(real) != []  # the cache was written where the user said
+
+
+def test_a_fifo_committed_as_a_cache_entry_does_not_block(tmp_path, cli):
+    import os
+
+    repo = _ds_repo(tmp_path)
+    cli("check", ".", cwd=repo, env=_env(tmp_path))
+    entries = [p for p in (repo / ".parallint_cache").rglob("*") if p.is_file() and p.name != ".gitignore"]
+    assert entries
+    for p in entries:  # every entry replaced by a FIFO (or a link to one) nobody writes to
+        p.unlink()
+        os.mkfifo(p)
+    proc = cli("check", ".", cwd=repo, env=_env(tmp_path))
+    assert proc.returncode == 1 and "BAT001" in proc.stdout
+
+
+# ------------------------------------------------------------------ reads outside the repository
+SECRET = "AKIA0123456789SECRET"
+
+
+def _outside_tree(tmp_path: Path) -> tuple[Path, Path]:
+    outside, repo = tmp_path / "outside", tmp_path / "repo"
+    outside.mkdir()
+    repo.mkdir()
+    (repo / ".git").mkdir()
+    (outside / "ds.json").write_text(json.dumps({
+        "train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+        "aws_secret_access_key": SECRET}))
+    (outside / "env.sh").write_text(f"export NPROC=6\nexport TOKEN={SECRET}\n")
+    write_tree(repo, {"train.py": "import deepspeed\nmodel, opt, _, _ = deepspeed.initialize(args=args, model=model)\n"})
+    return outside, repo
+
+
+@pytest.mark.parametrize("how", ["absolute", "home", "symlink"])
+def test_a_config_outside_the_repository_is_named_not_read(tmp_path, cli, how):
+    outside, repo = _outside_tree(tmp_path)
+    env = {**_env(tmp_path), "HOME": str(outside.parent)}
+    if how == "symlink":
+        (repo / "ds.json").symlink_to(outside / "ds.json")
+        ref = "ds.json"
+    else:
+        ref = str(outside / "ds.json") if how == "absolute" else "~/outside/ds.json"
+    (repo / "launch.sh").write_text(f"#!/bin/bash\ndeepspeed --num_gpus 8 train.py --deepspeed {ref}\n")
+    for args in (["check", "--no-cache", "--format", "json", "."], ["show", "launch.sh"]):
+        proc = cli(*args, cwd=repo, env=env)
+        assert SECRET not in proc.stdout + proc.stderr
+        assert "aws_secret_access_key" not in proc.stdout + proc.stderr
+    proc = cli("check", "--no-cache", "--format", "json", ".", cwd=repo, env=env)
+    found = json.loads(proc.stdout)
+    assert "BAT001" not in {d["code"] for d in found}  # its values are not read, so not checked
+    hints = [d for d in found if d["code"] == "SYN002"]
+    assert hints and all(d["severity"] == "info" and "outside the repository" in d["message"] for d in hints)
+    assert proc.returncode == 0  # a hint: an outside file is not the tree's fault
+
+
+def test_an_outside_config_named_on_the_command_line_is_checked(tmp_path, cli):
+    outside, repo = _outside_tree(tmp_path)
+    (repo / "launch.sh").write_text(f"#!/bin/bash\ndeepspeed --num_gpus 8 train.py --deepspeed {outside / 'ds.json'}\n")
+    proc = cli("check", "--no-cache", "--format", "json", ".", str(outside / "ds.json"), cwd=repo, env=_env(tmp_path))
+    assert "BAT001" in {d["code"] for d in json.loads(proc.stdout)}
+
+
+def test_a_sourced_script_outside_the_repository_is_not_read(tmp_path, cli):
+    outside, repo = _outside_tree(tmp_path)
+    (repo / "env_in.sh").write_text((outside / "env.sh").read_text().replace(SECRET, "inside"))
+    for name, src in (("run_in.sh", "./env_in.sh"), ("run_out.sh", str(outside / "env.sh"))):
+        (repo / name).write_text(f"#!/bin/bash\nsource {src}\ntorchrun --nproc_per_node $NPROC train.py\n")
+    inside = cli("show", "run_in.sh", cwd=repo, env=_env(tmp_path)).stdout
+    out = cli("show", "run_out.sh", cwd=repo, env=_env(tmp_path)).stdout
+    assert "procs_per_node: 6" in inside  # the control: a sourced script inside is read
+    assert "procs_per_node: 6" not in out and "unknown: environment variable NPROC" in out
+    assert SECRET not in out
+
+
+def test_a_found_configuration_may_not_extend_outside_the_repository(tmp_path, cli):
+    outside, repo = _outside_tree(tmp_path)
+    (outside / "base.toml").write_text(f'[tool.parallint]\n{SECRET.lower()}_key = "x"\n')
+    (repo / "pyproject.toml").write_text(f'[tool.parallint]\nextend = "{outside / "base.toml"}"\n')
+    proc = cli("check", "--no-cache", ".", cwd=repo, env=_env(tmp_path))
+    assert proc.returncode == 2
+    assert "outside the repository" in proc.stderr and SECRET.lower() not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -170,7 +170,10 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def load_config(explicit: str | None = None, start: Path | None = None) -> Config:
+def load_config(explicit: str | None = None, start: Path | None = None, found: bool = False) -> Config:
+    """The configuration ``explicit`` names (``--config``), or, with ``found``, the one a search
+    found in the checked tree (whose ``extend`` stays inside its repository), else the nearest
+    to ``start``."""
     start = start or Path.cwd()
     if explicit:
         path = Path(explicit)
@@ -180,7 +183,7 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> Confi
         path = find_config(start)
         if path is None:
             return Config(None, start, {})
-    settings = _load_settings(path, bool(explicit), ())
+    settings = _load_settings(path, bool(explicit), (), named=bool(explicit) and not found)
     if settings is None:
         return Config(None, start, {})
     return Config(path.resolve(), path.resolve().parent, settings)
@@ -189,8 +192,12 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> Confi
 MAX_EXTEND_DEPTH = 10
 
 
-def _load_settings(path: Path, explicit: bool, chain: tuple[Path, ...]) -> dict | None:
-    """The validated settings of ``path``, with what it ``extend``s merged underneath."""
+def _load_settings(path: Path, explicit: bool, chain: tuple[Path, ...], named: bool | None = None) -> dict | None:
+    """The validated settings of ``path``, with what it ``extend``s merged underneath. A
+    configuration found in the checked tree (not ``named`` with ``--config``) may extend only
+    files inside its repository (parallint.util.boundary): one outside is not read."""
+    if named is None:
+        named = explicit
     data = _read_toml(path)
     settings = _settings_from(path, data)
     if settings is None:
@@ -210,9 +217,17 @@ def _load_settings(path: Path, explicit: bool, chain: tuple[Path, ...]) -> dict 
         raise ConfigError(f"{path}: 'extend' makes a cycle through {target}")
     if len(chain) >= MAX_EXTEND_DEPTH:
         raise ConfigError(f"{path}: 'extend' chains more than {MAX_EXTEND_DEPTH} configurations")
+    if not named:
+        from parallint.util.boundary import Boundary
+
+        inside = Boundary()
+        inside.add(chain[0] if chain else here)
+        if not inside.holds(target):
+            raise ConfigError(f"{path}: 'extend' names a file outside the repository, which is not read "
+                              "(name it with --config to use it)")
     if not target.is_file():
         raise ConfigError(f"{path}: 'extend' names {settings['extend']}, which is not a file")
-    base = _load_settings(target, True, chain + (here,)) or {}
+    base = _load_settings(target, True, chain + (here,), named) or {}
     return merge_extended(base, target.parent, settings, here.parent)
 
 
@@ -276,7 +291,7 @@ def configs_for(paths: list[str], stdin_name: str | None = None, explicit: str |
             found = find_config(cwd)  # nothing above the path: the working directory's, as before
         key = found.resolve() if found else None
         if key not in groups:
-            groups[key] = (load_config(str(found), cwd) if found else Config(None, cwd, {}), [], [False])
+            groups[key] = (load_config(str(found), cwd, found=True) if found else Config(None, cwd, {}), [], [False])
         if is_stdin:
             groups[key][2][0] = True
         else:

@@ -127,7 +127,7 @@ class FileCache:
 
     def __init__(self, folder: Path, rules: Iterable[Any], settings: dict[str, Any]) -> None:
         self.folder = folder / FILES_DIR
-        self.key = user_key()
+        self.key = user_key() if folder_ok(folder) else None
         sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
         conf = canonical(settings)
         self.run_tag = digest(f"{ENTRY_FORMAT}\n{code_fingerprint()}\n{sel}\n{conf}".encode("utf-8", "surrogateescape"))
@@ -154,9 +154,11 @@ class FileCache:
         """The value stored under ``key``, or None (absent, corrupt, foreign, stale members)."""
         if self.key is None:
             return None
-        try:
-            raw = self._path(key).read_bytes()
-        except OSError:
+        from parallint.util.safeio import read_regular
+
+        path = self._path(key)
+        raw = read_regular(path, nofollow=True) if entry_ok(self.folder.parent, path.parent) else None
+        if raw is None:
             self.misses += 1
             return None
         import hmac
@@ -199,6 +201,9 @@ class FileCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not entry_ok(self.folder.parent, path.parent):
+                self.key = None  # a link inside the cache folder: write nothing this run
+                return
             _ignore_file(self.folder.parent)
             replace_bytes(path, mac + payload, ".e.")
             self.written += 1
@@ -207,12 +212,28 @@ class FileCache:
 
 
 def _ignore_file(folder: Path) -> None:
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        try:
-            ignore.write_text("# created by parallint\n*\n", "utf-8")
-        except OSError:
-            pass
+    """parallint's ``.gitignore`` in the cache folder: created only where nothing is, never through
+    a link (a committed dangling ``.gitignore`` link must not create the file it names)."""
+    from parallint.util.safeio import create_new
+
+    if not os.path.lexists(folder / ".gitignore"):
+        create_new(folder / ".gitignore", b"# created by parallint\n*\n")
+
+
+def folder_ok(folder: Path) -> bool:
+    """The cache folder may be read and written: it is not a symbolic link (a committed
+    ``.parallint_cache -> /elsewhere`` would make the cache write into its target). The folder
+    ``$PARALLINT_CACHE_DIR`` names may be a link (the user named it); the per-repository folder
+    parallint makes inside it may not."""
+    return not os.path.islink(folder)
+
+
+def entry_ok(folder: Path, path: Path) -> bool:
+    """``path`` (an entry, or a folder of entries) lies inside the cache folder with no link on
+    the way, so reading or writing it stays there."""
+    from parallint.util.safeio import no_links_below
+
+    return folder_ok(folder) and no_links_below(folder, path)
 
 
 def clean(folder: Path) -> bool:
@@ -221,8 +242,8 @@ def clean(folder: Path) -> bool:
     removed."""
     import shutil
 
-    if not folder.is_dir():
-        return False
+    if not folder.is_dir() or not folder_ok(folder):
+        return False  # a link is never followed to remove what it points to
     marker = folder / ".gitignore"
     try:
         ours = marker.read_text("utf-8").startswith("# created by parallint") or \
@@ -302,7 +323,7 @@ class RunCache:
 
         self.folder = folder
         self.dir = folder / RUNS_DIR
-        self.key = user_key()
+        self.key = user_key() if folder_ok(folder) else None
         sel = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
         plugins = []
         for r in rules:  # a plugin rule's own code (builtin rules are in the fingerprint)
@@ -344,9 +365,12 @@ class RunCache:
     def prepare(self) -> None:
         """Make the cache folder before a run walks the tree (a folder made during the run would
         change its parent's listing, and the next run would not reuse this one)."""
+        if self.key is None:
+            return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            _ignore_file(self.folder)
+            if entry_ok(self.folder, self.dir):
+                _ignore_file(self.folder)
         except OSError:
             pass
 
@@ -358,9 +382,10 @@ class RunCache:
 
         if self.key is None:
             return None
-        try:
-            raw = self._path().read_bytes()
-        except OSError:
+        from parallint.util.safeio import read_regular
+
+        raw = read_regular(self._path(), nofollow=True) if entry_ok(self.folder, self.dir) else None
+        if raw is None:
             return None
         try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
             from _operator import _compare_digest as same
@@ -480,6 +505,8 @@ class RunCache:
         path = self._path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not entry_ok(self.folder, path.parent):
+                return False
             _ignore_file(self.folder)
             replace_bytes(path, mac + payload, ".r.")
         except OSError:

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from parallint.model.facts import Value
+from parallint.util.boundary import find_root  # noqa: F401 - the repository a path belongs to (used here and imported from here)
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
@@ -41,19 +42,6 @@ MAX_INDEX_FILES = 100_000
 
 
 @lru_cache(maxsize=1024)
-def find_root(start: Path) -> Path:
-    """The repository a path belongs to: the nearest folder with ``.git``; else the nearest with a
-    ``pyproject.toml`` or ``parallint.toml``; else the path's own folder."""
-    start = start if start.is_dir() else start.parent
-    for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d
-    for d in (start, *start.parents):
-        if (d / "pyproject.toml").is_file() or (d / "parallint.toml").is_file():
-            return d
-    return start
-
-
 def needles(path: Path) -> set[bytes]:
     """Byte strings one of which any file naming ``path`` contains."""
     out = {path.name}
@@ -107,12 +95,14 @@ class LinkCache:
         from parallint.engine.cache import user_key
 
         self.key = user_key() if enabled else None
-        if self.key is None:
+        from parallint.engine.cache import folder_ok
+
+        if self.key is None or not folder_ok(self.path.parent):
             self.enabled = False
         if self.enabled:
             from parallint.util.safeio import read_regular
 
-            raw_bytes = read_regular(self.path)
+            raw_bytes = read_regular(self.path, nofollow=True)
             payload = self._verified(raw_bytes) if raw_bytes is not None else None
             if payload is not None:
                 try:
@@ -158,11 +148,13 @@ class LinkCache:
     def save(self) -> None:
         if not (self.enabled and self.dirty):
             return
+        from parallint.engine.cache import _ignore_file, folder_ok
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.path.parent / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# created by parallint\n*\n", "utf-8")
+            if not folder_ok(self.path.parent):
+                return  # made a link since the run began: write nothing
+            _ignore_file(self.path.parent)
             # keep what this run used plus older entries, bounded
             keep = dict(self.data)
             if len(keep) > 4 * MAX_INDEX_FILES:
@@ -516,7 +508,7 @@ def nested_configs(paths: list[str], config, cwd: Path | None = None) -> list:
                 found = find_config(d)
                 if found is not None and found.resolve() != run and found.resolve() not in seen:
                     seen.add(found.resolve())
-                    out.append(load_config(str(found)))
+                    out.append(load_config(str(found), found=True))
     return out
 
 
@@ -548,7 +540,7 @@ def nested_settings_filter(diags: list, config, selection, cwd: Path | None = No
                 out.append(d)
             continue
         if found not in chosen:
-            c = load_config(str(found))
+            c = load_config(str(found), found=True)
             rules, level = selection(c)
             chosen[found] = (c, {r.code for r in rules}, level)
         c, codes, level = chosen[found]

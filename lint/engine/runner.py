@@ -180,7 +180,9 @@ def not_analysed(path: str, reason: str, line: int = 1) -> Diagnostic:
     regular file."""
     from parallint.util.limits import clean_text
 
-    return Diagnostic("SYN002", "not-analysed", Severity.WARNING,
+    # a file outside the repository is not a fault of the checked tree: a hint, not a failed gate
+    severity = Severity.INFO if reason.startswith("outside the repository") else Severity.WARNING
+    return Diagnostic("SYN002", "not-analysed", severity,
                       clean_text(f"not analysed: {reason}; {_not_analysed_fix(reason)}"), Span(path, line, 1))
 
 
@@ -189,7 +191,9 @@ def _not_analysed_fix(reason: str) -> str:
     for start, fix in (("too large", "raise max-file-size or exclude the file"),
                        ("timed out", "raise file-timeout or exclude the file"),
                        ("too complex", "simplify the file or exclude it"),
-                       ("unreadable", "make the file readable or exclude it")):
+                       ("unreadable", "make the file readable or exclude it"),
+                       ("outside the repository", "its values are not checked; keep the file in the "
+                        "repository, or name it on the command line to check it")):
         if reason.startswith(start):
             return fix
     return "exclude the file (`exclude` in the configuration)"
@@ -295,6 +299,9 @@ class Runner:
         self.cache: dict[Path, FileFacts | None] = {}
         self.errors: list[str] = []
         self.stdin: dict[Path, str] = {}
+        from parallint.util.boundary import Boundary
+
+        self.boundary = Boundary()  # widened by each path the run is given (parallint.util.boundary)
         self.debug = bool(os.environ.get("PARALLINT_DEBUG"))
         self.early: dict[Path, list[Diagnostic]] = {}  # file-rule findings made in workers
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
@@ -368,6 +375,13 @@ class Runner:
         (abspath, display, text, kind) for a file a reader must parse, a FileFacts carrying the
         SYN001/SYN002 finding for a file that cannot be parsed, or None when it is not ours."""
         display = display_path(abspath, self.cwd)
+        if explicit:
+            self.boundary.add(abspath)
+        elif self.boundary and not self.boundary.holds(abspath):
+            # named by a link, a launch line or a config, but outside the repository: say so, and
+            # never read it (its keys and values would reach the findings and the CI log)
+            return self._skipped(abspath, display, "outside the repository (linked, not read)") \
+                if claims_suffix(display) else None
         if abspath in self.stdin:
             text, decode_error, raw = self.stdin[abspath], None, b""
             if len(text) > self.max_bytes:
@@ -488,6 +502,8 @@ class Runner:
             bool(self.config.get("include-tests", False)),
         )
         skipped: list[tuple[Path, str]] = []
+        for p in paths:
+            self.boundary.add(self.cwd / p)
         cands: list[Candidate] = discover(paths, excluder, self.cwd, self.errors, skipped)
         slots: list[Path] = []
         for folder, reason in skipped:

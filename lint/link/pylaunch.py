@@ -563,12 +563,12 @@ def torchx_config(job, root: Path | None = None) -> None:
     folder = job.root.abspath.parent
     for d in dict.fromkeys((folder, root or folder)):
         p = d / ".torchxconfig"
-        try:
-            if not p.is_file() or p.stat().st_size > 100_000:
-                continue
-            text = p.read_text(errors="replace")
-        except OSError:
-            continue
+        from parallint.util.boundary import read_inside
+
+        raw = read_inside(p, job.root.abspath, 100_000)
+        if raw is None:
+            continue  # absent, outside the repository, too large or not a regular file
+        text = raw.decode("utf-8", errors="replace")
         cp = configparser.ConfigParser(interpolation=None)
         try:
             cp.read_string(text)

@@ -149,11 +149,14 @@ def adopt(script: "Script", abspath: Path, tree: ast.Module) -> None:
         path = resolve(abspath, module, level)
         if path is None:
             continue
+        from parallint.util.boundary import read_inside
+
+        raw = read_inside(path, abspath, MAX_BYTES)
+        if raw is None:
+            continue  # outside the repository, too large or not a regular file
         try:
-            if path.stat().st_size > MAX_BYTES:
-                continue
-            mtree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            mtree = ast.parse(raw.decode("utf-8", errors="replace"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         fn = next((n for n in mtree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
         if fn is None or not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)

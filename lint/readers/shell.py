@@ -893,10 +893,12 @@ class Evaluator:
             return
         if self.abspath is not None and target == _resolved(self.abspath):
             return
-        try:
-            data = target.read_bytes()[:MAX_BYTES]
-        except OSError:
-            return
+        from parallint.util.boundary import read_inside
+
+        got = read_inside(target, self.abspath, 64 * MAX_BYTES)
+        if got is None:
+            return  # outside the repository (or not a regular file): not read
+        data = got[:MAX_BYTES]
         if b"\x00" in data[:8192]:
             return
         _RUNNING.append(target)
@@ -957,11 +959,13 @@ class Evaluator:
         if target is None or len(self.sourcing) >= MAX_SOURCE_DEPTH:
             self._opaque_source(w)
             return
-        try:
-            data = target.read_bytes()[:MAX_BYTES]
-        except OSError:
+        from parallint.util.boundary import read_inside
+
+        got = read_inside(target, self.abspath, 64 * MAX_BYTES)
+        if got is None:  # outside the repository, not a regular file, or unreadable
             self._opaque_source(w)
             return
+        data = got[:MAX_BYTES]
         disp = _display_path(self.path, self.abspath, target)
         sub = Src(disp, data, abspath=target)
         self.sourcing.append(target)
@@ -1779,10 +1783,12 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     if target is None:
         return
     hosts: list[int | None] = []
-    try:
-        lines = target.read_text(errors="replace").splitlines()
-    except OSError:
-        return
+    from parallint.util.boundary import read_inside
+
+    got = read_inside(target, abspath, 1_000_000)
+    if got is None:
+        return  # outside the repository (or not a regular file): its hosts are not read
+    lines = got.decode("utf-8", errors="replace").splitlines()
     for line in lines:
         line = line.split("#", 1)[0].strip()
         if not line:

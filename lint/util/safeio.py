@@ -10,11 +10,11 @@ from pathlib import Path
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_regular(path: "str | Path", cap: int | None = None) -> bytes | None:
+def read_regular(path: "str | Path", cap: int | None = None, nofollow: bool = False) -> bytes | None:
     """The bytes of the regular file at ``path`` (None when it is not one, cannot be read, or is
-    larger than ``cap``)."""
+    larger than ``cap``; with ``nofollow``, also when ``path`` itself is a symbolic link)."""
     try:
-        fd = os.open(path, _FLAGS)
+        fd = os.open(path, _FLAGS | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0))
     except (OSError, ValueError):
         return None
     try:
@@ -81,3 +81,35 @@ def replace_bytes(path: "str | Path", data: bytes, prefix: str) -> None:
         except OSError:
             pass
         raise
+
+
+def no_links_below(folder: "str | Path", path: "str | Path") -> bool:
+    """No folder or file from ``folder`` (exclusive) down to ``path`` (inclusive) is a symbolic
+    link, and ``path`` is under ``folder``: a write there stays inside ``folder``."""
+    folder, path = os.path.abspath(folder), os.path.abspath(path)
+    rel = os.path.relpath(path, folder)
+    if rel == os.curdir:
+        return True
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return False
+    cur = folder
+    for part in rel.split(os.sep):
+        cur = os.path.join(cur, part)
+        if os.path.islink(cur):
+            return False
+    return True
+
+
+def create_new(path: "str | Path", data: bytes, mode: int = 0o644) -> bool:
+    """Create ``path`` with ``data`` only when nothing is there (not even a dangling link: it is
+    never followed). True when written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, mode)
+    except OSError:
+        return False
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return True
