@@ -70,13 +70,9 @@ def test_global_rank_fires_only_on_several_nodes(tmp_path, launch, expected):
     assert [(d.span.line, d.severity) for d in found] == expected
 
 
-# ------------------------------------------------------------------ DDP001 needs evidence
-@pytest.mark.parametrize("kind", ["hftrainargs", "accelerate", "nemo", "foundry"])
-def test_find_unused_in_configs_is_no_evidence(tmp_path, kind):
-    """A config states the flag but never shows the model (GAN, MoE, adapters need it): silent."""
-    from parallint.rules.ddp.ddp001_find_unused_parameters import FindUnusedParameters
-
-    assert kind not in FindUnusedParameters.kinds
+# ------------------------------------------------------------------ DDP001 tiers
+def test_find_unused_in_configs_that_show_the_need_is_quiet(tmp_path):
+    """A config whose model is a GAN (its name, a discriminator) or an adapter: the flag is needed."""
     found = run(tmp_path, {
         "hifigan.yaml": """
             trainer:
@@ -90,12 +86,28 @@ def test_find_unused_in_configs_is_no_evidence(tmp_path, kind):
     assert [d for d in found if d.code == "DDP001"] == []
 
 
+def test_find_unused_in_a_plain_config_is_a_hint(tmp_path):
+    """Nothing shows the model: an info hint on the flag's line, which does not fail the gate."""
+    found = run(tmp_path, {
+        "conf/gpt.yaml": """
+            trainer:
+              devices: 8
+              num_nodes: 2
+              strategy: ddp_find_unused_parameters_true
+            model:
+              hidden_size: 1024
+        """,
+    })
+    got = [(d.span.path, d.span.line, d.severity) for d in found if d.code == "DDP001"]
+    assert got == [("conf/gpt.yaml", 4, Severity.INFO)]
+
+
 @pytest.mark.parametrize("model,fires", [
     ("nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 2)).cuda(local_rank)", True),
     ("nn.Linear(8, 8).to(local_rank)", True),
-    ("build_model(cfg)", False),  # not shown
-    ("nn.Sequential(nn.Linear(8, 8), Router(8))", False),  # a module of its own: may skip experts
-    ("nn.Sequential(*layers)", False),
+    ("build_model(cfg)", None),  # not shown: a hint
+    ("nn.Sequential(nn.Linear(8, 8), Router(8))", False),  # routes experts: the flag is needed
+    ("nn.Sequential(*layers)", None),
 ])
 def test_find_unused_fires_only_on_models_using_every_parameter(tmp_path, model, fires):
     found = run(tmp_path, {"train.py": f"""
@@ -107,7 +119,8 @@ def test_find_unused_fires_only_on_models_using_every_parameter(tmp_path, model,
         model = DDP(model, device_ids=[local_rank], find_unused_parameters=True)
     """})
     got = [(d.span.line, d.severity) for d in found if d.code == "DDP001"]
-    assert got == ([(6, Severity.WARNING)] if fires else [])
+    expected = {True: [(6, Severity.WARNING)], None: [(6, Severity.INFO)], False: []}[fires]
+    assert got == expected
 
 
 def test_find_unused_in_a_conditional_rebinding_uses_the_last_binding(tmp_path):
