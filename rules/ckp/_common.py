@@ -74,3 +74,26 @@ def reaches_state_load(s, call) -> bool:
 
     return any(flows(a, sink.frame) for sink in sinks for a in list(sink.node.args)
                + [k.value for k in sink.node.keywords])
+
+
+def skips_done_items(s, call, dest) -> bool:
+    """The save sits after ``if os.path.exists(dest): continue`` (or ``return``): each item's file
+    is written by whichever process reaches it first and skipped by the others, a per-item work
+    split through the file system (``torch.save(sample, pth_path)`` of a data-preparation loop),
+    not every rank writing the same file."""
+    import ast
+
+    tree = call.frame.node if call.frame.node is not None else getattr(s, "_ast", None)
+    if tree is None:
+        return False
+    want = s.code(dest)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and node.body and isinstance(node.body[0], (ast.Continue, ast.Return))):
+            continue
+        test = node.test
+        if isinstance(test, ast.Call) and isinstance(test.func, (ast.Attribute, ast.Name)):
+            name = test.func.attr if isinstance(test.func, ast.Attribute) else test.func.id
+            if name in ("exists", "isfile", "is_file") and test.args and s.code(test.args[0]) == want \
+                    and node.lineno < call.node.lineno:
+                return True
+    return False

@@ -8,7 +8,7 @@ from typing import Iterable
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Script, script_of
-from parallint.rules.ckp._common import _PY, per_rank_path
+from parallint.rules.ckp._common import _PY, per_rank_path, skips_done_items
 
 
 
@@ -145,6 +145,18 @@ class UnguardedCheckpointSave(Rule):
                 save(model, opt, "out")
             main()
         """),
+        # a data-preparation loop: each item's file is skipped by the processes that find it done
+        Example("""
+            import os
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            for path in paths:
+                out = os.path.join(args.save_root, os.path.basename(path))
+                if os.path.exists(out):
+                    continue
+                torch.save(encode(path), out)
+        """),
     ]
     invalid = [
         Example("""
@@ -204,6 +216,8 @@ class UnguardedCheckpointSave(Rule):
                 continue
             if _in_memory(s, dest, c.frame):
                 continue  # serialised into memory (to send or hash), not written
+            if skips_done_items(s, c, dest):
+                continue  # a per-item file that the other processes skip once it exists
             paths = s.effective_guards(c)
             if not paths:
                 continue  # the file never calls the function that saves: unknown

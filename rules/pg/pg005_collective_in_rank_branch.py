@@ -14,10 +14,41 @@ def _only_call_site(s: Script, frame) -> Call | None:
     """The single call of a function the file defines once and never passes around, else None."""
     if frame.kind != "function" or frame.name in s.refs or len(s.functions.get(frame.name, ())) != 1:
         return None
-    sites = s.callsites.get(frame.name, [])
+    sites = [x for x in s.callsites.get(frame.name, []) if x[0] is None or _calls_by_name(x[0])]
     if len(sites) != 1 or sites[0][0] is None or "spawn" in sites[0][0].groups:
         return None
     return sites[0][0]
+
+
+def _calls_by_name(site: Call) -> bool:
+    """``name(...)`` or ``self.name(...)``: a call of this file's function, not ``module.name(...)``
+    (``timm_hub.download_cached_file(...)`` is another module's function of the same name)."""
+    import ast
+
+    func = site.node.func
+    if isinstance(func, ast.Attribute):
+        return isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
+    return True
+
+
+def _enclosing_branch_lets_all_in(s: Script, c: Call, g: Guard) -> bool:
+    """``g`` is the false side of ``A and R`` (``if not use_fsdp_eval and not is_rank0: return``)
+    whose rank-independent conjunct ``A`` is false wherever the call is, because the call sits
+    under ``if use_fsdp_eval:``: there no rank leaves, so every rank reaches the call."""
+    import ast
+
+    node = g._node
+    if g.branch or not isinstance(node, ast.BoolOp) or not isinstance(node.op, ast.And):
+        return False
+    sides = {s.code(h._node): h.branch for h in c.guards if h is not g and not h.rank}
+    for v in node.values:
+        if s.classify_test(v, None)[0]:
+            continue  # rank-dependent
+        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) and sides.get(s.code(v.operand)) is True:
+            return True
+        if sides.get(s.code(v)) is False:
+            return True
+    return False
 
 
 #: method calls that cannot hold a collective (logging, containers, tensor conversions)
@@ -254,6 +285,29 @@ class CollectiveInRankBranch(Rule):
                     torch.save({"state_dict": cpu_state if args.fsdp else model.state_dict()}, "ckpt.pt")
             main(args)
         """),
+        # `hub.download_cached_file(...)` is another module's function, not the one defined here
+        Example("""
+            import torch.distributed as dist
+            from timm.models import hub
+
+            def download_cached_file(url):
+                if dist.get_rank() == 0:
+                    hub.download_cached_file(url)
+                dist.barrier()
+                return url
+        """),
+        # the early return lets every rank through wherever `use_fsdp_eval` holds
+        Example("""
+            import torch.distributed as dist
+
+            def evaluate(args, signal):
+                use_fsdp_eval = args.fsdp
+                if not use_fsdp_eval and dist.get_rank() != 0:
+                    return {}
+                if use_fsdp_eval:
+                    dist.broadcast(signal, src=0)
+                return {}
+        """),
     ]
     invalid = [
         Example("""
@@ -331,7 +385,7 @@ class CollectiveInRankBranch(Rule):
         entries: list[tuple[Call, str, Guard, Call | None]] = []
         for c, short in cands:
             branch = [g for g in (c.frame.base_guards + c.guards) if g.rank and not g.main
-                      and not _some_setting_lets_all_in(s, g)]
+                      and not _some_setting_lets_all_in(s, g) and not _enclosing_branch_lets_all_in(s, c, g)]
             if branch:
                 entries.append((c, short, branch[-1], None))
                 continue
