@@ -41,7 +41,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg009_unrecognized_script_argument': {'source': '6187:a62dfa8a', 'rules': [
         {'class': 'UnrecognizedScriptArgument', 'code': 'CFG009', 'name': 'unrecognized-script-argument', 'severity': 'error', 'summary': "A launch line passes a flag that the script's own argparse parser rejects.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '8889:bbb103d2', 'rules': [
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '9530:ef1ba140', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
     'ckp.ckp002_load_without_map_location': {'source': '9115:21a441da', 'rules': [
@@ -59,8 +59,8 @@ MODULES: dict[str, dict] = {
     'dat.dat004_double_sharding': {'source': '6489:61e5871b', 'rules': [
         {'class': 'DoubleSharding', 'code': 'DAT004', 'name': 'double-sharding', 'severity': 'warning', 'summary': 'a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'ddp.ddp001_find_unused_parameters': {'source': '14004:ece43865', 'rules': [
-        {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter', 'kinds': ['python'], 'calls': ['ddp'], 'file': True, 'job': False},
+    'ddp.ddp001_find_unused_parameters': {'source': '26635:0cae177b', 'rules': [
+        {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
     'ddp.ddp002_global_rank_as_device': {'source': '7858:90262595', 'rules': [
         {'class': 'GlobalRankAsDevice', 'code': 'DDP002', 'name': 'global-rank-as-device', 'severity': 'error', 'summary': 'the global rank selects the CUDA device in a job that spans several nodes (use the local rank)', 'kinds': [], 'calls': ['ddp', 'set_device', 'spawn'], 'file': False, 'job': True},
@@ -191,7 +191,7 @@ MODULES: dict[str, dict] = {
     'pg.pg004_env_rendezvous_without_launcher': {'source': '4599:5b40f3ef', 'rules': [
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
     ]},
-    'pg.pg005_collective_in_rank_branch': {'source': '16697:9be033fb', 'rules': [
+    'pg.pg005_collective_in_rank_branch': {'source': '18986:3013836f', 'rules': [
         {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'spawn'], 'file': True, 'job': False},
     ]},
     'pip.pip001_partition_gap_or_overlap': {'source': '4162:2a5492b2', 'rules': [
@@ -209,7 +209,7 @@ MODULES: dict[str, dict] = {
     'syn.syn001_parse_error': {'source': '2047:a59edccf', 'rules': [
         {'class': 'ParseError', 'code': 'SYN001', 'name': 'parse-error', 'severity': 'error', 'summary': 'A script, launch file or config that parallint reads cannot be parsed.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},
-    'syn.syn002_not_analysed': {'source': '2051:10e71f4d', 'rules': [
+    'syn.syn002_not_analysed': {'source': '2561:07e1a232', 'rules': [
         {'class': 'NotAnalysed', 'code': 'SYN002', 'name': 'not-analysed', 'severity': 'warning', 'summary': 'A file parallint would check was not analysed (too large, too complex, timed out, unreadable ...).', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},
     'syn.syn003_unused_noqa': {'source': '1911:af7e2e1d', 'rules': [
