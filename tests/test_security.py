@@ -299,3 +299,29 @@ def test_a_found_configuration_may_not_extend_outside_the_repository(tmp_path, c
     assert proc.returncode == 2
     assert "outside the repository" in proc.stderr and SECRET.lower() not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_folder_link_out_of_the_repository_is_not_walked(tmp_path, cli):
+    outside, repo = _outside_tree(tmp_path)
+    (repo / "configs").symlink_to(outside, target_is_directory=True)
+    (repo / "inner").symlink_to(repo, target_is_directory=True)  # a loop inside: walked once
+    proc = cli("check", "--no-cache", "--format", "json", ".", cwd=repo, env=_env(tmp_path))
+    found = json.loads(proc.stdout)
+    assert SECRET not in proc.stdout
+    assert [(d["path"], d["severity"]) for d in found if d["code"] == "SYN002"] == [("configs", "info")]
+    assert not any(d["path"].startswith("configs/") for d in found)
+
+
+def test_a_one_file_check_does_not_index_through_a_link_out_of_the_repository(tmp_path, cli):
+    outside, repo = _outside_tree(tmp_path)
+    shutil.copy(EXAMPLE / "ds_config.json", repo / "ds_config.json")
+    launch = (EXAMPLE / "launch.sh").read_text()
+    (outside / "launch.sh").write_text(launch)  # would make ds_config.json a job's config
+    (repo / "data").symlink_to(outside, target_is_directory=True)
+    (repo / "big.bin").symlink_to(outside / "ds.json")
+    proc = cli("check", "--no-cache", "--format", "json", "ds_config.json", cwd=repo, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout) == []
+    (repo / "launch.sh").write_text(launch)  # the control: the same launcher inside is found
+    proc = cli("check", "--no-cache", "--format", "json", "ds_config.json", cwd=repo, env=_env(tmp_path))
+    assert "BAT001" in {d["code"] for d in json.loads(proc.stdout)}

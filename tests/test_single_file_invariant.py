@@ -141,7 +141,6 @@ def test_root_and_needles(tmp_path):
     (tmp_path / "a" / "pyproject.toml").write_text("", encoding="utf-8")
     assert find_root(tmp_path / "a" / "b") == tmp_path / "a"
     (tmp_path / ".git").mkdir()
-    find_root.cache_clear()
     assert find_root(tmp_path / "a" / "b") == tmp_path
     assert needles(Path("pkg/__main__.py")) == {b"__main__.py", b"__main__", b"pkg"}
 

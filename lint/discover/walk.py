@@ -589,7 +589,18 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
             skipped.append((Path(exc.filename), f"folder cannot be read ({exc.strerror or exc}); "
                                                   "the files in it were not checked"))
 
+    from parallint.util.boundary import Boundary
     from parallint.util.deps import note_listing, recording
+
+    inside = Boundary()
+    inside.add(top)  # a folder link out of the repository (`data -> /`) is named, never walked
+
+    def stays(folder: Path) -> bool:
+        if not os.path.islink(folder) or inside.holds(folder):
+            return True
+        if skipped is not None:
+            skipped.append((folder, "outside the repository (a folder link, not walked)"))
+        return False
 
     note = note_listing if recording() is not None else None
     for dirpath, dirnames, filenames in os.walk(top, followlinks=True, onerror=unreadable):
@@ -608,7 +619,7 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
             note(dirpath, dirnames + filenames)  # the folder as walked (the run cache's manifest)
         dirnames[:] = sorted(
             x for x in dirnames
-            if not (skip_tests and x in TEST_DIRS) and not excluder.excluded(d / x, True))
+            if not (skip_tests and x in TEST_DIRS) and not excluder.excluded(d / x, True) and stays(d / x))
         for fn in sorted(filenames):
             fp = d / fn
             if fp in seen or excluder.excluded(fp, False):

@@ -39,6 +39,8 @@ CACHE_DIR_NAME = ".parallint_cache"
 CACHE_FORMAT = 1
 MAX_ROUNDS = 8  # referrer levels (the linker follows 3; a fixed point comes far sooner)
 MAX_INDEX_FILES = 100_000
+#: bytes of the tree a one-file check's reverse index holds in memory between its rounds
+CORPUS_BYTES = 256 * 1024 * 1024
 
 
 @lru_cache(maxsize=1024)
@@ -204,31 +206,51 @@ class ReverseIndex:
         self.runner = runner
         self.root = root
         self.cache = LinkCache(root, use_cache)
-        self._files: list[tuple[Path, bytes]] | None = None
+        self._files: list[tuple[Path, bytes | None]] | None = None
         self._exc = None
         self.parsed = 0  # files parsed to learn their links (cache misses)
 
-    def _corpus(self) -> list[tuple[Path, bytes]]:
+    def _corpus(self) -> "Iterable[tuple[Path, bytes]]":
         """Every file under the root that a whole-repository run could look at, with its bytes.
         (Folders are pruned as ``check ROOT`` prunes them; a file's own exclusion is decided only
-        when it matters, see :meth:`_kept`.)"""
+        when it matters, see :meth:`_kept`.) Bounded (issue 23, item 6): a file whose real path
+        leaves the repository boundary is not read, nor one over ``max-file-size``; and only the
+        first ``CORPUS_BYTES`` bytes of the tree are held between rounds, the rest is read again
+        when a round needs it."""
+        from parallint.util.safeio import read_regular
+
         if self._files is None:
-            files = []
+            from parallint.util.boundary import Boundary
+
+            inside = Boundary()
+            inside.add(self.root)
+            cap = min(self.runner.max_bytes, 4 * 1024 * 1024)
+            files: list[tuple[Path, bytes | None]] = []
+            held = 0
             buffers = self.runner.stdin
             for ap in self._listing():
                 if ap in buffers:  # an unsaved buffer stands for the file
                     files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
                     continue
-                from parallint.util.safeio import read_regular
-
-                data = read_regular(ap, 4 * 1024 * 1024)  # regular files only: a FIFO never blocks
+                if os.path.islink(ap) and not inside.holds(ap):
+                    continue  # a file link out of the repository: never read
+                data = read_regular(ap, cap)  # regular files only: a FIFO never blocks
                 if data is None:
                     continue
-                files.append((ap, data))
+                if held + len(data) <= CORPUS_BYTES:
+                    held += len(data)
+                    files.append((ap, data))
+                else:
+                    files.append((ap, None))  # read again when a round needs it
                 if len(files) >= MAX_INDEX_FILES:
                     break
             self._files = files
-        return self._files
+        for ap, data in self._files:
+            if data is None:
+                data = read_regular(ap, min(self.runner.max_bytes, 4 * 1024 * 1024))
+                if data is None:
+                    continue
+            yield ap, data
 
     def _excluder(self):
         if self._exc is None:
@@ -249,9 +271,14 @@ class ReverseIndex:
         git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
         if git is not None:
             return [self.root / rel for rel in git]
+        from parallint.util.boundary import Boundary
+
+        inside = Boundary()
+        inside.add(self.root)
         out = []
         for d, dirnames, filenames in walk_once(self.root, set(), followlinks=True):
-            dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True))
+            dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True)
+                                 and (not os.path.islink(d / x) or inside.holds(d / x)))
             out.extend(d / fn for fn in sorted(filenames))
         return out
 

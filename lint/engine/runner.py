@@ -192,7 +192,7 @@ def _not_analysed_fix(reason: str) -> str:
                        ("timed out", "raise file-timeout or exclude the file"),
                        ("too complex", "simplify the file or exclude it"),
                        ("unreadable", "make the file readable or exclude it"),
-                       ("outside the repository", "its values are not checked; keep the file in the "
+                       ("outside the repository", "what it holds is not checked; keep it in the "
                         "repository, or name it on the command line to check it")):
         if reason.startswith(start):
             return fix

@@ -117,8 +117,9 @@ def build(folder: Path, big: bool = True, specials: bool = True) -> dict[str, st
         finally:
             sock.close()
         if os.path.exists("/dev/zero"):
-            os.symlink("/dev/zero", folder / "zero.py")  # a device file, through a link
-            expect["zero.py"] = "not a regular file"
+            # a device file, through a link that leaves the repository: never opened
+            os.symlink("/dev/zero", folder / "zero.py")
+            expect["zero.py"] = "outside the repository (linked, not read)"
     if big:
         # a 50 MB training script (over any sane size cap)
         with open(folder / "huge.py", "wb") as fh:
