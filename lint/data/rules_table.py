@@ -59,7 +59,7 @@ MODULES: dict[str, dict] = {
     'dat.dat004_double_sharding': {'source': '6489:61e5871b', 'rules': [
         {'class': 'DoubleSharding', 'code': 'DAT004', 'name': 'double-sharding', 'severity': 'warning', 'summary': 'a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'ddp.ddp001_find_unused_parameters': {'source': '26635:0cae177b', 'rules': [
+    'ddp.ddp001_find_unused_parameters': {'source': '26742:2b42389b', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
     'ddp.ddp002_global_rank_as_device': {'source': '7858:90262595', 'rules': [

@@ -209,7 +209,7 @@ def _comment_says_needed(text: str, line: int) -> bool:
 class FindUnusedParameters(Rule):
     code = "DDP001"
     calls = frozenset({"ddp"})
-    facts = frozenset({"ddp.find_unused_parameters"})
+    facts = frozenset({"ddp.find_unused_parameters", "parallel.nodes", "parallel.procs_per_node"})
     name = "find-unused-parameters"
     severity = Severity.WARNING
     summary = ("find_unused_parameters=True on a model whose forward provably uses every parameter (warning), "
@@ -466,8 +466,8 @@ class FindUnusedParameters(Rule):
             "every step, and nothing here shows that the model leaves parameters unused. Verify: DDP "
             "warns on the first step when it finds no unused parameter; without the flag it stops with "
             "an error naming the unused ones (TORCH_DISTRIBUTED_DEBUG=DETAIL lists them). If the set of "
-            "used parameters is the same every step, static_graph=True is the cheaper alternative; if "
-            "the flag is needed, say why in a comment next to it",
+            "used parameters is the same every step, static_graph=True is the cheaper alternative; "
+            "remove the flag, or keep it with a comment next to it that says why it is needed",
             severity=Severity.INFO,
         )
 
@@ -540,6 +540,7 @@ def _forward_skips_submodule(s: Script) -> bool:
                             and tgt.attr not in used):
                         return True
         for node in ast.walk(f.node):
+            branches: list[ast.AST]
             if isinstance(node, ast.If):
                 branches = [*node.body, *node.orelse]
             elif isinstance(node, ast.IfExp):
