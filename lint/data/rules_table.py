@@ -59,7 +59,7 @@ MODULES: dict[str, dict] = {
     'dat.dat004_double_sharding': {'source': '6489:61e5871b', 'rules': [
         {'class': 'DoubleSharding', 'code': 'DAT004', 'name': 'double-sharding', 'severity': 'warning', 'summary': 'a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'ddp.ddp001_find_unused_parameters': {'source': '26742:2b42389b', 'rules': [
+    'ddp.ddp001_find_unused_parameters': {'source': '27499:9e4f293c', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
     'ddp.ddp002_global_rank_as_device': {'source': '7858:90262595', 'rules': [
@@ -173,7 +173,7 @@ MODULES: dict[str, dict] = {
     'lch.lch017_sbatch_launch_without_srun': {'source': '7266:bfdf01d4', 'rules': [
         {'class': 'SbatchLaunchWithoutSrun', 'code': 'LCH017', 'name': 'sbatch-launch-without-srun', 'severity': 'error', 'summary': 'A multi-node batch script starts training without srun, so only the first node runs it.', 'kinds': ['shell'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'init_device_mesh', 'init_process_group'], 'file': True, 'job': True},
     ]},
-    'mem.mem001_pure_data_parallel_oversized': {'source': '6080:045acd2e', 'rules': [
+    'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
     'mem.mem002_predicted_oom': {'source': '5493:bb0a29d8', 'rules': [

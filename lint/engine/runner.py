@@ -119,12 +119,14 @@ def _work(item: tuple[Path, str, str, str]):
     rec = _deps.recording()
     if rec is not None:
         rec.take()  # what the parent had recorded before the fork is the parent's
+    _deps.side_start()
     f = runner._parse(*item)
     early = None
     if f is not None:
         runner.cache[f.abspath] = f
-        early = runner._alone(f, rules)
+        early = (*runner._alone(f, rules), _deps.side_take())
         _drop(f)
+    _deps.side_take()
     runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
@@ -307,6 +309,9 @@ class Runner:
         self.early_job: dict[Path, list[Diagnostic]] = {}  # ... and of the file's standalone job
         self.stripped: set[Path] = set()  # checked on its own and dropped: no syntax tree here
         self.alone: dict[Path, tuple[Path, ...]] = {}  # the files of the file's standalone job
+        #: other repository files the reader or a file rule read for the file (an imported
+        #: module's parser or model class): a cached result holds only while they are unchanged
+        self.side: dict[Path, tuple[str, ...]] = {}
         self.dropped = 0  # files read (see _reclaim)
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
@@ -604,17 +609,19 @@ class Runner:
             bare.text, bare.data = "", None
             members = self.alone.get(abspath, ())
             early = (self.early[abspath], self.early_job[abspath], members)
-            self.store.put(key, (bare, early), [m for m in members if m != abspath])
+            side = [Path(p) for p in self.side.get(abspath, ()) if Path(p) not in members]
+            self.store.put(key, (bare, early), [m for m in members if m != abspath] + side)
         self._keys.clear()
 
     def _read_local(self, item: tuple[Path, str, str, str], rules: list, keep: bool) -> None:
         """Read one Python file here. A linked script keeps its syntax tree (its job's rules need
         it; its own rules run with the others); any other file is checked now and then dropped."""
+        _deps.side_start()
         f = self._parse(*item)
         self.cache[item[0]] = f
         if f is not None and not keep:
             errors = len(self.errors)
-            self._keep_early(f.abspath, self._alone(f, rules))
+            self._keep_early(f.abspath, (*self._alone(f, rules), _deps.side_take()))
             if len(self.errors) > errors:
                 self._erred.add(f.abspath)
             if f.data is not None:
@@ -639,9 +646,10 @@ class Runner:
         return diags, job_diags, tuple(x.abspath for x in job.files)
 
     def _keep_early(self, abspath: Path, early) -> None:
-        diags, job_diags, members = early
+        diags, job_diags, members, *side = early
         self.early[abspath], self.early_job[abspath] = diags, job_diags
         self.alone[abspath] = members
+        self.side[abspath] = side[0] if side else ()
 
     def _reclaim(self) -> None:
         """While the collector is paused: collect what is left of the dropped trees (and any other

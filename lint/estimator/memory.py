@@ -141,8 +141,12 @@ def model_state_bytes_per_param(
     zero_stage: int = 0,
     shard: float = 1,
     accounting: str = "zero",
+    master_weights: bool = True,
 ) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per parameter after sharding over ``shard`` ranks."""
+    """(weights, gradients, optimizer) bytes per parameter after sharding over ``shard`` ranks.
+
+    ``master_weights=False`` (zero accounting): pure 16-bit training, no fp32 master copy; Adam's
+    moments (SGD's momentum) are kept in the weights' 16-bit dtype."""
     precision = str(precision or "bf16").lower()  # `precision: 16` in a YAML file is an int
     full = precision in ("fp32", "float32", "32", "tf32")
     if accounting == "megatron":
@@ -158,7 +162,9 @@ def model_state_bytes_per_param(
     if grad_accum_dtype and str(grad_accum_dtype).lower() == "fp32" and not full:
         g += 4.0
     opt = str(optimizer or "adam").lower()
-    if opt == "sgd":
+    if not full and not master_weights:
+        o = 2.0 if opt == "sgd" else 4.0  # momentum / m, v in 16 bits, no master copy
+    elif opt == "sgd":
         o = 4.0 if full else 8.0  # momentum (+ fp32 master)
     else:
         o = 8.0 if full else 12.0  # m, v (+ fp32 master)
@@ -430,11 +436,14 @@ def _model_states(job: _Job, first: _Stage, last: _Stage) -> tuple[tuple[float, 
     tr = job.training
 
     def states(dense: float, experts: float) -> tuple[float, float, float]:
+        master = tr.get("master_weights") is not False
         w, g, o = model_state_bytes_per_param(job.precision, job.optimizer, tr.get("grad_dtype") or "same",
-                                              tr.get("grad_accum_dtype"), job.zero, job.shard, job.accounting)
+                                              tr.get("grad_accum_dtype"), job.zero, job.shard, job.accounting,
+                                              master)
         we, ge, oe = model_state_bytes_per_param(job.precision, job.optimizer,
                                                  tr.get("grad_dtype") or "same",
-                                                 tr.get("grad_accum_dtype"), job.zero, edp, job.accounting)
+                                                 tr.get("grad_accum_dtype"), job.zero, edp, job.accounting,
+                                                 master)
         return (dense * w + experts * we, dense * g + experts * ge, dense * o + experts * oe)
 
     return states(first.params, first.experts), states(last.params, last.experts)

@@ -152,9 +152,110 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
     return ff
 
 
-def attach(job, launch, script: FileFacts | None) -> None:
+#: the launch-line flags that can name the model the script loads
+MODEL_FLAGS = ("model_name_or_path", "model_name", "model_path", "base_model", "model_id")
+#: launchers whose processes run the script's Trainer with only what the launch line says
+#: (accelerate reads a default config the tree does not show)
+PLAIN_LAUNCHERS = ("torchrun", "torch.distributed.launch", "torch.distributed.run", "deepspeed", "python")
+#: the script trains part of the model, quantizes it, or places it itself: states not sized here
+PARTIAL_SCRIPT = re.compile(
+    r"\b(?:peft|lora\w*|get_peft_model|prepare_model_for_kbit_training|load_in_[48]bit|BitsAndBytesConfig|"
+    r"quantiz\w*|requires_grad_?\s*(?:=|\()\s*False|freez\w*|frozen|adapters?|device_map|"
+    r"FullyShardedDataParallel|fully_shard|deepspeed\.initialize|offload\w*|optimizers\s*=|"
+    r"create_optimizer\w*|vision|multimodal|llava|mamba|rwkv)\b", re.I)
+PARTIAL_FLAG = re.compile(r"lora|peft|adapter|quant|4bit|8bit|bits|freez|finetuning_type|trainable|offload|"
+                          r"device_map|vision|fsdp_config|accelerator_config", re.I)
+#: the weights may be loaded in 16 bits: Adam's moments then live in 16 bits, with no fp32 master
+HALF_LOAD = re.compile(r"\btorch_dtype\b|\bdtype\s*=|\.half\(\)|\.bfloat16\(\)|\.to\([^)]*(?:bfloat16|float16|half)")
+ADAM = {"adamw_torch", "adamw_hf", "adamw_torch_fused", "adamw_apex_fused", "adamw_anyprecision", "adamw_torch_xla",
+        "adamw_torch_npu_fused"}
+
+
+def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
+                 resolve) -> None:
+    """The model a complete launch line names (``--model_name_or_path``) and how its states are
+    kept, added to ``view`` (the launch line's file) when every setting that could shrink them is
+    known: a hub id in parallint's table (``lint/data/hub_models.yaml``) or a local folder with a
+    ``config.json`` inside the repository; the script loads that name with ``from_pretrained``;
+    no PEFT, quantization, freezing, device map, offload or optimizer the Trainer does not make;
+    ``--fsdp`` read; a ``--deepspeed`` config the job holds, else ZeRO unknown."""
+    text = script.text or ""
+    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text):
+        return
+    if any(PARTIAL_FLAG.search(name) for name in flags):
+        return
+    name = next((n for n in MODEL_FLAGS if n in flags and flags[n][1] is not None), None)
+    if name is None or re.search(rf"\.{name}\s*=(?!=)", text) or _redefines(text, "fsdp") \
+            or _redefines(text, "deepspeed") or _redefines(text, "optim"):
+        return
+    if not re.search(rf"from_pretrained\(\s*[\w.]*\b{name}\b", text):
+        return  # the value is not provably the model the script loads
+    val = flags[name][1]
+    if not val.known or not isinstance(val.value, str):
+        return
+    optim = flags.get("optim")
+    if optim is not None:
+        ov = optim[1]
+        if ov is None or not ov.known or str(ov.value).lower() not in ADAM | {"sgd"}:
+            return  # 8-bit Adam, Adafactor, Lion ...: optimizer states not sized here
+        view.facts.add("training.optimizer", Value("sgd" if str(ov.value).lower() == "sgd" else "adamw",
+                                                   ov.span, True, "", "--optim on the launch line"))
+    fsdp = flags.get("fsdp")
+    if fsdp is not None:
+        fv = fsdp[1]
+        if fv is None or not fv.known:
+            return
+        mode = str(fv.value).lower()
+        if "offload" in mode:
+            return
+        src = "--fsdp on the launch line"
+        if "full_shard" in mode or ("hybrid_shard" in mode and "zero2" not in mode):
+            view.facts.add("parallel.fsdp", Value(True, fv.span, True, "", src))
+        elif "shard_grad_op" in mode or "hybrid_shard_zero2" in mode:
+            view.facts.add("parallel.zero_stage", Value(2, fv.span, True, "", src))
+        elif mode.strip() not in ("", "no_shard", "false"):
+            return
+    ds = flags.get("deepspeed")
+    if ds is not None and not any(f.kind == "deepspeed" for f in job.files):
+        span = ds[1].span if ds[1] is not None else ds[0].span
+        view.facts.add("parallel.zero_stage", Value.unknown("the --deepspeed config is not read", span,
+                                                            "--deepspeed on the launch line"))
+    dtype = flags.get("torch_dtype")
+    if HALF_LOAD.search(text) or (dtype is not None and not (
+            dtype[1] is not None and dtype[1].known and str(dtype[1].value).lower() in ("float32", "fp32"))):
+        view.facts.add("training.master_weights", Value(
+            False, val.span, True, "", "the script may load the weights in 16 bits (torch_dtype): "
+            "pure 16-bit states counted, the smaller figure"))
+    from parallint.estimator.spec import hub_shape
+
+    hub = hub_shape(val.value)
+    if hub is not None:
+        hub_id, shape = hub
+        src = f"--{name} {hub_id} on the launch line (its config.json in parallint's hub table)"
+        for key, v in shape.items():
+            view.facts.add(f"model.{key}", Value(v, val.span, True, "", src))
+        return
+    if read is None or root is None or resolve is None:
+        return
+    cfg = resolve(Value(f"{val.value.rstrip('/')}/config.json", val.span, True, "", ""),
+                       job.root.abspath.parent, root)
+    if cfg is None or any(f.abspath == cfg for f in job.files):
+        return
+    from parallint.util.boundary import inside_repository
+
+    if not inside_repository(cfg, job.root.abspath):
+        return
+    linked = read(cfg)
+    if linked is None or linked.kind != "hf_model":
+        return
+    job.files.append(linked)
+    job.facts.extend(linked.facts)
+
+
+def attach(job, launch, script: FileFacts | None, read=None, root: Path | None = None, resolve=None) -> None:
     """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
-    linker resolved) to ``job`` (a no-op otherwise)."""
+    linker resolved) to ``job`` (a no-op otherwise), and the model it names (``read`` reads a
+    local model folder's ``config.json`` inside ``root``, found with the linker's ``resolve``)."""
     if launch is None or launch.script is None or not launch.args:
         return
     root_file = job.root
@@ -165,6 +266,9 @@ def attach(job, launch, script: FileFacts | None) -> None:
     ff = cli_facts(launch.args, script.text, root_file.path, Path(f"{root_file.abspath}#L{line}"), "")
     if ff is None:
         return
+    flags, complete, config = split(launch.args)
+    if complete and not config:
+        _model_facts(job, launch, script, flags, ff, read, root, resolve)
     job.files.append(ff)
     for key, vs in ff.facts.items():
         if key == "framework":

@@ -434,6 +434,10 @@ class Script:
         """``locate`` is not used (positions come from the ``ast`` nodes); kept for callers."""
         self.path = path
         self.text = text
+        self.abspath: Any = None  # the file on disk (set by the reader)
+        #: the reader's loader of a repository module (``parallint.readers.python.load_module``),
+        #: for :meth:`imported_class`; None for a module that was itself loaded that way
+        self.module_loader: Callable[[Any, str, int], Any] | None = None
         self.calls: list[Call] = []
         self.module_frame = Frame("module", "<module>", None)
         self.imports: set[str] = set()  # top-level package names imported
@@ -1229,6 +1233,28 @@ def _own_parens(text: str, a: int, b: int, node: Any, offset: Callable[[int, int
 
 # ---------------------------------------------------------------------------------------------
 # the script's data
+def imported_class(s: Script, local: str) -> "tuple[Script, str, str] | None":
+    """(that module's Script, the class's name there, the module's path relative to this file) for
+    the name ``local`` imported at the top of ``s`` from a module of the repository
+    (``from models.mlp import MLP``, relative imports too); None otherwise. One hop: the module's
+    own imports are not followed."""
+    import ast
+
+    tree = getattr(s, "_module", None)
+    if s.module_loader is None or s.abspath is None or tree is None or local in s.classes or local in s.functions:
+        return None
+    found = [(st.module or "", st.level, a.name) for st in tree.body
+             if isinstance(st, ast.ImportFrom) for a in st.names if (a.asname or a.name) == local]
+    if len(found) != 1:
+        return None
+    module, level, name = found[0]
+    got = s.module_loader(s.abspath, module, level)
+    if got is None:
+        return None
+    rel, mod = got
+    return mod, name, rel
+
+
 def script_of(f: FileFacts) -> Script | None:
     """The :class:`Script` of a file read by the Python reader, else None."""
     d = getattr(f, "data", None)

@@ -242,6 +242,8 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
         return f
     if script is not _GATED:
         f.data = script
+        script.abspath = abspath
+        script.module_loader = load_module
         if not script.argparse and tree is not None and _FOREIGN_ARGS.search(text):
             from parallint.readers import pyparser_import  # args = get_args() from a repository module
 
@@ -268,6 +270,37 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
 
         f.launches.extend(component_launches(path, abspath, text, tree))
     return f
+
+
+#: the largest repository module read for a name a script imports from it
+MODULE_BYTES = 400_000
+
+
+def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] | None":
+    """(its path relative to ``abspath``'s folder, its Script) for the repository module that
+    ``from <level dots><module> import ...`` in the file ``abspath`` names; None when it is not one
+    of the repository's own files (third-party packages are never read), is too large or does not
+    parse. Read with ``ast``, never imported; what it imports in turn is not followed."""
+    import os
+
+    from parallint.readers.pyparser_import import resolve
+    from parallint.util.boundary import read_inside
+
+    path = resolve(abspath, module, level)
+    if path is None or path == abspath:
+        return None
+    raw = read_inside(path, abspath, MODULE_BYTES)
+    if raw is None or len(raw) > MODULE_BYTES:
+        return None
+    rel = os.path.relpath(path, os.path.dirname(abspath)).replace(os.sep, "/")
+    try:
+        script, _tree = _parse(rel, raw.decode("utf-8", errors="replace"))
+    except (_SyntaxProblem, RecursionError, MemoryError):
+        return None
+    if script is None or script is _GATED:
+        return None
+    script.abspath = path
+    return rel, script
 
 
 #: argument parsers besides argparse's whose flags parallint does not list

@@ -92,6 +92,8 @@ def read_inside(target: "str | Path", anchor: "str | Path | None", cap: int) -> 
     repository; None otherwise (outside, not a regular file, unreadable, too large)."""
     if not inside_repository(target, anchor):
         return None
+    from parallint.util.deps import note_side_read
     from parallint.util.safeio import read_regular
 
+    note_side_read(target)  # a cached result of the file that named it depends on it
     return read_regular(target, cap)

@@ -125,3 +125,26 @@ def note_probe(path: "str | Path") -> None:
 
 def _names_digest(names: Iterable[str]) -> str:
     return digest("\0".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
+_SIDE: "list[str] | None" = None
+
+
+def side_start() -> None:
+    """Collect, until :func:`side_take`, the repository files read beside the file being checked
+    (:func:`note_side_read`): its cached result is valid only while they are unchanged."""
+    global _SIDE
+    _SIDE = []
+
+
+def side_take() -> tuple[str, ...]:
+    """The files collected since :func:`side_start` (and stop collecting)."""
+    global _SIDE
+    out = tuple(dict.fromkeys(_SIDE or ()))
+    _SIDE = None
+    return out
+
+
+def note_side_read(path: "str | Path") -> None:
+    if _SIDE is not None:
+        _SIDE.append(os.path.abspath(path))

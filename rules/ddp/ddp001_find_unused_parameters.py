@@ -186,7 +186,25 @@ def _wrapped_model_uses_every_parameter(s: Script, call) -> str | None:
     while isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and m.func.attr in _SAME_MODULE \
             and m.func.attr != "requires_grad_" and not s.qnames(m.func):
         m = m.func.value
-    return _all_layers(s, m, call.frame) or _local_model_class(s, m)
+    return _all_layers(s, m, call.frame) or _local_model_class(s, m) or _imported_model_class(s, m)
+
+
+def _imported_model_class(s: Script, node) -> str | None:
+    """``Net(...)`` for a class imported from a module of the repository (``from models.mlp
+    import MLP``) that :func:`_local_model_class` proves uses every parameter there."""
+    import ast
+
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    from parallint.model.script import imported_class
+
+    got = imported_class(s, node.func.id)
+    if got is None:
+        return None
+    mod, name, rel = got
+    if _local_model_class(mod, ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[])) is None:
+        return None
+    return f"{name} from {rel}, whose forward calls every layer it registers,"
 
 
 def _comment_says_needed(text: str, line: int) -> bool:

@@ -28,7 +28,9 @@ class PureDataParallelOversized(Rule):
     and gradients plus fp32 master weights and Adam moments, 16 bytes per parameter (ZeRO paper
     accounting; ZeRO-1/2 shard the optimizer states and gradients over the data-parallel ranks).
     It reports the job when these exceed `memory-headroom` (default 0.9) × one GPU's memory. The
-    GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
+    model comes from the job's configs, or from a Hugging Face hub id or local model folder that
+    an HF Trainer script's launch line names (`--model_name_or_path`; shapes from parallint's hub
+    table, never downloaded). The GPU comes from the job (`--gres`, `--constraint`, node selectors, the job spec) or from
     `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
     Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
     does a model file that states no world size or parallel layout at all, a job that freezes
@@ -82,6 +84,21 @@ class PureDataParallelOversized(Rule):
         hardware: {gpu: A100-80GB}
         """}),
         _MEGATRON_130B_FITS,
+        Example(files={"sft.py": """
+        import torch
+        from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+        from args import ModelArguments
+
+        model_args, training_args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=8))
+        Trainer(model=model, args=training_args).train()
+        """, "run.sh": """
+        #!/bin/bash
+        torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-70b-hf \\
+            --bf16 --per_device_train_batch_size 1 --output_dir out
+        """}),
     )
     invalid = (
         Example(files={"job.yaml": """
@@ -108,6 +125,19 @@ class PureDataParallelOversized(Rule):
             --seq-length 2048 --max-position-embeddings 2048 \\
             --micro-batch-size 1 --global-batch-size 512 --bf16
         """}, line=6),
+        Example(files={"sft.py": """
+        import torch
+        from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+        from args import ModelArguments
+
+        model_args, training_args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        Trainer(model=model, args=training_args).train()
+        """, "run.sh": """
+        #!/bin/bash
+        torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-70b-hf \\
+            --bf16 --per_device_train_batch_size 1 --output_dir out
+        """}, line=3),
     )
 
     def check_job(self, job, ctx) -> Iterable:

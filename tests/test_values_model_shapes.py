@@ -1,0 +1,150 @@
+"""Values that flow: a model named on the launch line (a Hugging Face hub id in parallint's table,
+or a local folder with its config.json) gives the job its shape, so the most common OOM, full
+fine-tuning with plain DDP, is predicted (MEM001) and its sharded, PEFT and small twins stay
+silent. End to end through the CLI, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, write_tree
+
+SFT = """\
+from dataclasses import dataclass, field
+
+import torch
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="gpt2")
+
+
+def main():
+    parser = HfArgumentParser((ModelArguments, TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path{load})
+    Trainer(model=model, args=training_args).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+LORA = SFT.replace("    Trainer(model=model", """\
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+    Trainer(model=model""")
+Z3 = json.dumps({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                 "zero_optimization": {"stage": 3}, "bf16": {"enabled": "auto"}})
+
+
+def _run(model: str, extra: str = "", launch: str = "torchrun --nproc_per_node 8") -> str:
+    return (f"#!/bin/bash\n{launch} sft.py --model_name_or_path {model} --bf16 \\\n"
+            f"    --per_device_train_batch_size 1 --output_dir out {extra}\n")
+
+
+def _findings(cli, tmp_path, files: dict, select: str = "MEM"):
+    write_tree(tmp_path, {"pyproject.toml": "[project]\nname = 'x'\n", **files})
+    p = cli("check", "--no-cache", "--select", select, "--format", "json", ".", cwd=tmp_path)
+    assert "Traceback" not in p.stderr, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_70b_full_fine_tune_with_plain_ddp_is_mem001(tmp_path, cli):
+    got = _findings(cli, tmp_path, {"sft.py": SFT.format(load=""), "run.sh": _run("meta-llama/Llama-2-70b-hf")})
+    assert [d["code"] for d in got] == ["MEM001"], got
+    assert got[0]["path"] == "run.sh"
+    assert "69.0B-parameter model" in got[0]["message"]
+    # fp32 weights with autocast (no torch_dtype): 16 bytes a parameter, about 1 TiB
+    assert "1027.8 GiB" in got[0]["message"], got[0]["message"]
+
+
+def test_70b_zero3_twin_over_32_gpus_is_silent(tmp_path, cli):
+    run = ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --gres=gpu:a100:8\n"
+           + _run("meta-llama/Llama-2-70b-hf", "--deepspeed ds_z3.json",
+                  "srun torchrun --nnodes 4 --nproc_per_node 8"))
+    files = {"sft.py": SFT.format(load=""), "train.sbatch": run, "ds_z3.json": Z3}
+    assert _findings(cli, tmp_path, files) == []
+
+
+def test_deepspeed_config_that_is_not_read_keeps_it_silent(tmp_path, cli):
+    files = {"sft.py": SFT.format(load=""), "run.sh": _run("meta-llama/Llama-2-70b-hf", "--deepspeed missing.json")}
+    assert _findings(cli, tmp_path, files) == []
+
+
+def test_fsdp_full_shard_on_the_launch_line_is_not_pure_data_parallelism(tmp_path, cli):
+    files = {"sft.py": SFT.format(load=""),
+             "run.sh": _run("meta-llama/Llama-2-13b-hf", "--fsdp 'full_shard auto_wrap'")}
+    assert _findings(cli, tmp_path, files) == []
+
+
+def test_lora_twin_is_silent(tmp_path, cli):
+    files = {"sft.py": LORA.format(load=""), "run.sh": _run("meta-llama/Llama-2-7b-hf")}
+    assert _findings(cli, tmp_path, files) == []
+
+
+def test_lora_flags_on_the_launch_line_keep_it_silent(tmp_path, cli):
+    files = {"sft.py": SFT.format(load=""), "run.sh": _run("meta-llama/Llama-2-70b-hf", "--use_peft --lora_r 16")}
+    assert _findings(cli, tmp_path, files) == []
+
+
+def test_7b_on_one_gpu_counts_the_dtype_it_loads(tmp_path, cli):
+    one = "torchrun --nproc_per_node 1"
+    run = "#!/bin/bash\n#SBATCH --gres=gpu:a100:1\n" + _run("meta-llama/Llama-2-7b-hf", "", one).split("\n", 1)[1]
+    # fp32 weights: 16 B/param, 100 GiB on an 80 GB card
+    got = _findings(cli, tmp_path / "fp32", {"sft.py": SFT.format(load=""), "run.sbatch": run})
+    assert [d["code"] for d in got] == ["MEM001"], got
+    assert "A100-80GB" in got[0]["message"], got[0]["message"]
+    # loaded in bf16: pure 16-bit Adam, 8 B/param, 50 GiB: it fits
+    got = _findings(cli, tmp_path / "bf16", {"sft.py": SFT.format(load=", torch_dtype=torch.bfloat16"),
+                                             "run.sbatch": run})
+    assert got == [], got
+
+
+def test_local_model_folder_config_json_is_the_jobs_model(tmp_path, cli):
+    cfg = json.dumps({"model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
+                      "intermediate_size": 28672, "num_attention_heads": 64, "num_key_value_heads": 8,
+                      "vocab_size": 32000, "hidden_act": "silu", "tie_word_embeddings": False})
+    files = {"sft.py": SFT.format(load=""), "run.sh": _run("./ckpt"), "ckpt/config.json": cfg}
+    got = _findings(cli, tmp_path, files)
+    assert [d["code"] for d in got] == ["MEM001"], got
+    assert got[0]["path"] == "run.sh" and "69.0B" in got[0]["message"]
+    small = cfg.replace('"num_hidden_layers": 80', '"num_hidden_layers": 2')
+    files["ckpt/config.json"] = small
+    assert _findings(cli, tmp_path / "small", files) == []
+
+
+def test_unknown_hub_id_and_incomplete_launch_lines_stay_silent(tmp_path, cli):
+    files = {"sft.py": SFT.format(load=""), "run.sh": _run("someone/private-70b")}
+    assert _findings(cli, tmp_path / "a", files) == []
+    files = {"sft.py": SFT.format(load=""), "run.sh": _run("meta-llama/Llama-2-70b-hf", '"$@"')}
+    assert _findings(cli, tmp_path / "b", files) == []
+    # the script places the model itself (device_map): not plain data parallelism
+    placed = SFT.format(load=', device_map="auto"')
+    files = {"sft.py": placed, "run.sh": _run("meta-llama/Llama-2-70b-hf")}
+    assert _findings(cli, tmp_path / "c", files) == []
+
+
+def test_hub_table_is_what_its_generator_writes():
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "hub_models.py"), "--check"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_hub_table_shapes_give_the_published_parameter_counts():
+    from parallint.estimator.params import count_params
+    from parallint.estimator.spec import hub_shape
+
+    published = {"meta-llama/Llama-2-7b-hf": 6.74e9, "meta-llama/Llama-2-70b-hf": 68.98e9,
+                 "meta-llama/Llama-3.1-8B": 8.03e9, "Qwen/Qwen2.5-7B": 7.62e9, "mistralai/Mixtral-8x7B-v0.1": 46.7e9,
+                 "meta-llama/Llama-3.2-1B": 1.24e9, "gpt2": 124e6, "tiiuae/falcon-7b": 6.92e9}
+    for hub, n in published.items():
+        got = hub_shape(hub)
+        assert got is not None, hub
+        assert abs(count_params(got[1]) - n) / n < 0.01, (hub, count_params(got[1]))
+    assert hub_shape("META-LLAMA/llama-2-7b-HF") is not None
+    assert hub_shape("./meta-llama/Llama-2-7b-hf") is None
