@@ -120,13 +120,15 @@ def _work(item: tuple[Path, str, str, str]):
     if rec is not None:
         rec.take()  # what the parent had recorded before the fork is the parent's
     _deps.side_start()
-    f = runner._parse(*item)
-    early = None
-    if f is not None:
-        runner.cache[f.abspath] = f
-        early = (*runner._alone(f, rules), _deps.side_take())
-        _drop(f)
-    _deps.side_take()
+    try:
+        f = runner._parse(*item)
+        early = None
+        if f is not None:
+            runner.cache[f.abspath] = f
+            early = (*runner._alone(f, rules), _deps.side_take())
+            _drop(f)
+    finally:
+        _deps.side_take()  # stop collecting, whatever happened
     runner._reclaim()
     errors = list(runner.errors)
     runner.errors.clear()
@@ -617,16 +619,19 @@ class Runner:
         """Read one Python file here. A linked script keeps its syntax tree (its job's rules need
         it; its own rules run with the others); any other file is checked now and then dropped."""
         _deps.side_start()
-        f = self._parse(*item)
-        self.cache[item[0]] = f
-        if f is not None and not keep:
-            errors = len(self.errors)
-            self._keep_early(f.abspath, (*self._alone(f, rules), _deps.side_take()))
-            if len(self.errors) > errors:
-                self._erred.add(f.abspath)
-            if f.data is not None:
-                _drop(f)
-                self.stripped.add(f.abspath)
+        try:
+            f = self._parse(*item)
+            self.cache[item[0]] = f
+            if f is not None and not keep:
+                errors = len(self.errors)
+                self._keep_early(f.abspath, (*self._alone(f, rules), _deps.side_take()))
+                if len(self.errors) > errors:
+                    self._erred.add(f.abspath)
+                if f.data is not None:
+                    _drop(f)
+                    self.stripped.add(f.abspath)
+        finally:
+            _deps.side_take()  # stop collecting (a linked script keeps no result of its own)
         self._reclaim()
 
     def _alone(self, f: FileFacts, rules: list) -> tuple[list[Diagnostic], list[Diagnostic], tuple[Path, ...]]:

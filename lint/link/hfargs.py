@@ -92,9 +92,11 @@ def split(args: list[Value]) -> tuple[dict[str, tuple[Value, Value | None]], boo
     return out, complete, config
 
 
-def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, text: str) -> FileFacts | None:
-    """The TrainingArguments facts of an HF script's argument list, as an ``hftrainargs`` file."""
-    flags, complete, config = split(args)
+def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, text: str,
+              parts: "tuple[dict[str, tuple[Value, Value | None]], bool, bool] | None" = None) -> FileFacts | None:
+    """The TrainingArguments facts of an HF script's argument list, as an ``hftrainargs`` file
+    (``parts``: what :func:`split` gives for ``args``, when the caller has it already)."""
+    flags, complete, config = split(args) if parts is None else parts
     ff = FileFacts(path=path, abspath=abspath, kind="hftrainargs", text=text)
     first = next(iter(flags.values()))[0].span if flags else None
     for name, (key, default) in INT_ARGS.items():
@@ -263,10 +265,11 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
         return
     line = launch.span.line if launch.span is not None else 0
     # a distinct abspath: this is the launch line's view, not the launch file itself
-    ff = cli_facts(launch.args, script.text, root_file.path, Path(f"{root_file.abspath}#L{line}"), "")
+    parts = split(launch.args)
+    ff = cli_facts(launch.args, script.text, root_file.path, Path(f"{root_file.abspath}#L{line}"), "", parts)
     if ff is None:
         return
-    flags, complete, config = split(launch.args)
+    flags, complete, config = parts
     if complete and not config:
         _model_facts(job, launch, script, flags, ff, read, root, resolve)
     job.files.append(ff)
