@@ -62,7 +62,11 @@ def _read_stdin(settings: dict) -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # pragma: no cover - a replaced sys.stdin
         return sys.stdin.read(cap + 1)
-    return stream.read(cap + 1).decode("utf-8", errors="replace")
+    raw = stream.read(cap + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:  # kept as lone surrogates: the runner names the first bad byte
+        return raw.decode("utf-8", errors="surrogateescape")
 
 
 def _isatty(stream) -> bool:

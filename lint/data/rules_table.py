@@ -26,7 +26,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg004_offload_param_ignored': {'source': '3233:5bcc04f8', 'rules': [
         {'class': 'OffloadParamIgnored', 'code': 'CFG004', 'name': 'offload-param-ignored', 'severity': 'warning', 'summary': 'DeepSpeed offload_param with ZeRO stage < 3 is silently ignored', 'kinds': ['deepspeed', 'neox'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'cfg.cfg005_duplicate_key': {'source': '4216:db3d93c2', 'rules': [
+    'cfg.cfg005_duplicate_key': {'source': '4982:563cc6b6', 'rules': [
         {'class': 'DuplicateKey', 'code': 'CFG005', 'name': 'duplicate-key', 'severity': 'error', 'summary': 'A key repeated in one JSON/YAML mapping', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'megatron_yaml', 'nanotron', 'nemo', 'neox'], 'calls': [], 'file': True, 'job': False},
     ]},
     'cfg.cfg006_unknown_megatron_argument': {'source': '7989:b0decafa', 'rules': [

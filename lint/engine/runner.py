@@ -89,6 +89,8 @@ class Result(EqRecord):
 #: kinds parsed in worker processes when a run has many of them (LibCST dominates run time)
 PARALLEL_KINDS = frozenset({"python"})
 PARALLEL_MIN_FILES = 24
+#: findings one rule may give one file or job (see :meth:`Runner._run`)
+MAX_FINDINGS_PER_RULE = 200
 #: dropped syntax trees between two runs of the garbage collector while it is paused
 RECLAIM_EVERY = 16
 _WORKER: "tuple[Runner, list] | None" = None
@@ -194,6 +196,7 @@ def _not_analysed_fix(reason: str) -> str:
     """SYN002's fix clause, by the reason's first words."""
     for start, fix in (("too large", "raise max-file-size or exclude the file"),
                        ("timed out", "raise file-timeout or exclude the file"),
+                       ("over the memory limit", "raise file-memory or exclude the file"),
                        ("too complex", "simplify the file or exclude it"),
                        ("unreadable", "make the file readable or exclude it"),
                        ("outside the repository", "what it holds is not checked; keep it in the "
@@ -201,6 +204,15 @@ def _not_analysed_fix(reason: str) -> str:
         if reason.startswith(start):
             return fix
     return "exclude the file (`exclude` in the configuration)"
+
+
+def _escaped_byte(text: str) -> int | None:
+    """Where standard input, decoded with ``surrogateescape``, held its first byte that is not
+    UTF-8 (a lone surrogate from ``\udc80`` to ``\udcff``); None when it was all UTF-8."""
+    from parallint.util.limits import _unprintable
+
+    m = _unprintable().search(text)
+    return m.start() if m and "\udc80" <= m.group(0) <= "\udcff" else None
 
 
 def _printable(d: Diagnostic) -> Diagnostic:
@@ -296,7 +308,7 @@ def _raise_timeout(signum, frame):  # pragma: no cover - timing dependent
 
 class Runner:
     def __init__(self, config: Config, cwd: Path | None = None) -> None:
-        from parallint.util.limits import file_timeout, max_file_size
+        from parallint.util.limits import file_memory, file_timeout, max_file_size
 
         self.config = config
         self.cwd = cwd or Path.cwd()
@@ -323,6 +335,7 @@ class Runner:
         self._erred: set[Path] = set()  # files a rule failed on (their results are not cached)
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
+        self.memory = file_memory(config.settings)
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
@@ -395,6 +408,18 @@ class Runner:
                 kind = classify(display, text[:HEAD_BYTES]) or ("unknown" if claims_suffix(display) else None)
                 return self._skipped(abspath, display, f"too large ({len(text)} characters on standard input; "
                                      f"limit {self.max_bytes} bytes, setting max-file-size)", kind or "unknown")
+            if "\x00" in text[:8192]:  # as for a file: binary is SYN002, never "not ours"
+                kind = classify(display, text[:HEAD_BYTES].replace("\x00", ""))
+                return self._skipped(abspath, display, "binary input (contains NUL bytes)", kind or "unknown")
+            bad = _escaped_byte(text)
+            if bad is not None:
+                kind = classify(display, text[:HEAD_BYTES].encode("utf-8", "surrogateescape")
+                                .decode("utf-8", "replace")) or "unknown"
+                start = len(text[:bad].encode("utf-8", "surrogateescape"))
+                return self._broken(abspath, display, f"invalid UTF-8 at byte {start}", kind,
+                                    text[:bad].count("\n") + 1)
+            if text.startswith("\ufeff"):
+                text = text[1:]
         else:
             got = self._raw(abspath)
             if isinstance(got, str):
@@ -698,6 +723,8 @@ class Runner:
     def _reason(self, payload: str) -> str:
         if payload.startswith("timed out"):  # the worker is killed a second after the limit
             return f"timed out after {self.timeout:g} s (setting file-timeout)"
+        if payload.startswith("over the memory limit"):
+            return payload[:-1] + ", setting file-memory)"
         return payload
 
     def _probe_in_workers(self, items: list[tuple[Path, str, str, str]]) -> None:
@@ -716,7 +743,7 @@ class Runner:
                 pass
         try:
             for idx, ok, payload in workers.run(items, _probe, max(1, min(_workers(), len(items))),
-                                                self.timeout + 1):
+                                                self.timeout + 1, memory=self.memory):
                 if not ok:
                     item = items[idx]
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
@@ -743,7 +770,7 @@ class Runner:
             except ImportError:
                 pass
         try:
-            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1, idle):
+            for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1, idle, self.memory):
                 item = items[idx]
                 if not ok:
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
@@ -824,8 +851,20 @@ class Runner:
         return Result(diags, len(files), self.errors, jobs)
 
     def _run(self, rule, method: str, target, ctx: Context, where: str) -> list[Diagnostic]:
+        """One rule on one file or job. At most :data:`MAX_FINDINGS_PER_RULE` findings are taken
+        (the rule's generator is not run further), then one that says the rest is not listed: a
+        hostile file of 4,000 repeated keys costs what 200 cost."""
+        out: list[Diagnostic] = []
         try:
-            return list(getattr(rule, method)(target, ctx) or ())
+            for d in getattr(rule, method)(target, ctx) or ():
+                if len(out) == MAX_FINDINGS_PER_RULE:
+                    out.append(Diagnostic(d.code, d.name, Severity.INFO,
+                                          f"more {d.code} findings in {where} are not listed (at most "
+                                          f"{MAX_FINDINGS_PER_RULE} a rule, file or job); fix these and "
+                                          f"run again", d.span))
+                    break
+                out.append(d)
+            return out
         except Exception as exc:
             if self.debug:
                 raise

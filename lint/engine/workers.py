@@ -31,9 +31,87 @@ def available() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _serve(conn, fn: Callable[[Any], Any]) -> None:  # pragma: no cover - runs in the child
-    # the parent handles Ctrl-C; a worker just stops when its pipe closes
+#: seconds between two looks of a worker at whether its parent is still there
+_WATCH = 0.25
+
+
+def _bind_to_parent(ppid: int) -> None:  # pragma: no cover - runs in the child
+    """Make this worker die with the process that forked it, however that one ends (SIGKILL, an
+    OOM kill, SIGTERM): a worker left behind would hold the run's stdout and stderr open, and
+    ``$(parallint ...)`` or a CI log pipe would never end.
+
+    On Linux the kernel sends SIGKILL when the parent goes (``PR_SET_PDEATHSIG``); everywhere a
+    daemon thread also watches the parent id, which changes when the parent is gone, and the
+    worker leaves at once. The pipe is no signal here: the next workers, forked later, hold copies
+    of its other end. The worker's stdout and stderr are /dev/null: it answers only on its pipe,
+    so it can neither hold the run's output open nor write into it."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
+    if os.getppid() != ppid:  # the parent went before the line above was in place
+        os._exit(0)
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(_WATCH)
+            if os.getppid() != ppid:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="parallint-parent-watch", daemon=True).start()
+
+
+def _data_bytes() -> int | None:
+    """This process's data size now (``VmData``: heap and private mappings), where /proc says."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _bound_memory(memory: int | None) -> None:  # pragma: no cover - runs in the child
+    """At most ``memory`` more bytes of data for this worker than it inherited (``RLIMIT_DATA``,
+    which Linux applies to the heap and to private mappings): a reader that grows past it gets a
+    MemoryError, and its file becomes one SYN002, instead of the kernel killing the run."""
+    if not memory:
+        return
+    try:
+        import resource
+
+        now = _data_bytes()
+        if now is None:
+            return
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        want = now + memory
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        if soft == resource.RLIM_INFINITY or want < soft:
+            resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _serve(conn, fn: Callable[[Any], Any], ppid: int, memory: int | None) -> None:  # pragma: no cover - runs in the child
+    # the parent handles Ctrl-C; a worker just stops when its pipe closes or its parent goes
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _bind_to_parent(ppid)
+    _bound_memory(memory)
     while True:
         try:
             item = conn.recv()
@@ -43,6 +121,8 @@ def _serve(conn, fn: Callable[[Any], Any]) -> None:  # pragma: no cover - runs i
             break
         try:
             result = ("ok", fn(item))
+        except MemoryError:
+            result = ("memory", "")
         except BaseException as exc:  # noqa: BLE001 - reported, never raised in the worker
             result = ("error", f"{type(exc).__name__}: {exc}")
         try:
@@ -53,9 +133,9 @@ def _serve(conn, fn: Callable[[Any], Any]) -> None:  # pragma: no cover - runs i
 
 
 class _Worker:
-    def __init__(self, ctx, fn) -> None:
+    def __init__(self, ctx, fn, memory: int | None = None) -> None:
         parent, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, fn, os.getpid(), memory), daemon=True)
         self.proc.start()
         child.close()
         self.conn = parent
@@ -81,6 +161,10 @@ class _Worker:
             pass
 
 
+def _mib(n: int | None) -> str:
+    return f"{(n or 0) / 1024**2:g}"
+
+
 def _death(proc) -> str:
     code = proc.exitcode
     if code is not None and code < 0:
@@ -93,9 +177,11 @@ def _death(proc) -> str:
 
 
 def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: float,
-        idle: Callable[[], bool] | None = None) -> Iterator[tuple[int, bool, Any]]:
+        idle: Callable[[], bool] | None = None, memory: int | None = None) -> Iterator[tuple[int, bool, Any]]:
     """Apply ``fn`` to every item in forked workers; yields (index, True, result) or
-    (index, False, reason) in completion order. At most ``timeout`` seconds per item.
+    (index, False, reason) in completion order. At most ``timeout`` seconds per item, and (where
+    the system allows a data limit) at most ``memory`` more bytes per worker: an item over it is
+    ``(index, False, "over the memory limit ...")`` and its worker is replaced.
 
     ``idle()``, when given, is work for this process: it is called whenever every worker is busy
     (one small unit each time; it returns False when there is no more), instead of waiting."""
@@ -112,7 +198,7 @@ def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: f
             while todo and len(busy) < workers:
                 w = next((x for x in pool if x.index == -1), None)
                 if w is None:
-                    w = _Worker(ctx, fn)
+                    w = _Worker(ctx, fn, memory)
                     pool.append(w)
                 idx, item = todo.pop()
                 w.index, w.item, w.deadline = idx, item, time.monotonic() + timeout
@@ -146,6 +232,10 @@ def run(items: Iterable[Any], fn: Callable[[Any], Any], workers: int, timeout: f
                 w.index, w.item = -1, None
                 if status == "ok":
                     yield idx, True, payload
+                elif status == "memory":  # a fresh worker for the next item: this heap is spent
+                    pool.remove(w)
+                    w.stop(kill=True)
+                    yield idx, False, f"over the memory limit ({_mib(memory)} MiB more than a worker starts with)"
                 else:
                     yield idx, False, f"reader crashed ({payload})"
             now = time.monotonic()

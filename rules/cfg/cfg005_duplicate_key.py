@@ -30,7 +30,26 @@ def _inline_value(lines: list[str], key_span) -> str | None:
     rest = rest.strip().rstrip(",").strip()
     if not rest or rest[0] in "{[|>&*" or rest.startswith("!!"):
         return None
-    return rest
+    return _one_scalar(rest)
+
+
+def _one_scalar(rest: str) -> str | None:
+    """The first scalar of ``rest``: a quoted string to its closing quote, else up to the next
+    ``,``, ``}`` or ``]`` (JSON written on one line holds the other keys there). None when it is
+    longer than :data:`_VALUE_CHARS`: a message quotes a value, never the rest of a line."""
+    if rest[0] in "\"'":
+        i = 1
+        while i < len(rest) and rest[i] != rest[0]:
+            i += 2 if rest[i] == "\\" else 1
+        value = rest[:i + 1]
+    else:
+        cut = min((i for i in (rest.find(c) for c in ",}]") if i >= 0), default=len(rest))
+        value = rest[:cut].strip()
+    return value if 0 < len(value) <= _VALUE_CHARS else None
+
+
+#: characters of a value a message quotes
+_VALUE_CHARS = 80
 
 
 class DuplicateKey(Rule):
