@@ -50,7 +50,7 @@ MODULES: dict[str, dict] = {
     'dat.dat001_missing_distributed_sampler': {'source': '6902:39943e5b', 'rules': [
         {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard'], 'file': True, 'job': False},
     ]},
-    'dat.dat002_sampler_set_epoch_missing': {'source': '6261:61ec7c28', 'rules': [
+    'dat.dat002_sampler_set_epoch_missing': {'source': '11078:2c3c2a53', 'rules': [
         {'class': 'SamplerSetEpochMissing', 'code': 'DAT002', 'name': 'sampler-set-epoch-missing', 'severity': 'warning', 'summary': 'a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
     'dat.dat003_sampler_with_shuffle': {'source': '3002:ce44df4d', 'rules': [
@@ -62,7 +62,7 @@ MODULES: dict[str, dict] = {
     'ddp.ddp001_find_unused_parameters': {'source': '27499:9e4f293c', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
-    'ddp.ddp002_global_rank_as_device': {'source': '7858:90262595', 'rules': [
+    'ddp.ddp002_global_rank_as_device': {'source': '9557:bf878819', 'rules': [
         {'class': 'GlobalRankAsDevice', 'code': 'DDP002', 'name': 'global-rank-as-device', 'severity': 'error', 'summary': 'the global rank selects the CUDA device in a job that spans several nodes (use the local rank)', 'kinds': [], 'calls': ['ddp', 'set_device', 'spawn'], 'file': False, 'job': True},
     ]},
     'ddp.ddp003_reentrant_checkpoint_under_ddp': {'source': '3961:3c1dbc8d', 'rules': [

@@ -296,6 +296,27 @@ class ReverseIndex:
             self.cache.put(digest, links)
         return resolve_all(links, abspath)
 
+    def _imports(self, abspath: Path, raw: bytes, frontier: set[Path]) -> bool:
+        """Whether the Python file ``abspath`` imports one of the Python files of ``frontier``
+        (a helper module's launch is found through the entry script that imports it, see
+        :mod:`parallint.link.imports`). The import statements are kept in the index by content
+        hash, as links are; they are resolved again each time (files may have moved)."""
+        if abspath.suffix != ".py" or b"import" not in raw:
+            return False
+        wanted = {t for t in frontier if t.suffix == ".py"}
+        if not wanted:
+            return False
+        from parallint.link.imports import imported_files, import_statements
+
+        key = "imports:" + hashlib.blake2b(raw, digest_size=16).hexdigest()
+        stated = self.cache.get(key)
+        if not isinstance(stated, list):
+            stated = [[m, lv] for m, lv in import_statements(raw)]
+            self.cache.put(key, stated)
+        pairs = [(m, lv) for m, lv in (x for x in stated if isinstance(x, list) and len(x) == 2)
+                 if isinstance(m, str) and isinstance(lv, int)]
+        return bool(imported_files(abspath, pairs) & wanted)
+
     def referrers(self, targets: set[Path]) -> set[Path]:
         """Files below the root whose jobs can include one of ``targets`` (transitively)."""
         declared = self._declared()
@@ -312,7 +333,7 @@ class ReverseIndex:
                     continue
                 if not any(n in raw for n in wanted) or not self._kept(abspath):
                     continue
-                if self.links_of(abspath, raw, names) & frontier:
+                if self.links_of(abspath, raw, names) & frontier or self._imports(abspath, raw, frontier):
                     new.add(abspath)
             for launch, files in declared:
                 if launch not in found and launch not in targets and files & frontier:
@@ -457,12 +478,21 @@ def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool,
 
     extra: set[Path] = set()
     by_root: dict[Path, set[Path]] = {}
+    entries: set[Path] = set()  # Python files named alone that only a launch makes ours
     for ap in given:
         if ap not in runner.stdin and (not ap.is_file() or runner._load(ap, True) is None):
+            if ap.suffix == ".py" and ap not in runner.stdin and ap.is_file():
+                entries.add(ap)  # an entry point (Megatron's pretrain_gpt.py): ours if a launch starts it
             continue  # missing, or not a file parallint reads: it is in no job
         by_root.setdefault(find_root(ap), set()).add(ap)
     for root, targets in by_root.items():
         extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
+    launched: set[Path] = set()
+    for ap in sorted(entries):
+        refs = ReverseIndex(runner, find_root(ap), use_cache).referrers({ap})
+        if refs:
+            launched.add(ap)
+            extra |= refs
 
     files = runner.collect([str(p) for p in folders] + [str(p) for p in given if p not in runner.stdin], rules)
     for ap in given:
@@ -470,6 +500,10 @@ def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool,
             f = runner.read(ap, explicit=True)
             if f is not None and f not in files:
                 files.append(f)
+    for ap in sorted(launched):
+        f = runner.read(ap, explicit=True, launched=True)
+        if f is not None and f not in files:
+            files.append(f)
     named = {f.abspath for f in files}
     checked = len(files)
     for ap in sorted(extra - named):
@@ -482,13 +516,35 @@ def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool,
         return result
     keep_files = {f.path for f in files if f.abspath in set(given)}
     keep_dirs = [f"{display(d, cwd)}/" for d in folders]
+    commands = _entry_commands(result.jobs, set(given))
 
     def located(path: str) -> bool:
         return path in keep_files or any(path.startswith(k) or k == "./" for k in keep_dirs)
 
     result.diagnostics = [d for d in result.diagnostics if located(d.span.path) or (
-        related_findings and any(r.path in keep_files for r in d.related))]
+        related_findings and any(r.path in keep_files for r in d.related)) or _on_command(d, commands)]
     return result
+
+
+def _entry_commands(jobs, given: set[Path]) -> dict[str, list[tuple[int, int]]]:
+    """For each launch file whose command starts one of the ``given`` scripts: the lines of those
+    commands. A finding there is the entry script's too (checking ``pretrain_gpt.py`` alone
+    reports the TP × PP of the launch lines that run it)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for job in jobs:
+        launch = job.launch
+        if launch is None or getattr(launch, "script_path", None) not in given:
+            continue
+        span = launch.span
+        last = max([span.line, span.end_line or span.line] +
+                   [a.span.end_line or a.span.line for a in (launch.args or ())
+                    if getattr(a, "span", None) is not None and a.span.path == span.path])
+        out.setdefault(job.root.path, []).append((span.line, last))
+    return out
+
+
+def _on_command(d, commands: dict[str, list[tuple[int, int]]]) -> bool:
+    return any(a <= d.span.line <= b for a, b in commands.get(d.span.path, ()))
 
 
 def content_cache(runner, paths: list[str], rules):

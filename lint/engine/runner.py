@@ -313,6 +313,8 @@ class Runner:
         self.config = config
         self.cwd = cwd or Path.cwd()
         self.cache: dict[Path, FileFacts | None] = {}
+        #: files read because a launch line starts them (see :meth:`read`)
+        self._launched: set[Path] = set()
         self.errors: list[str] = []
         self.stdin: dict[Path, str] = {}
         from parallint.util.boundary import Boundary
@@ -341,16 +343,21 @@ class Runner:
                 sys.modules[mod].reset()
 
     # reading ------------------------------------------------------------------------------
-    def read(self, abspath: Path, explicit: bool = False) -> FileFacts | None:
-        if abspath in self.cache:
+    def read(self, abspath: Path, explicit: bool = False, launched: bool = False) -> FileFacts | None:
+        """The file's facts (cached); ``launched``: a launch line starts it, so a ``.py`` file is
+        read as Python even when nothing in it looks distributed (its imports do the work)."""
+        if abspath in self.cache and (self.cache[abspath] is not None or not launched
+                                      or abspath in self._launched):
             return self.cache[abspath]
+        if launched:
+            self._launched.add(abspath)
         self.cache[abspath] = None  # cycle guard while reading
-        facts = self._read(abspath, explicit)
+        facts = self._read(abspath, explicit, launched)
         self.cache[abspath] = facts
         return facts
 
-    def _read(self, abspath: Path, explicit: bool) -> FileFacts | None:
-        loaded = self._load(abspath, explicit)
+    def _read(self, abspath: Path, explicit: bool, launched: bool = False) -> FileFacts | None:
+        loaded = self._load(abspath, explicit, launched)
         if loaded is None or isinstance(loaded, FileFacts):
             return loaded
         return self._parse(*loaded)
@@ -390,7 +397,7 @@ class Runner:
         finally:
             os.close(fd)
 
-    def _load(self, abspath: Path, explicit: bool) -> "FileFacts | tuple[Path, str, str, str] | None":
+    def _load(self, abspath: Path, explicit: bool, launched: bool = False) -> "FileFacts | tuple[Path, str, str, str] | None":
         """Bytes, decoding, classification and the pre-parse guards: cheap, no parser. Returns
         (abspath, display, text, kind) for a file a reader must parse, a FileFacts carrying the
         SYN001/SYN002 finding for a file that cannot be parsed, or None when it is not ours."""
@@ -449,6 +456,8 @@ class Runner:
             kind = classify(display, text)
         except RecursionError:
             kind = None
+        if kind is None and launched and display.endswith(".py"):
+            kind = "python"  # started by a launch line: a training entry point, whatever it holds
         if kind is None:
             return None
         if decode_error is not None:

@@ -88,17 +88,53 @@ def _probed():
     return deps.note_probe if deps.recording() is not None else None
 
 
-def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
-    """Add the file at ``target`` (and, depth permitting, the files it names) to ``job``."""
+def _attach(job: Job, target: Path | None, read: Reader, root: Path, seen: set[Path], depth: int,
+            launched: bool = False) -> None:
+    """Add the file at ``target`` (and, depth permitting, the files it names) to ``job``;
+    ``launched``: it is the script a launch line starts (read as Python whatever it holds)."""
     if target is None or target in seen or depth > MAX_DEPTH:
         return
     seen.add(target)
-    linked = read(target)
+    linked = read(target, launched=True) if launched else read(target)  # type: ignore[call-arg]
     if linked is None:
         return
     job.files.append(linked)
     job.facts.extend(linked.facts)
     _follow(job, linked, read, root, seen, depth + 1)
+
+
+def _module_top(script_path: Path | None, name: object) -> Path | None:
+    """The folder ``python -m <name>`` runs in, from the file it found: ``gen/generate.py`` for
+    ``gen.generate`` is two levels under it (``gen/generate/__main__.py``, three)."""
+    if script_path is None or not isinstance(name, str):
+        return None
+    depth = len([p for p in name.strip().strip("'\"").split(".") if p]) + (script_path.name == "__main__.py")
+    top = script_path
+    for _ in range(depth):
+        top = top.parent
+    return top
+
+
+def _attach_imports(job: Job, script_path: Path | None, read: Reader, seen: set[Path],
+                    top: Path | None = None) -> None:
+    """The repository modules the launched script imports (:mod:`parallint.link.imports`) that are
+    parallint's files join ``job``: their script events with the launch's facts (a helper that
+    picks the device by the global rank, on two nodes). Their own facts stay out of the job."""
+    if script_path is None or not str(script_path).endswith(".py"):
+        return
+    from parallint.link import imports
+
+    entry = next((x for x in job.files if x.abspath == script_path), None)
+    by = entry.path if entry is not None else script_path.name
+    for p in imports.modules(script_path, top):
+        if p in seen:
+            continue
+        f = read(p)
+        if f is None or f.kind != "python":
+            continue
+        seen.add(p)
+        job.files.append(f)
+        job.imported[p] = by
 
 
 def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
@@ -138,7 +174,9 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                 script_path = resolve_link(launch.script, f.abspath.parent, root, module=module)
                 launch.script_path = script_path
                 launch.repo_root = repo_root(script_path.parent) if script_path is not None else root
-                _attach(job, script_path, read, root, seen, 1)
+                _attach(job, script_path, read, root, seen, 1, launched=True)
+                _attach_imports(job, script_path, read, seen,
+                                _module_top(script_path, launch.script.value) if module else None)
             if launch.megatron_flags:  # the flags the launched Megatron script accepts (CFG006 reads them)
                 from parallint.link import megatron_table
 

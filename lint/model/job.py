@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Job(EqRecord):
-    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters")
+    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters", "imported")
     name: str  # a display name: the launch file (and line) or the standalone file
     root: FileFacts  # the launch file, or the standalone config/script
     launch: Any  # the parallint.model.launch.Launch this job came from, if any
@@ -27,6 +27,11 @@ class Job(EqRecord):
     #: loopback ``MASTER_ADDR`` values the job's Python files always set, in file order (set by the
     #: linker for a launch's job, from :func:`parallint.link.pylaunch.loopback_master`)
     loopback_masters: list[Value]
+    #: files that joined the job because its entry script imports them (directly or through other
+    #: repository modules; :mod:`parallint.link.imports`): absolute path -> the importing file's
+    #: display path. Their script events are the job's; their facts are not (a helper's parser
+    #: defaults never override the launch line)
+    imported: dict[Any, str]
 
     def __init__(
         self,
@@ -36,6 +41,7 @@ class Job(EqRecord):
         files: list[FileFacts] | None = None,
         facts: FactMap | None = None,
         loopback_masters: list[Value] | None = None,
+        imported: dict[Any, str] | None = None,
     ) -> None:
         self.name = name
         self.root = root
@@ -43,6 +49,7 @@ class Job(EqRecord):
         self.files = [] if files is None else files
         self.facts = FactMap() if facts is None else facts
         self.loopback_masters = [] if loopback_masters is None else loopback_masters
+        self.imported = {} if imported is None else imported
 
     def get(self, key: str) -> Value | None:
         return self.facts.get(key)

@@ -87,6 +87,25 @@ class SamplerSetEpochMissing(Rule):
                 for batch in loader:
                     step(batch)
         """),
+        # the loader is built in another module, and the loop calls set_epoch
+        Example(files={
+            "data_utils.py": """
+                from torch.utils.data import DataLoader, DistributedSampler
+                def build_train_loader(dataset):
+                    sampler = DistributedSampler(dataset)
+                    return DataLoader(dataset, batch_size=32, sampler=sampler)
+            """,
+            "train.py": """
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from data_utils import build_train_loader
+                model = DDP(model)
+                train_loader = build_train_loader(train_set)
+                for epoch in range(10):
+                    train_loader.sampler.set_epoch(epoch)
+                    for batch in train_loader:
+                        step(batch)
+            """,
+        }),
     ]
     invalid = [
         Example("""
@@ -103,6 +122,24 @@ class SamplerSetEpochMissing(Rule):
             for epoch in range(args.epochs):
                 train_one_epoch(model, train_loader)
         """, line=2),
+        # the shuffling sampler is made in another module's function that returns its loader
+        Example(files={
+            "data_utils.py": """
+                from torch.utils.data import DataLoader, DistributedSampler
+                def build_train_loader(dataset):
+                    sampler = DistributedSampler(dataset)
+                    return DataLoader(dataset, batch_size=32, sampler=sampler)
+            """,
+            "train.py": """
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from data_utils import build_train_loader
+                model = DDP(model)
+                train_loader = build_train_loader(train_set)
+                for epoch in range(10):
+                    for batch in train_loader:
+                        step(batch)
+            """,
+        }, filename="train.py", line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -132,6 +169,72 @@ class SamplerSetEpochMissing(Rule):
                 "DistributedSampler shuffles but set_epoch() is never called: every epoch sees the "
                 "samples in the same order; call sampler.set_epoch(epoch) each epoch",
             )
+
+        yield from self._from_other_module(f, s)
+
+    def _from_other_module(self, f, s: Script) -> Iterable[Diagnostic]:
+        """``loader = build_loader(...)`` with ``build_loader`` imported from a repository module
+        whose function makes a shuffling DistributedSampler, hands it to a DataLoader and returns
+        that loader, iterated here per epoch, with ``set_epoch`` in neither file: reported here,
+        at the call (the missing call belongs to this loop), with the sampler as a note."""
+        import ast
+
+        import posixpath
+
+        from parallint.model.diagnostics import Related
+        from parallint.model.script import imported_class
+
+        for c in s.calls:
+            if not c.target or not isinstance(c.node.func, ast.Name) or any(l.epoch for l in c.loops):
+                continue
+            got = imported_class(s, c.node.func.id)
+            if got is None:
+                continue
+            mod, name, rel = got
+            if "set_epoch" in mod.syntax_index().names:
+                continue
+            made = self._returned_sampler(mod, name)
+            if made is None:
+                continue
+            if _EVALISH.search(c.target) and not _TRAINISH.search(c.target):
+                continue
+            if prepared_by_accelerate(s, c):
+                continue  # the returned loader goes through accelerator.prepare
+            if not self._iterated_per_epoch(s, {c.target}):
+                continue
+            where = mod.span_of(made.node)
+            shown = posixpath.normpath(posixpath.join(posixpath.dirname(f.path), rel))
+            yield self.report(
+                c.span,
+                f"`{c.target}` comes from {name}() in {rel}, whose DistributedSampler shuffles, but "
+                f"set_epoch() is never called: every epoch sees the samples in the same order; call "
+                f"sampler.set_epoch(epoch) each epoch",
+                [Related(shown, where.line, "the shuffling DistributedSampler", where.column)],
+            )
+
+    @staticmethod
+    def _returned_sampler(mod: Script, name: str) -> Call | None:
+        """The shuffling DistributedSampler that function ``name`` of ``mod`` makes and returns
+        inside the DataLoader it returns (by name or as the returned call); None otherwise."""
+        import ast
+
+        frames = mod.functions.get(name) or []
+        if len(frames) != 1:
+            return None
+        frame = frames[0]
+        for c in mod.by("distributed_sampler"):
+            if c.frame is not frame:
+                continue
+            sh = mod.arg(c, "shuffle", 3)
+            if sh is not None and not (sh.known and sh.value is True):
+                continue
+            uses = [dl for dl in _loader_uses(mod, c) if dl.frame is frame]
+            for r in frame.returns:
+                if any(r is dl.node or (isinstance(r, ast.Name) and r.id == dl.target) for dl in uses):
+                    if _EVALISH.search(name) and not _TRAINISH.search(name):
+                        return None
+                    return c
+        return None
 
     @staticmethod
     def _iterated_per_epoch(s: Script, names: set[str]) -> bool:

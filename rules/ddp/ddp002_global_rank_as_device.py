@@ -125,6 +125,24 @@ class GlobalRankAsDevice(Rule):
                 torch.cuda.set_device(int(os.environ["RANK"]))
             """,
         }),
+        # the same helper, reached through `-m`, on one node
+        Example(files={
+            "run.sh": "torchrun --nnodes 1 --nproc-per-node 4 -m gen.generate\n",
+            "gen/__init__.py": "",
+            "gen/generate.py": """
+                from gen.dist import init_distributed
+                def main():
+                    init_distributed()
+            """,
+            "gen/dist.py": """
+                import os
+                import torch
+                import torch.distributed as dist
+                def init_distributed():
+                    dist.init_process_group("nccl")
+                    torch.cuda.set_device(int(os.environ["RANK"]))
+            """,
+        }),
     ]
     invalid = [
         Example(
@@ -156,10 +174,32 @@ class GlobalRankAsDevice(Rule):
             },
             line=6, count=2,
         ),
+        # the mistake is in a helper module that the launched module imports
+        Example(
+            files={
+                "run.sh": "torchrun --nnodes 2 --nproc-per-node 4 --rdzv-endpoint $HEAD:29500 -m gen.generate\n",
+                "gen/__init__.py": "",
+                "gen/generate.py": """
+                    from gen.dist import init_distributed
+                    def main():
+                        init_distributed()
+                """,
+                "gen/dist.py": """
+                    import os
+                    import torch
+                    import torch.distributed as dist
+                    def init_distributed():
+                        dist.init_process_group("nccl")
+                        torch.cuda.set_device(int(os.environ["RANK"]))
+                """,
+            },
+            line=6,
+        ),
     ]
 
-    def _findings(self, f, s: Script, nodes: int) -> Iterable[Diagnostic]:
+    def _findings(self, f, s: Script, nodes: int, via: str | None = None) -> Iterable[Diagnostic]:
         seen = set()
+        reach = f" (this module is imported by {via}, which the job starts)" if via else ""
         for node, frame, what in _device_uses(s):
             if s.rank_kind(node, frame) != "global":
                 continue
@@ -170,7 +210,7 @@ class GlobalRankAsDevice(Rule):
             yield self.report(
                 span,
                 f"the global rank `{s.code(node)}` selects the device in {what}, but this job spans "
-                f"{nodes} nodes: ranks >= the GPUs per node ask for a device that does not exist; "
+                f"{nodes} nodes{reach}: ranks >= the GPUs per node ask for a device that does not exist; "
                 "use the local rank (LOCAL_RANK)",
             )
 
@@ -181,4 +221,4 @@ class GlobalRankAsDevice(Rule):
         for f, s in job_scripts(job):
             if s.has("spawn"):
                 continue  # workers started on this host: a single-node harness
-            yield from self._findings(f, s, nodes)
+            yield from self._findings(f, s, nodes, job.imported.get(f.abspath))
