@@ -59,6 +59,9 @@ MODULES: dict[str, dict] = {
     'dat.dat004_double_sharding': {'source': '6489:61e5871b', 'rules': [
         {'class': 'DoubleSharding', 'code': 'DAT004', 'name': 'double-sharding', 'severity': 'warning', 'summary': 'a DataLoader with a DistributedSampler is passed through accelerator.prepare (sharded twice)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
+    'dat.dat005_sampler_seed_per_rank': {'source': '5437:73d2b864', 'rules': [
+        {'class': 'SamplerSeedPerRank', 'code': 'DAT005', 'name': 'sampler-seed-per-rank', 'severity': 'warning', 'summary': "a shuffling DistributedSampler seeded with the rank, so the ranks' shards overlap", 'kinds': ['python'], 'calls': ['distributed_sampler'], 'file': True, 'job': False},
+    ]},
     'ddp.ddp001_find_unused_parameters': {'source': '27499:9e4f293c', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
