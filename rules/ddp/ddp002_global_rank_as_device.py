@@ -47,6 +47,23 @@ def _device_uses(s: Script):
         yield expr, frame, 'f"cuda:{...}"'
 
 
+def _own_local_device(s: Script) -> "tuple[str, int] | None":
+    """(its source, its line) for ``<global rank> % torch.cuda.device_count()`` written in the
+    script: the code itself says that the global rank is not the device index."""
+    import ast
+
+    counts = [c for c in s.calls if "torch.cuda.device_count" in c.qnames]
+    tree = getattr(s, "_module", None)
+    if not counts or tree is None:
+        return None
+    mods = {id(n.right): n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)}
+    for c in counts:
+        parent = mods.get(id(c.node))
+        if parent is not None and s.rank_kind(parent.left, c.frame) == "global":
+            return s.code(parent), s.span_of(parent).line
+    return None
+
+
 class GlobalRankAsDevice(Rule):
     code = "DDP002"
     calls = frozenset({"ddp", "set_device", "spawn"})
@@ -64,7 +81,10 @@ class GlobalRankAsDevice(Rule):
     `Trainer(num_nodes=2)` ...).
 
     On one node the global rank *is* the local rank, so the pattern is only a bug when the job
-    spans nodes. The rule therefore stays silent when the script is not started by a launch that
+    spans nodes. Without a launch that gives the node count, the script's own code can say so: a
+    script that computes its local device as `rank % torch.cuda.device_count()` and then hands the
+    bare global rank to `device_ids=[rank]` or `.to(rank)` expects several nodes, and is flagged
+    (unless a linked launch says one node). The rule therefore stays silent when the script is not started by a launch that
     says how many nodes it uses (a script checked alone, a launch with an unknown `--nnodes`), when
     the launch is one node, and in scripts that start their own workers with
     `torch.multiprocessing.spawn` / `colossalai.testing.spawn` (a harness on one host). Test
@@ -143,6 +163,17 @@ class GlobalRankAsDevice(Rule):
                     torch.cuda.set_device(int(os.environ["RANK"]))
             """,
         }),
+        # the same script handing DDP the local device it computed
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            device = rank % torch.cuda.device_count()
+            torch.cuda.set_device(device)
+            model = DDP(model.cuda(), device_ids=[device])
+        """),
     ]
     invalid = [
         Example(
@@ -195,9 +226,20 @@ class GlobalRankAsDevice(Rule):
             },
             line=6,
         ),
+        # no launch: the script itself computes the local device, then uses the global rank
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+            model = DDP(model.cuda(), device_ids=[rank])
+        """, line=7),
     ]
 
-    def _findings(self, f, s: Script, nodes: int, via: str | None = None) -> Iterable[Diagnostic]:
+    def _findings(self, f, s: Script, nodes: int, via: str | None = None,
+                  local: "tuple[str, int] | None" = None) -> Iterable[Diagnostic]:
         seen = set()
         reach = f" (this module is imported by {via}, which the job starts)" if via else ""
         for node, frame, what in _device_uses(s):
@@ -207,6 +249,15 @@ class GlobalRankAsDevice(Rule):
             if (span.line, span.column) in seen:
                 continue
             seen.add((span.line, span.column))
+            if local is not None:
+                yield self.report(
+                    span,
+                    f"the global rank `{s.code(node)}` selects the device in {what}, but this script "
+                    f"computes its local device as `{local[0]}` (line {local[1]}), so it expects several "
+                    f"nodes{reach}: there ranks >= the GPUs per node ask for a device that does not exist; "
+                    "use that local device",
+                )
+                continue
             yield self.report(
                 span,
                 f"the global rank `{s.code(node)}` selects the device in {what}, but this job spans "
@@ -216,9 +267,15 @@ class GlobalRankAsDevice(Rule):
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
         nodes = job.int("parallel.nodes")
-        if nodes is None or nodes <= 1:
-            return  # one node, or unknown: the global rank is (or may be) the local rank
+        if nodes is not None and nodes <= 1:
+            return  # one node: the global rank is the local rank
         for f, s in job_scripts(job):
             if s.has("spawn"):
                 continue  # workers started on this host: a single-node harness
-            yield from self._findings(f, s, nodes, job.imported.get(f.abspath))
+            if nodes is not None:
+                yield from self._findings(f, s, nodes, job.imported.get(f.abspath))
+                continue
+            # no node count: the script's own code may still show that it expects several nodes
+            local = _own_local_device(s)
+            if local is not None:
+                yield from self._findings(f, s, 0, job.imported.get(f.abspath), local)

@@ -1,0 +1,75 @@
+"""Real bugs in the shapes they have in real code, end to end through the CLI, each with its clean
+twin: an ``mp.spawn`` worker that seeds its DistributedSampler with ``args.seed + rank`` (DAT005),
+and a script that computes its local device as ``rank % torch.cuda.device_count()`` but hands
+DDP the global rank (DDP002 with no launch, as in DiT's train.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import write_tree
+
+TRAIN = """\
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main(rank, world_size, args):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    torch.cuda.set_device(rank)
+    torch.manual_seed(args.seed + rank)
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed={seed})
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            pass
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(4, None), nprocs=4)
+"""
+
+
+@pytest.mark.parametrize("seed,found", [("args.seed + rank", True), ("args.seed", False)])
+def test_a_sampler_seeded_per_rank(cli, tmp_path, seed, found):
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"train.py": TRAIN.format(seed=seed)})
+    res = cli("check", "--no-cache", "train.py", cwd=tmp_path)
+    assert res.returncode == (1 if found else 0), res.stdout + res.stderr
+    assert ("train.py:12:" in res.stdout and "DAT005" in res.stdout) is found
+
+
+DIT = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    device = rank % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    model = build(args)
+    model = DDP(model.to(device), device_ids=[{ids}])
+"""
+
+
+@pytest.mark.parametrize("ids,launch,found", [
+    ("rank", None, True),
+    ("device", None, False),
+    ("rank", "torchrun --nnodes 1 --nproc_per_node 8 train.py\n", False),  # one node: right there
+    ("rank", "torchrun --nnodes 2 --nproc_per_node 8 train.py\n", True),
+])
+def test_the_global_rank_beside_the_scripts_own_local_device(cli, tmp_path, ids, launch, found):
+    (tmp_path / ".git").mkdir()
+    files = {"train.py": DIT.format(ids=ids)}
+    if launch:
+        files["run.sh"] = launch
+    write_tree(tmp_path, files)
+    res = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert ("train.py:12:" in res.stdout and "DDP002" in res.stdout) is found, res.stdout
