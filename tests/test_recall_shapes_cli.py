@@ -73,3 +73,32 @@ def test_the_global_rank_beside_the_scripts_own_local_device(cli, tmp_path, ids,
     write_tree(tmp_path, files)
     res = cli("check", "--no-cache", ".", cwd=tmp_path)
     assert ("train.py:12:" in res.stdout and "DDP002" in res.stdout) is found, res.stdout
+
+
+SAVE = """\
+import os
+import torch
+import torch.distributed as dist
+from safetensors.torch import save_file
+
+
+def main():
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    model = build()
+    for epoch in range(3):
+        train(model)
+{guard}        save_file(model.state_dict(), f"ckpt/epoch{{epoch}}.safetensors")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("guard,found", [("", True), ("        if dist.get_rank() == 0:\n    ", False)])
+def test_every_rank_writing_one_safetensors_file(cli, tmp_path, guard, found):
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"train.py": SAVE.format(guard=guard)})
+    res = cli("check", "--no-cache", "train.py", cwd=tmp_path)
+    assert ("CKP001 safetensors.torch.save_file() runs on every rank" in res.stdout) is found, res.stdout

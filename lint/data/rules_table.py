@@ -41,7 +41,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg009_unrecognized_script_argument': {'source': '6187:a62dfa8a', 'rules': [
         {'class': 'UnrecognizedScriptArgument', 'code': 'CFG009', 'name': 'unrecognized-script-argument', 'severity': 'error', 'summary': "A launch line passes a flag that the script's own argparse parser rejects.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '9530:ef1ba140', 'rules': [
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '10752:cfe84038', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
     'ckp.ckp002_load_without_map_location': {'source': '9115:21a441da', 'rules': [

@@ -58,7 +58,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "dataloader": ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"),
     "distributed_sampler": ("torch.utils.data.distributed.DistributedSampler",
                             "torch.utils.data.DistributedSampler"),
-    "save": ("torch.save",),
+    "save": ("torch.save", "safetensors.torch.save_file", "numpy.save"),
     "load": ("torch.load",),
     "checkpoint": ("torch.utils.checkpoint.checkpoint",),
     "init_device_mesh": (_T + "device_mesh.init_device_mesh", _T + "init_device_mesh"),

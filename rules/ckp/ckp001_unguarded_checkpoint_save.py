@@ -43,6 +43,18 @@ def _in_memory(s: Script, dest, frame) -> bool:
     return False
 
 
+#: the writers besides torch.save: (the name a message gives, (its path keyword, its position))
+_WRITERS = {"safetensors.torch.save_file": ("safetensors.torch.save_file", ("filename", 1)),
+            "numpy.save": ("np.save", ("file", 0))}
+
+
+def _writer(c) -> "tuple[str, tuple[str, int]]":
+    for q in c.qnames:
+        if q in _WRITERS:
+            return _WRITERS[q]
+    return "torch.save", ("f", 1)
+
+
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
     calls = frozenset({"accelerator", "ddp", "ds_init_distributed", "fabric", "fsdp", "fully_shard", "hf_trainer",
@@ -55,7 +67,9 @@ class UnguardedCheckpointSave(Rule):
     ## What it does
     In a script that sets up distributed training itself (`init_process_group`, DDP/FSDP,
     `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`),
-    flags `torch.save(...)` reached from the script's entry point on a path with no rank condition.
+    flags `torch.save(...)` (and the other writers of one file from tensors:
+    `safetensors.torch.save_file(...)`, `np.save(...)`) reached from the script's entry point on a
+    path with no rank condition.
     Rank conditions are followed through local variables and attributes
     (`save_logs = is_master(args)` then `if save_logs:`), helper predicates (`is_main_process()`,
     `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
@@ -157,6 +171,15 @@ class UnguardedCheckpointSave(Rule):
                     continue
                 torch.save(encode(path), out)
         """),
+        Example("""
+            import numpy as np
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            rank = dist.get_rank()
+            np.save(f"embeddings_{rank}.npy", embed(shard))
+            if rank == 0:
+                np.save("labels.npy", labels)
+        """),
     ]
     invalid = [
         Example("""
@@ -204,6 +227,15 @@ class UnguardedCheckpointSave(Rule):
             engine, *_ = deepspeed.initialize(model=model, config="ds.json")
             torch.save(engine.module.state_dict(), "final.pt")
         """, line=5),
+        Example("""
+            import numpy as np
+            import torch.distributed as dist
+            from safetensors.torch import save_file
+            dist.init_process_group("nccl")
+            for epoch in range(3):
+                train(model)
+                save_file(model.state_dict(), "model.safetensors")
+        """, line=7),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -211,7 +243,8 @@ class UnguardedCheckpointSave(Rule):
         if s is None or not _plain_distributed(s):
             return
         for c in s.by("save"):
-            dest = c.arg_node("f", 1)
+            what, (kw, pos) = _writer(c)
+            dest = c.arg_node(kw, pos)
             if c.has_star() or dest is None or per_rank_path(s, dest, c.frame):
                 continue
             if _in_memory(s, dest, c.frame):
@@ -224,6 +257,6 @@ class UnguardedCheckpointSave(Rule):
             if any(not any(g.rank for g in p) for p in paths):
                 yield self.report(
                     c.span,
-                    "torch.save() runs on every rank: all processes write the same file; "
+                    f"{what}() runs on every rank: all processes write the same file; "
                     "guard it with `if rank == 0:` (or save per-rank files on purpose)",
                 )
