@@ -65,7 +65,7 @@ MODULES: dict[str, dict] = {
     'ddp.ddp001_find_unused_parameters': {'source': '27499:9e4f293c', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
-    'ddp.ddp002_global_rank_as_device': {'source': '12448:a76b02dd', 'rules': [
+    'ddp.ddp002_global_rank_as_device': {'source': '13700:b72f8793', 'rules': [
         {'class': 'GlobalRankAsDevice', 'code': 'DDP002', 'name': 'global-rank-as-device', 'severity': 'error', 'summary': 'the global rank selects the CUDA device in a job that spans several nodes (use the local rank)', 'kinds': [], 'calls': ['ddp', 'set_device', 'spawn'], 'file': False, 'job': True},
     ]},
     'ddp.ddp003_reentrant_checkpoint_under_ddp': {'source': '3961:3c1dbc8d', 'rules': [

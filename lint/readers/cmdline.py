@@ -278,6 +278,8 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return _srun(rest, ctx, span, env, wrapper, depth)
     if name in ("mpirun", "mpiexec", "orterun"):
         return _mpirun(rest, ctx, span, env, wrapper, depth)
+    if name == "horovodrun":
+        return _horovodrun(rest, ctx, span, env, wrapper, depth)
     if PYTHON_RE.match(words[0].text):
         return _python(rest, ctx, span, env, wrapper)
     return None
@@ -470,7 +472,7 @@ def _inherit(launch: Launch, ctx: Context) -> None:
     for w in reversed(chain):
         for key in ("parallel.nodes", "hardware.gpus_per_node_requested", "hardware.gpu",
                     "parallel.world_size"):
-            if key == "parallel.world_size" and w.launcher != "mpirun":
+            if key == "parallel.world_size" and w.launcher not in ("mpirun", "horovodrun"):
                 continue
             have = launch.facts.all(key)
             for v in w.facts.all(key):
@@ -774,7 +776,7 @@ def _procs_from_wrapper(la: Launch) -> None:
     tpn = w.options.get("ntasks_per_node_effective")
     if tpn is not None:
         la.facts.add("parallel.procs_per_node", tpn)
-    if w.launcher == "mpirun":
+    if w.launcher in ("mpirun", "horovodrun"):
         np_ = w.facts.get("parallel.world_size")
         if np_ is not None and "parallel.world_size" not in la.facts:
             la.facts.add("parallel.world_size", np_)
@@ -988,6 +990,79 @@ def _mpirun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch
     ppn = int_fact(opts.get("npernode", opts.get("ppn", opts.get("N"))), "mpirun per-node count")
     if ppn is not None:
         la.options["ntasks_per_node_effective"] = ppn
+    inner_words = rest[i:]
+    inner = _parse(list(inner_words), ctx, span, dict(env), la, depth + 1) if inner_words else None
+    if inner is not None:
+        return inner
+    _script_part(la, inner_words, 0, False)
+    return la
+
+
+#: horovodrun options that take no value
+HOROVODRUN_BOOL = frozenset({"gloo", "mpi", "jsrun", "verbose", "v", "disable_cache", "check_build", "cb",
+                             "elastic_timeout_disabled", "log_hide_timestamp", "no_stall_check",
+                             "autotune", "timeline_mark_cycles", "tcp"})
+
+
+def _horovod_hosts(v: Value | None) -> "list[int] | None":
+    """The slots of each host of ``-H host1:4,host2:4`` (a host without ``:N`` has one slot);
+    None when unknown or not of that shape."""
+    if v is None or not v.known or not isinstance(v.value, str):
+        return None
+    out = []
+    for part in v.value.strip().strip("'\"").split(","):
+        host, _, slots = part.strip().partition(":")
+        if not host or (slots and not slots.isdigit()) or (slots and len(slots) > 6):
+            return None
+        out.append(int(slots) if slots else 1)
+    return out or None
+
+
+def _horovodrun(rest: list[Word], ctx: Context, span, env, wrapper, depth) -> Launch | None:
+    """``horovodrun -np 16 -H node1:8,node2:8 python train.py``: Horovod starts ``-np`` copies of
+    the command, filling each host's slots in order (so ``-np 4 -H a:4,b:4`` runs on one node).
+    States the world size, and the nodes and processes per node where ``-H`` gives them; the
+    inner command (the script) is the launch."""
+    opts: dict[str, Value] = {}
+
+    def step(i: int, w: Word, t: str) -> int:
+        name = t.split("=", 1)[0]
+        key = norm(name)
+        if "=" in t and t.startswith("--"):
+            opts[key] = w.value(len(name) + 1, f"horovodrun {name}")
+            return i + 1
+        if key in HOROVODRUN_BOOL:
+            opts[key] = Value(True, w.span, True, "", f"horovodrun {t}")
+            return i + 1
+        nxt = rest[i + 1] if i + 1 < len(rest) else None
+        if nxt is not None and not nxt.text.startswith("-") and not _looks_like_program(nxt):
+            opts[key] = nxt.value(0, f"horovodrun {t}")
+            return i + 2
+        opts[key] = Value(True, w.span, True, "", f"horovodrun {t}")
+        return i + 1
+
+    i, opaque = _scan_options(rest, step)
+    la = _start("horovodrun", span, env, wrapper, ctx, opts, opaque, "horovodrun's options")
+    np_ = int_fact(opts.get("np", opts.get("num_proc")), "horovodrun -np")
+    if np_ is not None:
+        la.facts.add("parallel.world_size", np_)
+    hosts_v = opts.get("H", opts.get("hosts"))
+    slots = _horovod_hosts(hosts_v)
+    if hosts_v is not None and np_ is not None and np_.known and slots is not None:
+        need, used = np_.value, []
+        for n in slots:
+            if need <= 0:
+                break
+            used.append(min(n, need))
+            need -= n
+        if need <= 0:  # -np fits in the slots -H offers (more than that is another finding)
+            la.facts.add("parallel.nodes", Value(len(used), hosts_v.span, True, "", "horovodrun -H"))
+            if len(set(used)) == 1:
+                ppn = Value(used[0], hosts_v.span, True, "", "horovodrun -H slots")
+                la.options["ntasks_per_node_effective"] = ppn
+    elif hosts_v is not None or "hostfile" in opts or "host_discovery_script" in opts:
+        la.facts.add("parallel.nodes", Value.unknown("the hosts horovodrun runs on are not known here",
+                                                     span, "horovodrun -H"))
     inner_words = rest[i:]
     inner = _parse(list(inner_words), ctx, span, dict(env), la, depth + 1) if inner_words else None
     if inner is not None:

@@ -74,10 +74,12 @@ class GlobalRankAsDevice(Rule):
     kinds = frozenset()  # job-level: only a launch that spans several nodes makes it a bug
     doc = """
     ## What it does
-    Flags the global rank (`dist.get_rank()`, `RANK`, `SLURM_PROCID`, or a variable holding one)
+    Flags the global rank (`dist.get_rank()`, `RANK`, `SLURM_PROCID`, Horovod's `hvd.rank()`, or
+    a variable holding one)
     used to pick the GPU (`device_ids=[rank]`, `torch.cuda.set_device(rank)`, `.to(rank)`,
     `.cuda(rank)`, `torch.device("cuda", rank)`, `f"cuda:{rank}"`) in a script that a linked launch
-    starts on more than one node (torchrun `--nnodes 2`, `srun -N 4`, a Lightning
+    starts on more than one node (torchrun `--nnodes 2`, `srun -N 4`, `horovodrun -np 16 -H
+    a:8,b:8`, a Lightning
     `Trainer(num_nodes=2)` ...).
 
     On one node the global rank *is* the local rank, so the pattern is only a bug when the job
@@ -174,6 +176,25 @@ class GlobalRankAsDevice(Rule):
             torch.cuda.set_device(device)
             model = DDP(model.cuda(), device_ids=[device])
         """),
+        # Horovod: the same job with the local rank, and the global rank where -np fits one node
+        Example(files={
+            "run.sh": "horovodrun -np 16 -H node1:8,node2:8 python train.py\n",
+            "train.py": """
+                import torch
+                import horovod.torch as hvd
+                hvd.init()
+                torch.cuda.set_device(hvd.local_rank())
+            """,
+        }),
+        Example(files={
+            "run.sh": "horovodrun -np 4 -H node1:4,node2:4 python train.py\n",
+            "train.py": """
+                import torch
+                import horovod.torch as hvd
+                hvd.init()
+                torch.cuda.set_device(hvd.rank())
+            """,
+        }),
     ]
     invalid = [
         Example(
@@ -236,6 +257,16 @@ class GlobalRankAsDevice(Rule):
             torch.cuda.set_device(rank % torch.cuda.device_count())
             model = DDP(model.cuda(), device_ids=[rank])
         """, line=7),
+        # Horovod: two nodes of eight slots each
+        Example(files={
+            "run.sh": "horovodrun -np 16 -H node1:8,node2:8 python train.py\n",
+            "train.py": """
+                import torch
+                import horovod.torch as hvd
+                hvd.init()
+                torch.cuda.set_device(hvd.rank())
+            """,
+        }, line=4),
     ]
 
     def _findings(self, f, s: Script, nodes: int, via: str | None = None,
@@ -258,11 +289,12 @@ class GlobalRankAsDevice(Rule):
                     "use that local device",
                 )
                 continue
+            local_name = "hvd.local_rank()" if "horovod" in (s.text or "") else "LOCAL_RANK"
             yield self.report(
                 span,
                 f"the global rank `{s.code(node)}` selects the device in {what}, but this job spans "
                 f"{nodes} nodes{reach}: ranks >= the GPUs per node ask for a device that does not exist; "
-                "use the local rank (LOCAL_RANK)",
+                f"use the local rank ({local_name})",
             )
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
