@@ -68,3 +68,44 @@ def test_the_global_rank_as_the_device_on_two_horovod_nodes(cli, tmp_path, line,
     if expected:
         text = cli("check", "--no-cache", ".", cwd=tmp_path).stdout
         assert "use the local rank (hvd.local_rank())" in text
+
+
+NO_BROADCAST = """\
+import torch
+import horovod.torch as hvd
+{imp}
+hvd.init()
+torch.cuda.set_device(hvd.local_rank())
+model = Net().cuda()
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size()),
+                                     named_parameters=model.named_parameters())
+{sync}
+for epoch in range(3):
+    for data, target in loader:
+        optimizer.zero_grad()
+        loss_fn(model(data.cuda()), target.cuda()).backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("imp,sync,helper,expected", [
+    ("", "", None, "warning"),
+    ("", "hvd.broadcast_parameters(model.state_dict(), root_rank=0)", None, None),
+    ("from utils import sync_start", "sync_start(model, optimizer)",
+     "import horovod.torch as hvd\n\ndef sync_start(model, opt):\n"
+     "    hvd.broadcast_parameters(model.state_dict(), root_rank=0)\n"
+     "    hvd.broadcast_optimizer_state(opt, root_rank=0)\n", None),
+    ("", "torch.manual_seed(1234)", None, "info"),
+    ("", "torch.manual_seed(1234 + hvd.rank())", None, "warning"),
+])
+def test_horovod_training_without_the_initial_broadcast(cli, tmp_path, imp, sync, helper, expected):
+    (tmp_path / ".git").mkdir()
+    files = {"train.py": NO_BROADCAST.format(imp=imp, sync=sync)}
+    if helper:
+        files["utils.py"] = helper
+    write_tree(tmp_path, files)
+    res = cli("check", "--no-cache", "--format", "json", "train.py", cwd=tmp_path)
+    found = json.loads(res.stdout)
+    found = found["diagnostics"] if isinstance(found, dict) else found
+    got = [(d["code"], d["line"], d["severity"]) for d in found]
+    assert got == ([("DDP005", 7, expected)] if expected else []), got

@@ -57,6 +57,8 @@ PYTHON_NEEDLES: tuple[str, ...] = (
     "DPOConfig", "GRPOConfig", "Trainer(",
     # launchers inside the script (parallint.link.pylaunch)
     "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric(",
+    # Horovod's wrappers (DDP005)
+    "DistributedOptimizer", "DistributedGradientTape",
     # TorchX components (parallint.readers.torchx)
     "torchx.components", "torchx.specs", "torchx import",
 )

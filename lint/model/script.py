@@ -93,7 +93,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                  # Horovod's global rank, in each front end
                  "horovod.torch.rank", "horovod.tensorflow.rank", "horovod.keras.rank",
                  "horovod.tensorflow.keras.rank", "horovod.mxnet.rank"),
-    "local_rank": ("horovod.torch.local_rank", "horovod.tensorflow.local_rank", "horovod.keras.local_rank",
+    "hvd_local_rank": ("horovod.torch.local_rank", "horovod.tensorflow.local_rank", "horovod.keras.local_rank",
                    "horovod.tensorflow.keras.local_rank", "horovod.mxnet.local_rank"),
     "dcp_save": (_T + "checkpoint.save", _T + "checkpoint.save_state_dict",
                  _T + "checkpoint.state_dict_saver.save", _T + "checkpoint.async_save"),
@@ -832,7 +832,7 @@ class Script:
         if isinstance(node, ast.Call):
             if self.qname_in(node.func, set(GROUPS["get_rank"])) and not (node.args or node.keywords):
                 return "global"
-            if self.qname_in(node.func, set(GROUPS["local_rank"])) and not (node.args or node.keywords):
+            if self.qname_in(node.func, set(GROUPS["hvd_local_rank"])) and not (node.args or node.keywords):
                 return "local"
             if self.qname_in(node.func, {"builtins.int", "int"}) and len(node.args) + len(node.keywords) == 1:
                 return self.rank_kind(call_args(node)[0].value, frame, depth + 1)
