@@ -17,6 +17,7 @@ from parallint.cli.check import EXIT_ERROR, run_check, tolerant_streams
 
 app = typer.Typer(
     add_completion=False,
+    suggest_commands=False,  # click already says "Did you mean"; typer's own would say it twice
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,

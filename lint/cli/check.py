@@ -266,6 +266,8 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     opts = Options(color=tty, code_frame=output_file is None and _isatty(sys.stdout),
                    show_docs_link=show_docs_link, statistics=statistics)
     report = render(output_format, result.diagnostics, result.files_checked, rules, opts)
+    if result.errors and not result.diagnostics and output_format == "text" and not output_file:
+        report = ""  # "All checks passed" above an error (a missing path) would say the opposite
     if output_file:
         from parallint.util.safeio import atomic_write
 

@@ -92,7 +92,7 @@ MODULES: dict[str, dict] = {
     'env.env005_unknown_nccl_variable': {'source': '24086:616459e0', 'rules': [
         {'class': 'UnknownNcclVariable', 'code': 'ENV005', 'name': 'unknown-nccl-variable', 'severity': 'warning', 'summary': 'An NCCL_*/TORCH_NCCL_* variable that NCCL and PyTorch do not know (a typo), with a did-you-mean.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lay.lay001_parallel_product_mismatch': {'source': '14755:46abe1db', 'rules': [
+    'lay.lay001_parallel_product_mismatch': {'source': '14935:2ca154e7', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [

@@ -315,7 +315,8 @@ def junit(diags: Sequence[Diagnostic], files_checked: int) -> str:
     out.append(f'<testsuites name="parallint" tests="{max(n, 1)}" failures="{n}" errors="0">')
     out.append(f'  <testsuite name="parallint" tests="{max(n, 1)}" failures="{n}" errors="0" skipped="0">')
     if not diags:
-        out.append(f'    <testcase classname="parallint" name={_xml_attr(f"{files_checked} files checked")}/>')
+        files = f"{files_checked} file{'s' if files_checked != 1 else ''}"
+        out.append(f'    <testcase classname="parallint" name={_xml_attr(f"{files} checked")}/>')
     for d in diags:
         s = d.span
         name = f"{d.code} {s.path}:{s.line}:{s.column}"

@@ -41,7 +41,8 @@ def read_text_regular(path: "str | Path", cap: int | None = None) -> str:
 
 
 def atomic_write(path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a temporary file in its folder (its mode kept)."""
+    """Replace ``path`` with ``text`` through a temporary file in its folder (its mode kept; a new
+    file gets the mode the user's umask gives, as ``open(path, "w")`` would, not mkstemp's 0600)."""
     import os
     import tempfile
 
@@ -49,7 +50,9 @@ def atomic_write(path, text: str) -> None:
     try:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
-        pass
+        mask = os.umask(0o022)
+        os.umask(mask)
+        mode = 0o666 & ~mask
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".parallint-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:

@@ -159,11 +159,13 @@ class ParallelProductMismatch(FactRule):
         at = max(known, key=lambda t: t[2])[1]
         assert at is not None  # its degree is a known int
         desc = " × ".join(f"{k.split('.')[1].upper()} {i}" for k, _, i in known if i > 1)
+        product = f"{desc} = {prod}" if "×" in desc else desc  # one degree: "TP 3", not "TP 3 = 3"
         if prod > w:
-            msg = (f"{desc} = {prod} GPUs per model replica, but the world size is {w}; start a multiple of {prod} "
-                   f"processes or lower the degrees to divide {w}")
+            msg = (f"{product if '×' in desc else desc + ':'}{'' if '×' in desc else f' {prod}'} GPUs per model "
+                   f"replica, but the world size is {w}; start a multiple of {prod} processes or lower the degrees "
+                   f"to divide {w}")
         else:
-            msg = (f"world size {w} is not divisible by {desc} = {prod}: no integer data-parallel size fits; start a "
+            msg = (f"world size {w} is not divisible by {product}: no integer data-parallel size fits; start a "
                    f"multiple of {prod} processes or change the degrees to divide {w}")
         yield Finding(at, msg, [(world, f"world size {w}")] +
                       [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
