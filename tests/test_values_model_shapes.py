@@ -148,3 +148,52 @@ def test_hub_table_shapes_give_the_published_parameter_counts():
         assert abs(count_params(got[1]) - n) / n < 0.01, (hub, count_params(got[1]))
     assert hub_shape("META-LLAMA/llama-2-7b-HF") is not None
     assert hub_shape("./meta-llama/Llama-2-7b-hf") is None
+
+
+TRAIN_MEM = """\
+from fastchat.train.monkey import patch
+
+patch()
+
+from fastchat.train.train import train
+
+if __name__ == "__main__":
+    train()
+"""
+TRAIN_MODULE = """\
+from dataclasses import dataclass, field
+
+import transformers
+from transformers import Trainer
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="facebook/opt-125m")
+
+
+def train():
+    parser = transformers.HfArgumentParser((ModelArguments, transformers.TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    Trainer(model=model, args=training_args).train()
+"""
+
+
+def _fastchat(extra: str) -> dict:
+    return {"fastchat/__init__.py": "", "fastchat/train/__init__.py": "",
+            "fastchat/train/monkey.py": "def patch():\n    pass\n",
+            "fastchat/train/train_mem.py": TRAIN_MEM, "fastchat/train/train.py": TRAIN_MODULE,
+            "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node=8 fastchat/train/train_mem.py \\\n"
+                      f"    --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True {extra}\\\n"
+                      "    --per_device_train_batch_size 1 --output_dir out\n"}
+
+
+def test_the_parser_of_an_imported_train_function_binds_the_launch_line(tmp_path, cli):
+    """FastChat's train_mem.py: `from fastchat.train.train import train`, then `train()`."""
+    got = _findings(cli, tmp_path, _fastchat(""))
+    assert [(d["code"], d["path"]) for d in got] == [("MEM001", "run.sh")], got
+
+
+def test_its_fsdp_twin_is_silent(tmp_path, cli):
+    assert _findings(cli, tmp_path, _fastchat('--fsdp "full_shard auto_wrap" ')) == []

@@ -254,6 +254,40 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     job.facts.extend(linked.facts)
 
 
+def _imported_cli(job, script: FileFacts) -> FileFacts | None:
+    """The repository module whose function the launched script calls to parse the launch line
+    (``from fastchat.train.train import train`` then ``train()``: the HfArgumentParser is there).
+    Only when exactly one module of the job's import graph (``Job.imported``) imported by the
+    script itself parses HF arguments, and the script calls a name it imports from that module."""
+    import ast
+
+    from parallint.model.script import script_of
+
+    s = script_of(script)
+    tree = getattr(s, "_module", None) if s is not None else None
+    if tree is None or s is None or s.abspath is None:
+        return None
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    found = []
+    for st in ast.walk(tree):
+        if not isinstance(st, ast.ImportFrom):
+            continue
+        names = {a.asname or a.name for a in st.names} & called
+        if not names:
+            continue
+        got = s.module_loader(s.abspath, st.module or "", st.level) if s.module_loader else None
+        if got is None:
+            continue
+        mod = got[1]
+        target = next((f for f in job.files if getattr(f, "abspath", None) == mod.abspath), None)
+        if target is None or target.kind != "python" or not is_hf_cli_script(target.text or ""):
+            continue
+        if not any(n in mod.functions for n in names):
+            continue
+        found.append(target)
+    return found[0] if len({id(f) for f in found}) == 1 else None
+
+
 def attach(job, launch, script: FileFacts | None, read=None, root: Path | None = None, resolve=None) -> None:
     """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
     linker resolved) to ``job`` (a no-op otherwise), and the model it names (``read`` reads a
@@ -261,6 +295,8 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
     if launch is None or launch.script is None or not launch.args:
         return
     root_file = job.root
+    if script is not None and script.kind == "python" and not is_hf_cli_script(script.text or ""):
+        script = _imported_cli(job, script)  # FastChat's train_mem.py: `from ...train import train`
     if script is None or script.kind != "python" or not is_hf_cli_script(script.text or ""):
         return
     line = launch.span.line if launch.span is not None else 0
