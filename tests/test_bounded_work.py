@@ -141,3 +141,21 @@ def test_file_memory_setting_is_read_and_bounded():
     assert file_memory({}) == DEFAULT_FILE_MEMORY
     assert file_memory({"file-memory": "512MiB"}) == 512 * 1024**2
     assert file_memory({"file-memory": "1KiB"}) == DEFAULT_FILE_MEMORY  # out of range: the default
+
+
+@pytest.mark.parametrize("digits", [4000, 4400, 20000])
+def test_counts_beyond_pythons_digit_limit_on_a_launch_line(tmp_path, digits):
+    """Used to crash LAY007, PG003 and PIP002 when they printed the product (exit 2)."""
+    (tmp_path / ".git").mkdir()
+    big = "9" * digits
+    (tmp_path / "run.sh").write_text(f"torchrun --nnodes={big} --nproc_per_node={big} train.py\n")
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+        "dist.init_process_group('nccl', world_size=8, rank=0)\nmesh = init_device_mesh('cuda', (2, 4))\n")
+    res = run_cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
+    shown = run_cli("show", "run.sh", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    if digits <= 4400:  # (a 20,000-character word is past what the shell reader takes as a launch)
+        assert "not a plausible count" in shown.stdout, shown.stdout
