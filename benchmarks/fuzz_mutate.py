@@ -8,6 +8,8 @@ input makes no progress for ``--hang-s`` seconds (a hang is then recorded with i
 fresh child goes on after it); a child that dies (a segfault in a native parser) is recorded as a
 crash the same way. An input is *slow* when it takes more than ``--deadline-ms`` of CPU time (CPU
 time, not wall time: the campaign is meant to run niced beside other work; wall time is kept too).
+Memory per input: each child's peak resident set, and the most one input raised it (with that
+input's index, to replay).
 
     python benchmarks/fuzz_campaign.py --engine mutate --examples 100000 --jobs 2 --nice 10
     python benchmarks/fuzz_mutate.py --replay python 4711
@@ -228,8 +230,13 @@ def child(target: str, start: int, stop: int, campaign_seed: int, state_path: st
     end, the stats follow as JSON."""
     harness, _, _ = _modules()
     make_input(target, 0, campaign_seed)[0]()  # imports and caches outside the timed inputs
+    import resource
+
+    def peak_kb() -> int:  # the child's peak resident set (KiB on Linux)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
     stats = {"inputs": 0, "crashes": [], "slow": [], "cpu_s": 0.0, "slowest_cpu_s": 0.0, "slowest_index": None,
-             "slowest_wall_s": 0.0}
+             "slowest_wall_s": 0.0, "peak_rss_mb": 0.0, "rss_step_mb": 0.0, "rss_step_index": None}
     fd = os.open(state_path, os.O_RDWR | os.O_CREAT)
 
     def save(done: int) -> None:
@@ -240,6 +247,7 @@ def child(target: str, start: int, stop: int, campaign_seed: int, state_path: st
     for i in range(start, stop):
         os.pwrite(fd, f"{i:>12}\n".encode(), 0)
         run, shown = make_input(target, i, campaign_seed)
+        m0 = peak_kb()
         c0, w0 = time.process_time(), time.perf_counter()
         try:
             run()
@@ -248,6 +256,10 @@ def child(target: str, start: int, stop: int, campaign_seed: int, state_path: st
         except Exception as exc:  # noqa: BLE001
             stats["crashes"].append([i, f"{type(exc).__name__}: {exc}"[:300]])
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        m1 = peak_kb()
+        if (m1 - m0) / 1024 > stats["rss_step_mb"]:  # the input that raised the peak the most
+            stats["rss_step_mb"], stats["rss_step_index"] = round((m1 - m0) / 1024, 1), i
+        stats["peak_rss_mb"] = round(m1 / 1024, 1)
         stats["inputs"] += 1
         stats["cpu_s"] += cpu
         if cpu > stats["slowest_cpu_s"]:
@@ -276,7 +288,8 @@ class Run:
         self.hangs: list[list] = []
         self.deaths: list[list] = []
         self.total = {"inputs": 0, "crashes": [], "slow": [], "cpu_s": 0.0, "slowest_cpu_s": 0.0,
-                      "slowest_index": None, "slowest_wall_s": 0.0}
+                      "slowest_index": None, "slowest_wall_s": 0.0, "peak_rss_mb": 0.0, "rss_step_mb": 0.0,
+                      "rss_step_index": None}
         self.started = time.monotonic()
 
     def start(self) -> None:
@@ -318,6 +331,9 @@ class Run:
         if stats["slowest_cpu_s"] > t["slowest_cpu_s"]:
             t["slowest_cpu_s"], t["slowest_index"] = stats["slowest_cpu_s"], stats["slowest_index"]
         t["slowest_wall_s"] = max(t["slowest_wall_s"], stats["slowest_wall_s"])
+        t["peak_rss_mb"] = max(t["peak_rss_mb"], stats.get("peak_rss_mb", 0.0))
+        if stats.get("rss_step_mb", 0.0) > t["rss_step_mb"]:
+            t["rss_step_mb"], t["rss_step_index"] = stats["rss_step_mb"], stats.get("rss_step_index")
 
     def poll(self) -> bool:
         """Advance; True when this target is finished."""
@@ -383,7 +399,9 @@ def campaign(args) -> dict:
         summary[r.target] = {"inputs": t["inputs"], "crashes": t["crashes"] + r.deaths, "hangs": r.hangs,
                              "slow": t["slow"], "slowest_cpu_s": round(t["slowest_cpu_s"], 3),
                              "slowest_index": t["slowest_index"], "slowest_wall_s": round(t["slowest_wall_s"], 3),
-                             "mean_ms": round(1000 * t["cpu_s"] / max(1, t["inputs"]), 2)}
+                             "mean_ms": round(1000 * t["cpu_s"] / max(1, t["inputs"]), 2),
+                             "peak_rss_mb": t["peak_rss_mb"], "rss_step_mb": t["rss_step_mb"],
+                             "rss_step_index": t["rss_step_index"]}
     return summary
 
 
@@ -396,10 +414,11 @@ def _line(r: Run, took: float) -> str:
 
 def table(summary: dict, seed: int) -> str:
     rows = [f"{'reader':16} {'inputs':>8} {'crashes':>7} {'hangs':>5} {'slow':>5} {'slowest cpu s':>13} "
-            f"{'slowest wall s':>14} {'mean ms':>8}  slowest input"]
+            f"{'slowest wall s':>14} {'mean ms':>8} {'peak MB':>8} {'max step MB':>11}  slowest input"]
     for k, s in summary.items():
         rows.append(f"{k:16} {s['inputs']:>8} {len(s['crashes']):>7} {len(s['hangs']):>5} {len(s['slow']):>5} "
-                    f"{s['slowest_cpu_s']:>13.3f} {s['slowest_wall_s']:>14.3f} {s['mean_ms']:>8}  "
+                    f"{s['slowest_cpu_s']:>13.3f} {s['slowest_wall_s']:>14.3f} {s['mean_ms']:>8} "
+                    f"{s.get('peak_rss_mb', 0):>8} {s.get('rss_step_mb', 0):>11}  "
                     f"--replay '{k}' {s['slowest_index']} --seed {seed}")
     bad = [(k, what, x) for k, s in summary.items() for what in ("crashes", "hangs", "slow") for x in s[what]]
     for k, what, x in bad[:40]:
