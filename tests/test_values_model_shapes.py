@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, write_tree
 
 SFT = """\
@@ -197,3 +199,35 @@ def test_the_parser_of_an_imported_train_function_binds_the_launch_line(tmp_path
 
 def test_its_fsdp_twin_is_silent(tmp_path, cli):
     assert _findings(cli, tmp_path, _fastchat('--fsdp "full_shard auto_wrap" ')) == []
+
+
+LITERAL = """\
+from transformers import AutoModelForCausalLM, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+
+
+def main():
+    (training_args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+    tokenizer = AutoTokenizer.from_pretrained({tok})
+    model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf")
+{peft}    Trainer(model=model, args=training_args, tokenizer=tokenizer).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("tok,peft,extra,expected", [
+    ('"meta-llama/Llama-2-70b-hf"', "", "", ["MEM001"]),
+    ('"meta-llama/Llama-2-70b-hf"', "", "--fsdp full_shard", []),  # sharded: fits
+    ('"meta-llama/Llama-2-70b-hf"', "    from peft import LoraConfig, get_peft_model\n"
+     "    model = get_peft_model(model, LoraConfig(r=8))\n", "", []),  # LoRA: not sized, silent
+    ("training_args.output_dir", "", "", []),  # another from_pretrained not literal: not provable
+])
+def test_a_literal_hub_id_in_the_script_gives_the_shape(tmp_path, cli, tok, peft, extra, expected):
+    got = _findings(cli, tmp_path, {"sft.py": LITERAL.format(tok=tok, peft=peft),
+                                    "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 sft.py --bf16 "
+                                              f"--per_device_train_batch_size 1 --output_dir out {extra}\n"})
+    assert [d["code"] for d in got] == expected, got
+    if expected:
+        assert any(r["path"] == "sft.py" and r["line"] == 7 for r in got[0].get("related", [])), got[0]

@@ -173,6 +173,30 @@ ADAM = {"adamw_torch", "adamw_hf", "adamw_torch_fused", "adamw_apex_fused", "ada
         "adamw_torch_npu_fused"}
 
 
+def _literal_model(script: FileFacts) -> Value | None:
+    """The hub id of ``from_pretrained("org/name")`` when every ``from_pretrained`` call of the
+    script loads that one literal id and parallint's hub table knows it (the tokenizer loading the
+    same id is fine); None otherwise (a name in a variable, two ids, an id not in the table)."""
+    from parallint.estimator.spec import hub_shape
+    from parallint.model.diagnostics import Span
+
+    text = script.text or ""
+    calls = len(re.findall(r"\bfrom_pretrained\(", text))
+    lits = list(re.finditer(r"\bfrom_pretrained\(\s*[\"']([\w.-]+/[\w.-]+)[\"']\s*[,)]", text))
+    if not lits or len(lits) != calls or len({m.group(1) for m in lits}) != 1:
+        return None
+    hub_id = lits[0].group(1)
+    if hub_shape(hub_id) is None:
+        return None
+    # the note points at the model's load, not the tokenizer's
+    m = next((m for m in lits if re.search(r"(?:Model|For\w+)\s*\.\s*$", text[max(0, m.start() - 80):m.start()])),
+             lits[0])
+    at = m.start(1)
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return Value(hub_id, Span(script.path, line, column), True, "", f"from_pretrained in {script.path}")
+
+
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
                  resolve) -> None:
     """The model a complete launch line names (``--model_name_or_path``) and how its states are
@@ -187,12 +211,19 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     if any(PARTIAL_FLAG.search(name) for name in flags):
         return
     name = next((n for n in MODEL_FLAGS if n in flags and flags[n][1] is not None), None)
-    if name is None or re.search(rf"\.{name}\s*=(?!=)", text) or _redefines(text, "fsdp") \
-            or _redefines(text, "deepspeed") or _redefines(text, "optim"):
+    if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim"):
         return
-    if not re.search(rf"from_pretrained\(\s*[\w.]*\b{name}\b", text):
-        return  # the value is not provably the model the script loads
-    val = flags[name][1]
+    if name is None:  # no model on the line: one literal hub id that every from_pretrained loads
+        val = _literal_model(script)
+        if val is None:
+            return
+        name = "model"
+    else:
+        if re.search(rf"\.{name}\s*=(?!=)", text):
+            return
+        if not re.search(rf"from_pretrained\(\s*[\w.]*\b{name}\b", text):
+            return  # the value is not provably the model the script loads
+        val = flags[name][1]
     if not val.known or not isinstance(val.value, str):
         return
     optim = flags.get("optim")
@@ -233,7 +264,8 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     hub = hub_shape(val.value)
     if hub is not None:
         hub_id, shape = hub
-        src = f"--{name} {hub_id} on the launch line (its config.json in parallint's hub table)"
+        src = (f"--{name} {hub_id} on the launch line" if name != "model" else
+               f"from_pretrained(\"{hub_id}\") in {script.path}") + " (its config.json in parallint's hub table)"
         for key, v in shape.items():
             view.facts.add(f"model.{key}", Value(v, val.span, True, "", src))
         return
