@@ -74,7 +74,7 @@ MODULES: dict[str, dict] = {
     'ddp.ddp004_multiple_device_ids': {'source': '2508:f0dd6adb', 'rules': [
         {'class': 'MultipleDeviceIds', 'code': 'DDP004', 'name': 'multiple-device-ids', 'severity': 'error', 'summary': 'DistributedDataParallel device_ids with more than one element', 'kinds': ['python'], 'calls': ['ddp'], 'file': True, 'job': False},
     ]},
-    'ddp.ddp005_horovod_parameters_not_broadcast': {'source': '7121:eeb642c8', 'rules': [
+    'ddp.ddp005_horovod_parameters_not_broadcast': {'source': '7709:4a7789b3', 'rules': [
         {'class': 'HorovodParametersNotBroadcast', 'code': 'DDP005', 'name': 'horovod-parameters-not-broadcast', 'severity': 'warning', 'summary': "Horovod training whose workers never receive rank 0's initial weights", 'kinds': ['python'], 'calls': ['horovod.keras.DistributedGradientTape', 'horovod.keras.DistributedOptimizer', 'horovod.keras.DistributedTrainer', 'horovod.mxnet.DistributedGradientTape', 'horovod.mxnet.DistributedOptimizer', 'horovod.mxnet.DistributedTrainer', 'horovod.tensorflow.DistributedGradientTape', 'horovod.tensorflow.DistributedOptimizer', 'horovod.tensorflow.DistributedTrainer', 'horovod.tensorflow.keras.DistributedGradientTape', 'horovod.tensorflow.keras.DistributedOptimizer', 'horovod.tensorflow.keras.DistributedTrainer', 'horovod.torch.DistributedGradientTape', 'horovod.torch.DistributedOptimizer', 'horovod.torch.DistributedTrainer'], 'file': True, 'job': False},
     ]},
     'env.env001_nccl_transport_disabled': {'source': '4955:8630e07b', 'rules': [

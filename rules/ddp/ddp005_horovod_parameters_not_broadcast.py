@@ -18,23 +18,32 @@ _WRAPPERS = frozenset(f"{m}.{n}" for m in _FRONT_ENDS for n in ("DistributedOpti
 #: what gives every worker the same starting state
 _SYNC = re.compile(r"\b(?:broadcast_parameters|broadcast_optimizer_state|broadcast_variables|"
                    r"BroadcastGlobalVariablesCallback|BroadcastGlobalVariablesHook|broadcast_global_variables|"
-                   r"broadcast_object|elastic\.(?:TorchState|TensorFlowKerasState|TensorFlowState|ObjectState)|"
-                   r"\.sync\(\))")
+                   r"broadcast_object|elastic\.\w*State\(|elastic\.run\b|\.sync\(\))")
 #: seeding every worker alike also gives the same initial weights
 _SEED_CALLS = frozenset({"torch.manual_seed", "tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed",
                          "keras.utils.set_random_seed", "mxnet.random.seed", "tensorflow.compat.v1.set_random_seed"})
 
 
 def _imported_sync(s: Script) -> bool:
-    """Whether a repository module this script imports broadcasts (a helper that does it)."""
-    from parallint.link.imports import imported_files
-    from parallint.util.boundary import read_inside
-
-    if s.abspath is None:
-        return True  # cannot look: assume it may
-    for p in imported_files(s.abspath):
-        raw = read_inside(p, s.abspath, 400_000)
-        if raw is None or _SYNC.search(raw.decode("utf-8", errors="replace")):
+    """Whether a repository module this script imports broadcasts (a helper that does it); True
+    when it cannot look (no module loader or syntax tree): then the rule stays silent."""
+    tree = getattr(s, "_module", None)
+    if s.module_loader is None or s.abspath is None or tree is None:
+        return True
+    wanted: list[tuple[str, int]] = []
+    for st in ast.walk(tree):
+        if isinstance(st, ast.Import):
+            wanted.extend((a.name, 0) for a in st.names)
+        elif isinstance(st, ast.ImportFrom):
+            base = st.module or ""
+            if base:
+                wanted.append((base, st.level))
+            wanted.extend((f"{base}.{a.name}" if base else a.name, st.level) for a in st.names if a.name != "*")
+    for module, level in wanted:
+        if module.split(".")[0] in ("torch", "horovod", "tensorflow", "keras", "numpy", "os", "sys"):
+            continue
+        got = s.module_loader(s.abspath, module, level)
+        if got is not None and _SYNC.search(got[1].text or ""):
             return True
     return False
 
@@ -51,8 +60,9 @@ class HorovodParametersNotBroadcast(Rule):
     Flags a script that trains with Horovod (`hvd.DistributedOptimizer`, TensorFlow's
     `hvd.DistributedGradientTape`) but never gives the workers one starting state: no
     `hvd.broadcast_parameters`, `hvd.broadcast_optimizer_state`, `hvd.broadcast_variables`,
-    Keras `BroadcastGlobalVariablesCallback`, nor an elastic `State` that syncs, in the script or
-    in a repository module it imports. A script that seeds its random generator
+    Keras `BroadcastGlobalVariablesCallback`, nor an elastic `State` (it syncs when
+    `hvd.elastic.run` starts), in the script or in a repository module it imports. A script that
+    seeds its random generator
     (`torch.manual_seed`, `tf.random.set_seed`) with a value that is not the rank gets an `info`
     hint instead: identical seeds usually give identical weights, but only if every worker draws
     its initial values in the same order.
@@ -132,8 +142,8 @@ class HorovodParametersNotBroadcast(Rule):
                 wrap.span,
                 "Horovod training with no hvd.broadcast_parameters(): the workers start from rank 0's "
                 "weights only if every worker draws its initial values alike from the shared seed "
-                f"(line {s.span_of(seeds[0].node).line}); verify it, or broadcast after building the model "
-                "and the optimizer",
+                f"(line {s.span_of(seeds[0].node).line}), which is not certain; call "
+                "hvd.broadcast_parameters(model.state_dict(), root_rank=0) after building the model",
                 severity=Severity.INFO,
             )
             return
