@@ -71,6 +71,38 @@ def syntax_of(path: str) -> str | None:
     return "shell"  # shell scripts, sbatch files, extensionless launchers, Makefiles
 
 
+#: where each syntax breaks lines: Python, TOML and shell at LF, CRLF and a lone CR only (a form
+#: feed, U+2028 or U+0085 is a character of the line there, unlike ``str.splitlines``); YAML
+#: (PyYAML, YAML 1.1) also at U+0085, U+2028 and U+2029
+_BREAKS = {"yaml": "\r\n|[\n\r\x85\u2028\u2029]"}
+_PLAIN_BREAKS = "\r\n|[\n\r]"
+
+
+def physical_lines(text: str, syntax: str | None = "python", keepends: bool = False) -> list[str]:
+    """The lines of ``text`` as ``syntax`` counts them (see :data:`_BREAKS`); with ``keepends``
+    each keeps its own line break, so that ``"".join(...)`` gives ``text`` back."""
+    pattern = re.compile(_BREAKS.get(syntax or "", _PLAIN_BREAKS))  # (re caches it)
+    if keepends:
+        out, start = [], 0
+        for m in pattern.finditer(text):
+            out.append(text[start:m.end()])
+            start = m.end()
+        if start < len(text):
+            out.append(text[start:])
+        return out
+    parts = pattern.split(text)
+    if parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def one_break(text: str, syntax: str | None = "python") -> str:
+    """``text`` with each of its line breaks written ``\n`` (line numbers unchanged)."""
+    if "\r" not in text and not (syntax == "yaml" and any(c in text for c in "\x85\u2028\u2029")):
+        return text
+    return re.sub(_BREAKS.get(syntax or "", _PLAIN_BREAKS), "\n", text)
+
+
 def comments(text: str, syntax: str | None) -> dict[int, tuple[int, str]]:
     """line -> (0-based column of the ``#``, the comment text) for every real comment."""
     if syntax is None:
@@ -103,7 +135,7 @@ def _scan_comments(text: str, syntax: str) -> dict[int, tuple[int, str]]:
     quote = ""  # the open quote: ' " (shell/yaml) or ''' """ (toml multi-line)
     heredocs: list[tuple[str, bool]] = []
     in_heredoc: tuple[str, bool] | None = None
-    for ln, line in enumerate(text.splitlines(), 1):
+    for ln, line in enumerate(physical_lines(text, syntax), 1):
         if in_heredoc is not None:
             word, strip = in_heredoc
             if (line.lstrip("\t") if strip else line) == word:
@@ -170,21 +202,25 @@ def line_in_string(text: str, syntax: str | None, line: int) -> bool:
     would change the value instead of adding a comment."""
     if syntax is None:
         return True
+    text = one_break(text, syntax)
     if syntax == "python":
         import tokenize
 
         try:
             for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-                if tok.type == tokenize.STRING and tok.start[0] <= line < tok.end[0]:
+                if tok.type in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)) and \
+                        tok.start[0] <= line < tok.end[0]:
                     return True
                 if tok.start[0] > line:
                     break
         except (tokenize.TokenError, IndentationError, SyntaxError):
             return True
-        lines = text.splitlines()
+        lines = physical_lines(text, syntax)
         return line > len(lines) or lines[line - 1].rstrip().endswith("\\")
-    lines = text.splitlines()
+    lines = physical_lines(text, syntax)
     if line > len(lines):
+        return True
+    if syntax == "yaml" and _in_block_scalar(lines, line):
         return True
     body = lines[line - 1]
     # a line whose end is inside quotes: the scanner sees the next line's comment as part of it
@@ -192,6 +228,29 @@ def line_in_string(text: str, syntax: str | None, line: int) -> bool:
     if _scan_comments(probe, syntax).get(line + 1) is None:
         return True
     return syntax == "shell" and body.rstrip().endswith("\\")
+
+
+#: a YAML line that opens a block scalar (``key: |``, ``- >-``, ``key: |2 # c``)
+_BLOCK_START = _Lazy(r"(?:^|[:\-]\s)\s*[|>][-+0-9]*\s*(?:#.*)?$")
+
+
+def _in_block_scalar(lines: list[str], line: int) -> bool:
+    """Whether YAML ``line`` is inside a literal or folded block scalar, where a ``#`` is text."""
+    block_indent = None
+    for ln, body in enumerate(lines[:line], 1):
+        stripped = body.lstrip(" ")
+        indent = len(body) - len(stripped)
+        if block_indent is not None:
+            if not stripped.strip() or indent > block_indent:
+                if ln == line:
+                    return True
+                continue
+            block_indent = None
+        if ln == line:
+            return False
+        if _BLOCK_START.search(body.rstrip()):
+            block_indent = indent
+    return False
 
 
 # --------------------------------------------------------------------------- suppressions
@@ -238,7 +297,8 @@ class Suppressions(EqRecord):
         if "noqa" not in text and "NOQA" not in text:
             return cls()
         out = []
-        for ln, (col, comment) in comments(text, syntax_of(path)).items():
+        syntax = syntax_of(path)
+        for ln, (col, comment) in comments(one_break(text, syntax), syntax).items():
             if "noqa" not in comment.lower():
                 continue
             m = _FILE_NOQA.match(comment)

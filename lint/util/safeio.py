@@ -40,7 +40,7 @@ def read_text_regular(path: "str | Path", cap: int | None = None) -> str:
     return "" if data is None else data.decode("utf-8", errors="replace")
 
 
-def atomic_write(path, text: str) -> None:
+def atomic_write(path, text: "str | bytes") -> None:
     """Replace ``path`` with ``text`` through a temporary file in its folder (its mode kept; a new
     file gets the mode the user's umask gives, as ``open(path, "w")`` would, not mkstemp's 0600)."""
     import os
@@ -55,8 +55,12 @@ def atomic_write(path, text: str) -> None:
         mode = 0o666 & ~mask
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".parallint-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        if isinstance(text, bytes):  # written as given (a file in its own encoding)
+            with os.fdopen(fd, "wb") as fb:
+                fb.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
