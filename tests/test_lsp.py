@@ -128,3 +128,65 @@ async def test_a_burst_of_edits_gives_one_analysis(client: LanguageClient):
     assert [d.code for d in diags] == ["BAT001"] and "train_batch_size 16 " in diags[0].message
     await asyncio.sleep(0.6)  # longer than the debounce delay: nothing else was scheduled
     assert _analyses(client) - before == 1, [m.message for m in client.log_messages]
+
+
+def _apply(text: str, edit) -> str:
+    """``edit`` applied as an editor does: lines broken at \\n, \\r\\n and \\r only, columns in
+    UTF-16 code units (the default position encoding)."""
+    import re
+
+    starts = [0] + [m.end() for m in re.finditer("\r\n|[\n\r]", text)]
+
+    def offset(pos) -> int:
+        at, units = starts[pos.line], 0
+        while units < pos.character:
+            units += 2 if ord(text[at]) > 0xFFFF else 1
+            at += 1
+        return at
+
+    return text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+
+
+async def _quick_fix(client, script: Path, text: str) -> str:
+    script.write_text(text, newline="")
+    _open(client, script, text=text, lang="python")
+    diags = await _published(client, script.as_uri())
+    (d,) = [d for d in diags if d.code == "DDP001"]
+    (action,) = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=script.as_uri()),
+        range=d.range, context=types.CodeActionContext(diagnostics=[d])))
+    (edit,) = action.edit.changes[script.as_uri()]
+    return _apply(text, edit)
+
+
+_HEAD = ("import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+         "dist.init_process_group('nccl')\n")
+
+
+@pytest.mark.asyncio
+async def test_quick_fix_counts_utf16_units(client: LanguageClient):
+    """An emoji is two UTF-16 units: the edit covers the whole line, leaving no stray characters,
+    and the diagnostic's columns are in the same units."""
+    import ast
+
+    line = "tag = '\U0001F600\U0001F600'; model = DDP(torch.nn.Linear(2, 2), find_unused_parameters=True)"
+    text = _HEAD + line + "\nprint(tag)\n"
+    after = await _quick_fix(client, WORK / "emoji.py", text)
+    assert after == _HEAD + line + "  # noqa: DDP001\nprint(tag)\n"
+    assert ast.dump(ast.parse(after)) == ast.dump(ast.parse(text))
+    diags = client.diagnostics[(WORK / "emoji.py").as_uri()]
+    (d,) = [d for d in diags if d.code == "DDP001"]
+    at = line.index("True)")  # the finding points at the value, past the two emoji
+    assert (d.range.start.character, d.range.end.character) == (at + 2, at + 2 + len("True"))
+
+
+@pytest.mark.asyncio
+async def test_quick_fix_after_a_form_feed_edits_the_finding_line(client: LanguageClient):
+    """A form feed is whitespace to Python and to the editor, not a line break."""
+    import ast
+
+    line = "model = DDP(torch.nn.Linear(2, 2), find_unused_parameters=True)"
+    text = _HEAD + "\x0c\n# section two\n" + line + "\n"
+    after = await _quick_fix(client, WORK / "ff.py", text)
+    assert after == _HEAD + "\x0c\n# section two\n" + line + "  # noqa: DDP001\n"
+    assert ast.dump(ast.parse(after)) == ast.dump(ast.parse(text))

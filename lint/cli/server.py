@@ -16,11 +16,14 @@ will). Each analysis is logged (``window/logMessage``, type Log: ``parallint: an
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
+import re
 import threading
 from pathlib import Path
 
 SOURCE = "parallint"
+TEXT_CAP = 8 * 1024 * 1024  # a file read back to place its diagnostics in the editor's units
 
 
 def debounce_seconds() -> float:
@@ -101,22 +104,86 @@ class Linter:
                 self.job_files[p] = affected
             return out
 
+    def text_of(self, path: Path) -> str | None:
+        """The text a file was checked with: its editor buffer, else the file (None if unread)."""
+        if path in self.buffers:
+            return self.buffers[path]
+        from parallint.util.safeio import read_regular
+
+        data = read_regular(path, TEXT_CAP)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
     def _abs(self, display: str) -> Path:
         p = Path(display)
         return Path(os.path.abspath(p if p.is_absolute() else self.cwd / p))
 
 
-def _to_lsp(d):
+class Positions:
+    """Maps parallint's positions (1-based line and column, lines as the file's syntax counts
+    them, columns in code points) to LSP positions (0-based, lines broken only at ``\\n``,
+    ``\\r\\n`` and ``\\r``, columns in the negotiated units: UTF-16 by default), and back
+    for a line. Python's ``str.splitlines`` would also break at form feeds and other separators,
+    which editors do not."""
+
+    _LSP_BREAK = re.compile("\r\n|[\n\r]")
+
+    def __init__(self, text: str, syntax: str | None, codec=None) -> None:
+        from parallint.engine.suppress import physical_lines
+
+        self.text = text
+        self.codec = codec
+        self.syn_starts = self._starts(physical_lines(text, syntax, keepends=True))
+        self.syn_lines = physical_lines(text, syntax)
+        self.lsp_starts = [0] + [m.end() for m in self._LSP_BREAK.finditer(text)]
+
+    @staticmethod
+    def _starts(lines: list[str]) -> list[int]:
+        out, at = [0], 0
+        for piece in lines:
+            at += len(piece)
+            out.append(at)
+        return out
+
+    def _units(self, s: str) -> int:
+        return len(s) if self.codec is None else self.codec.client_num_units(s)
+
+    def offset(self, line: int, column: int) -> int:
+        """The text offset of a 1-based syntax line and code-point column (clipped to the line)."""
+        if not self.syn_lines:
+            return 0
+        i = min(max(line, 1), len(self.syn_lines)) - 1
+        return self.syn_starts[i] + min(max(column - 1, 0), len(self.syn_lines[i]))
+
+    def lsp(self, offset: int):
+        from lsprotocol import types
+
+        i = max(bisect.bisect_right(self.lsp_starts, offset) - 1, 0)
+        return types.Position(line=i, character=self._units(self.text[self.lsp_starts[i]:offset]))
+
+    def syntax_line(self, lsp_line: int) -> int:
+        """The 1-based syntax line that holds the start of LSP line ``lsp_line``."""
+        at = self.lsp_starts[min(max(lsp_line, 0), len(self.lsp_starts) - 1)]
+        return max(bisect.bisect_right(self.syn_starts, at) - 1, 0) + 1
+
+
+def _to_lsp(d, pos: "Positions | None" = None):
     from lsprotocol import types
 
     from parallint.model.diagnostics import Severity
 
     s = d.span
-    start = types.Position(line=max(s.line - 1, 0), character=max(s.column - 1, 0))
-    if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
-        end = types.Position(line=s.end_line - 1, character=s.end_column - 1)
+    if pos is not None:
+        start = pos.lsp(pos.offset(s.line, s.column))
+        if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
+            end = pos.lsp(pos.offset(s.end_line, s.end_column))
+        else:
+            end = types.Position(line=start.line, character=start.character + 1)
     else:
-        end = types.Position(line=start.line, character=start.character + 1)
+        start = types.Position(line=max(s.line - 1, 0), character=max(s.column - 1, 0))
+        if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
+            end = types.Position(line=s.end_line - 1, character=s.end_column - 1)
+        else:
+            end = types.Position(line=start.line, character=start.character + 1)
     sev = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
            Severity.INFO: types.DiagnosticSeverity.Information}[d.severity]
     from parallint.report.formats import doc_uri
@@ -125,9 +192,9 @@ def _to_lsp(d):
     for r in d.related:
         p = Path(r.path)
         uri = _uri_of(p if p.is_absolute() else Path.cwd() / p)
-        pos = types.Position(line=max(r.line - 1, 0), character=max(r.column - 1, 0) if hasattr(r, "column") else 0)
+        rpos = types.Position(line=max(r.line - 1, 0), character=max(r.column - 1, 0) if hasattr(r, "column") else 0)
         related.append(types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=types.Range(start=pos, end=pos)), message=r.message))
+            location=types.Location(uri=uri, range=types.Range(start=rpos, end=rpos)), message=r.message))
     return types.Diagnostic(
         range=types.Range(start=start, end=end), message=d.message, severity=sev, code=d.code,
         source=SOURCE, code_description=types.CodeDescription(href=doc_uri(d.code)),
@@ -184,9 +251,16 @@ def make_server():
         ls.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=f"parallint: analysed {path}"))
         if stale():
             return  # a newer edit is scheduled; it publishes
+        from parallint.engine.suppress import syntax_of
+
+        codec = ls.workspace.position_codec
         for p, diags in sorted(results.items()):
+            pos = None
+            if diags:
+                text = linter().text_of(p)
+                pos = None if text is None else Positions(text, syntax_of(p.name), codec)
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=_uri_of(p), diagnostics=[_to_lsp(d) for d in diags]))
+                uri=_uri_of(p), diagnostics=[_to_lsp(d, pos) for d in diags]))
 
     @server.feature(types.INITIALIZE)
     def initialize(ls, params: types.InitializeParams):
@@ -239,16 +313,18 @@ def make_server():
         doc = ls.workspace.get_text_document(params.text_document.uri)
         text = doc.source
         actions = []
+        syntax = syntax_of(path.name)
+        pos = Positions(text, syntax, ls.workspace.position_codec)
         for diag in params.context.diagnostics:
             if diag.source != SOURCE or not diag.code:
                 continue
-            line = diag.range.start.line + 1
-            edit = noqa_edit(text, syntax_of(path.name), line, [str(diag.code)])
+            line = pos.syntax_line(diag.range.start.line)
+            edit = noqa_edit(text, syntax, line, [str(diag.code)])
             if edit is None or not edit[1]:
                 continue
-            old = text.splitlines()[line - 1]
-            rng = types.Range(start=types.Position(line=line - 1, character=0),
-                              end=types.Position(line=line - 1, character=len(old)))
+            start = pos.offset(line, 1)
+            end = start + len(pos.syn_lines[line - 1])
+            rng = types.Range(start=pos.lsp(start), end=pos.lsp(end))
             actions.append(types.CodeAction(
                 title=f"Suppress {diag.code} on this line (# noqa: {diag.code})",
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
@@ -260,4 +336,8 @@ def make_server():
 
 
 def main() -> None:
-    make_server().start_io()
+    import sys
+
+    from parallint.cli.lsp_io import serve
+
+    sys.exit(serve(make_server(), sys.stdin.buffer, sys.stdout.buffer))
