@@ -89,6 +89,19 @@ def test_placeholders_and_auto_are_not_invalid(snippet):
     assert problems("{\n  " + snippet + "\n}\n", "json", "deepspeed.schema.json") == []
 
 
+@pytest.mark.parametrize("value", ['"inf"', "Infinity", '"Infinity"'])
+def test_steps_per_print_infinity_is_accepted(value):
+    """accelerate writes float("inf") there itself to stop DeepSpeed's step logging, and public
+    configs write it as the string "inf" (issue 22: 4 false CFG002 on InternImage)."""
+    assert problems("{\n  \"steps_per_print\": " + value + "\n}\n", "json", "deepspeed.schema.json") == []
+
+
+@pytest.mark.parametrize("value", ["0", '"never"', "-Infinity"])
+def test_steps_per_print_fix_names_what_to_write(value):
+    (got,) = problems("{\n  \"steps_per_print\": " + value + "\n}\n", "json", "deepspeed.schema.json")
+    assert got[0] == "invalid" and got[2].endswith("set it to a positive integer or 'auto'")
+
+
 def test_accelerate_cluster_and_sagemaker():
     ok = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\nmixed_precision: 'no'\n"
     assert problems(ok, "yaml", "accelerate.schema.json") == []
