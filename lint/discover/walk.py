@@ -603,7 +603,14 @@ def _walk(top: Path, excluder: Excluder, cwd: Path, out: list[Candidate], seen: 
         return False
 
     note = note_listing if recording() is not None else None
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=True, onerror=unreadable):
+    from parallint.util.fswalk import MAX_DEPTH, walk
+
+    def too_deep(folder: str) -> None:
+        if skipped is not None:
+            skipped.append((Path(folder), f"its folders are nested more than {MAX_DEPTH} levels deep; the "
+                                          "folders below were not walked"))
+
+    for dirpath, dirnames, filenames in walk(top, followlinks=True, onerror=unreadable, too_deep=too_deep):
         try:
             st = os.stat(dirpath)
             key = (st.st_dev, st.st_ino)

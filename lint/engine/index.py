@@ -64,10 +64,13 @@ def cache_dir(root: Path) -> Path:
 
 
 def walk_once(top: Path, visited: set, followlinks: bool = False):
-    """``os.walk`` of ``top`` that enters each directory once (``visited`` holds (device, inode);
-    symlink loops and bind mounts end there) and skips unreadable ones. Yields (folder, dirnames,
+    """A walk of ``top`` (``util.fswalk``: no recursion, at most 256 levels) that enters each
+    directory once (``visited`` holds (device, inode); symlink loops and bind mounts end there)
+    and skips unreadable ones. Yields (folder, dirnames,
     filenames); prune by editing dirnames in place, as with ``os.walk``."""
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=followlinks):
+    from parallint.util.fswalk import walk
+
+    for dirpath, dirnames, filenames in walk(top, followlinks=followlinks):
         try:
             st = os.stat(dirpath)
         except OSError:
