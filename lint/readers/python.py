@@ -422,6 +422,34 @@ def _newer_python(text: str, error: SyntaxError | None = None) -> bool:
     return True
 
 
+_MAGIC = re.compile(r"[ \t]*[!%]")
+
+
+def _without_magics(text: str, error_line: int | None) -> str | None:
+    """A notebook exported as a ``.py`` file (Jupyter, Databricks: ``!deepspeed ...``,
+    ``%pip install``) is Python but for its IPython shell and magic lines. When the syntax error is
+    on such a line, the text with every such line (and its backslash continuations) replaced by
+    ``pass`` at its indentation, so the rest is checked with its own line numbers; else None."""
+    lines = text.split("\n")
+    if not error_line or error_line > len(lines) or not _MAGIC.match(lines[error_line - 1]):
+        return None
+    out, i = [], 0
+    while i < len(lines):
+        ln = lines[i]
+        m = _MAGIC.match(ln)
+        if m is None:
+            out.append(ln)
+            i += 1
+            continue
+        out.append(ln[:m.end() - 1] + "pass" + ("\r" if ln.endswith("\r") else ""))
+        while ln.rstrip("\r").endswith("\\") and i + 1 < len(lines):
+            i += 1
+            ln = lines[i]
+            out.append("\r" if ln.endswith("\r") else "")
+        i += 1
+    return "\n".join(out)
+
+
 def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, ast.Module | None]:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
@@ -436,6 +464,9 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
     except SyntaxError as se:
         if _newer_python(text, se):
             return None, None  # valid for a newer Python than parallint's (PEP 701 f-strings...)
+        masked = _without_magics(text, se.lineno)
+        if masked is not None:
+            return _parse(path, masked, gate)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
                              Span(path, line, col)) from None
