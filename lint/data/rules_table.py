@@ -179,6 +179,9 @@ MODULES: dict[str, dict] = {
     'lch.lch017_sbatch_launch_without_srun': {'source': '7266:bfdf01d4', 'rules': [
         {'class': 'SbatchLaunchWithoutSrun', 'code': 'LCH017', 'name': 'sbatch-launch-without-srun', 'severity': 'error', 'summary': 'A multi-node batch script starts training without srun, so only the first node runs it.', 'kinds': ['shell'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'init_device_mesh', 'init_process_group'], 'file': True, 'job': True},
     ]},
+    'lch.lch018_deepspeed_resource_filter': {'source': '9646:c5b51987', 'rules': [
+        {'class': 'DeepspeedResourceFilter', 'code': 'LCH018', 'name': 'deepspeed-resource-filter', 'severity': 'error', 'summary': 'A deepspeed command whose --include/--exclude, --num_gpus/--num_nodes or hostfile the launcher refuses.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},

@@ -16,7 +16,7 @@ from parallint.util.record import EqRecord
 class Launch(EqRecord):
     #: torchrun | torch.distributed.run | torch.distributed.launch | deepspeed | accelerate |
     #: python | srun | mpirun | pytorchjob | trainjob | mpijob | volcano
-    _fields = ("launcher", "span", "facts", "script", "is_module", "args", "options", "env", "links", "scheduler", "wrapper", "gpu_requests", "megatron_flags", "script_path", "repo_root", "megatron_table")
+    _fields = ("launcher", "span", "facts", "script", "is_module", "args", "options", "env", "links", "scheduler", "wrapper", "gpu_requests", "megatron_flags", "script_path", "repo_root", "megatron_table", "hostfile")
     launcher: str
     span: Span  # the whole command (first line of it)
     #: normalized facts the command and its scheduler context state (parallel.nodes from
@@ -45,6 +45,10 @@ class Launch(EqRecord):
     #: set by the linker for a launch with ``megatron_flags``: the flags the launched script accepts
     #: (``parallint.link.megatron_table.AcceptedFlags``), None when that cannot be known
     megatron_table: Any
+    #: set by the shell reader for ``deepspeed``/``colossalai --hostfile F`` when F is read: its
+    #: lines as DeepSpeed's launcher parses them, (line number, text, host, slots); host and slots
+    #: are None on a line DeepSpeed rejects (it wants ``NAME slots=N``)
+    hostfile: "list[tuple[int, str, str | None, int | None]] | None"
 
     def __init__(
         self,
@@ -64,6 +68,7 @@ class Launch(EqRecord):
         script_path: Any = None,
         repo_root: Any = None,
         megatron_table: Any = None,
+        hostfile: "list[tuple[int, str, str | None, int | None]] | None" = None,
     ) -> None:
         self.launcher = launcher
         self.span = span
@@ -81,6 +86,7 @@ class Launch(EqRecord):
         self.script_path = script_path
         self.repo_root = repo_root
         self.megatron_table = megatron_table
+        self.hostfile = hostfile
 
     @cached_property
     def flag_names(self) -> frozenset[str]:

@@ -124,7 +124,7 @@ DEEPSPEED_BOOL = {
     "elastic_training", "bind_cores_to_rank", "no_ssh", "enable_each_rank_log",
 }
 DEEPSPEED_VALUE = {
-    "num_gpus", "num_nodes", "hostfile", "h", "include", "i", "exclude", "e", "master_addr",
+    "num_gpus", "num_nodes", "hostfile", "h", "H", "include", "i", "exclude", "e", "master_addr",
     "master_port", "launcher", "launcher_args", "min_elastic_nodes", "max_elastic_nodes",
     "ssh_port", "node_rank", "comment", "bind_core_list", "autotuning", "venv_script",
 }
@@ -533,7 +533,8 @@ FRONTENDS: dict[str, _Frontend] = {
     "deepspeed": _Frontend(
         "deepspeed", DEEPSPEED_BOOL, DEEPSPEED_VALUE,
         ((("num_nodes",), "parallel.nodes", False), (("num_gpus",), "parallel.procs_per_node", False)),
-        links=("hostfile",), module=("module",), aliases=(("h", "hostfile"),)),
+        links=("hostfile",), module=("module",),
+        aliases=(("H", "hostfile"), ("h", "hostfile"), ("i", "include"), ("e", "exclude"))),
     #: ``colossalai run``: a torchrun front end that can also start the nodes of a hostfile over ssh
     "colossalai": _Frontend(
         "colossalai run", COLOSSALAI_BOOL, COLOSSALAI_VALUE,

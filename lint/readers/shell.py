@@ -1789,6 +1789,14 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     if got is None:
         return  # outside the repository (or not a regular file): its hosts are not read
     lines = got.decode("utf-8", errors="replace").splitlines()
+    parsed: list[tuple[int, str, str | None, int | None]] = []
+    for no, raw in enumerate(lines, 1):  # as deepspeed.launcher.runner._parse_hostfile reads it
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        dm = re.search(r"^(\S+)\s+slots=(\d+)", text)
+        parsed.append((no, text[:200], dm.group(1), int(dm.group(2))) if dm else (no, text[:200], None, None))
+    la.hostfile = parsed
     for line in lines:
         line = line.split("#", 1)[0].strip()
         if not line:

@@ -6,21 +6,24 @@ not entered, and ``too_deep`` is told which folder was cut."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
 
 #: levels below the walk's top that are entered (a real repository is a few dozen deep; a path
 #: this deep is near the kernel's PATH_MAX, past which nothing can be opened by name anyway)
 MAX_DEPTH = 256
 
 
-def walk(top, followlinks: bool = False, onerror: Callable[[OSError], None] | None = None,
+def walk(top, followlinks: bool = False, onerror: "Callable[[OSError], None] | None" = None,
          max_depth: int = MAX_DEPTH,
-         too_deep: Callable[[str], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+         too_deep: "Callable[[str], None] | None" = None) -> "Iterator[tuple[str, list[str], list[str]]]":
     """Yield (folder, dirnames, filenames) as ``os.walk(top, topdown=True)`` does, in the same
     order; editing ``dirnames`` in place prunes the walk. Folders more than ``max_depth`` levels
     below ``top`` are not entered (``too_deep(folder)`` is called for the folder whose children
     were cut)."""
-    stack: list[tuple[str, int]] = [(os.fspath(top), 0)]
+    stack: "list[tuple[str, int]]" = [(os.fspath(top), 0)]
     while stack:
         path, depth = stack.pop()
         dirs: list[str] = []
