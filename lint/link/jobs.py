@@ -53,6 +53,50 @@ def _repo_root(start: Path) -> Path:
     return start
 
 
+#: launch-line options whose value is a config file the launcher or the script opens at start
+CONFIG_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--config_file", "--deepspeed_config_file"})
+
+
+def _plain_relative(value: Value) -> bool:
+    """A literal relative file path, with nothing the shell or the program would expand."""
+    if not value.known or not isinstance(value.value, str):
+        return False
+    raw = value.value.strip().strip("'\"")
+    return bool(raw) and not raw.startswith(("/", "~", "-")) and not any(c in raw for c in "$<>{}*?[]%\x00\\") \
+        and raw.lower().endswith((".json", ".yaml", ".yml"))
+
+
+def _missing(value: Value, base: Path, root: Path) -> "tuple[Value, str | None] | None":
+    """(the link, a close name in its folder or None) for a config path that is in no git
+    submodule of the repository (a submodule that is not checked out holds it); else None."""
+    import difflib
+
+    from parallint.link.megatron_table import _in_submodule
+
+    raw = str(value.value).strip().strip("'\"")
+    try:
+        if _in_submodule(root, raw):
+            return None
+    except (OSError, ValueError):
+        return None
+    folder, _, name = raw.rpartition("/")
+    close = None
+    for top in dict.fromkeys((base, root)):
+        d = top / folder if folder else top
+        try:
+            names = [e.name for e in os.scandir(d) if e.is_file() and os.path.splitext(e.name)[1] == os.path.splitext(name)[1]]
+        except OSError:
+            continue
+        stem = os.path.splitext(name)[0].lower()
+        holds = sorted((n for n in names if stem in n.lower()),
+                       key=lambda n: (len(n), n))  # ds_config_zero3.json for zero3.json
+        hit = holds[:1] or difflib.get_close_matches(name, sorted(names)[:2000], n=1, cutoff=0.75)
+        if hit:
+            close = (folder + "/" if folder else "") + hit[0]
+            break
+    return value, close
+
+
 def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> Path | None:
     """The existing file a link names, or None (unknown values and missing files link nothing)."""
     if not value.known or not isinstance(value.value, str):
@@ -139,7 +183,13 @@ def _attach_imports(job: Job, script_path: Path | None, read: Reader, seen: set[
 
 def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], depth: int) -> None:
     for link in f.links:
-        _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, depth)
+        target = resolve_link(link, f.abspath.parent, root)
+        if target is None and job.launch is not None and f.kind == "accelerate" and \
+                str(link.source).endswith("deepspeed_config_file") and _plain_relative(link):
+            gone = _missing(link, f.abspath.parent, root)  # accelerate opens it at start-up
+            if gone is not None:
+                job.missing.append(gone)
+        _attach(job, target, read, root, seen, depth)
 
 
 def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path,
@@ -186,7 +236,12 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                     launch.megatron_table = None
             for link in launch.links:
                 if link is not launch.script:
-                    _attach(job, resolve_link(link, f.abspath.parent, root), read, root, seen, 1)
+                    target = resolve_link(link, f.abspath.parent, root)
+                    if target is None and link.source in CONFIG_OPTIONS and _plain_relative(link):
+                        gone = _missing(link, f.abspath.parent, root)
+                        if gone is not None:
+                            job.missing.append(gone)
+                    _attach(job, target, read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
             script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Job(EqRecord):
-    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters", "imported")
+    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters", "imported", "missing")
     name: str  # a display name: the launch file (and line) or the standalone file
     root: FileFacts  # the launch file, or the standalone config/script
     launch: Any  # the parallint.model.launch.Launch this job came from, if any
@@ -32,6 +32,11 @@ class Job(EqRecord):
     #: display path. Their script events are the job's; their facts are not (a helper's parser
     #: defaults never override the launch line)
     imported: dict[Any, str]
+    #: config files the launch line names by a literal relative path (``--deepspeed ds.json``,
+    #: ``--config_file acc.yaml``) that are neither beside the launch file nor at the repository
+    #: root, in no git submodule, each with a close name in its folder or None (set by the linker;
+    #: LCH019 reads it)
+    missing: "list[tuple[Value, str | None]]"
 
     def __init__(
         self,
@@ -42,6 +47,7 @@ class Job(EqRecord):
         facts: FactMap | None = None,
         loopback_masters: list[Value] | None = None,
         imported: dict[Any, str] | None = None,
+        missing: "list[tuple[Value, str | None]] | None" = None,
     ) -> None:
         self.name = name
         self.root = root
@@ -50,6 +56,7 @@ class Job(EqRecord):
         self.facts = FactMap() if facts is None else facts
         self.loopback_masters = [] if loopback_masters is None else loopback_masters
         self.imported = {} if imported is None else imported
+        self.missing = [] if missing is None else missing
 
     def get(self, key: str) -> Value | None:
         return self.facts.get(key)

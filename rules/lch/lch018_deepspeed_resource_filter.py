@@ -130,7 +130,7 @@ class DeepspeedResourceFilter(Rule):
         if inc is not None and exc is not None:
             yield self.report(exc.span or la.span,
                               f"--{inc_name} and --{exc_name} together: DeepSpeed's launcher refuses them "
-                              f"(include and exclude are mutually exclusive); keep only one of them",
+                              f"(include and exclude are mutually exclusive); remove one of them",
                               related=related_at(inc, f"--{inc_name}"))
         chosen = [(n, v) for n, v in ((inc_name, inc), (exc_name, exc)) if v is not None]
         for count in _COUNTS:
@@ -153,7 +153,7 @@ class DeepspeedResourceFilter(Rule):
                 if host is None:
                     yield self.report(hf.span or la.span,
                                       f"hostfile {hf.value} line {no} ({text!r}) is not `NAME slots=N`: DeepSpeed's "
-                                      f"launcher stops on it (\"Hostfile contains a bad entry\"); write it as "
+                                      f"launcher stops on it (\"Hostfile contains a bad entry\"); change it to "
                                       f"`NAME slots=N`, with no spaces around '='")
                 elif host in listed:
                     yield self.report(hf.span or la.span,
@@ -176,7 +176,7 @@ class DeepspeedResourceFilter(Rule):
                     yield self.report(v.span or la.span,
                                       f"--{n} names host {host!r}, which hostfile {hf.value if hf is not None else ''} does not "
                                       f"list ({', '.join(sorted(hosts)) or 'no host'}): DeepSpeed's launcher stops "
-                                      f"(\"Hostname not found in hostfile\"); name a host of the hostfile",
+                                      f"(\"Hostname not found in hostfile\"); use a host the hostfile lists",
                                       related=related_at(hf, "--hostfile") if hf is not None else ())
                     continue
                 for s in slots or ():
@@ -184,7 +184,7 @@ class DeepspeedResourceFilter(Rule):
                         yield self.report(v.span or la.span,
                                           f"--{n} names slot {s} of {host}, which has slots={hosts[host]} "
                                           f"(slots 0 to {hosts[host] - 1}): DeepSpeed's launcher stops (\"No slot "
-                                          f"'{s}' specified on host\"); name a slot below {hosts[host]}",
+                                          f"'{s}' specified on host\"); use a slot below {hosts[host]}",
                                           related=related_at(hf, "--hostfile") if hf is not None else ())
                         break
 

@@ -1,0 +1,108 @@
+"""LCH019 launched-config-missing: a launch line names a config file that is not in the repository."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.rule import Example, Rule
+
+#: a command that changes the working directory: the path is then relative to somewhere unknown
+_CHDIR = re.compile(r"(?m)(?:^|[;&|(]|\bthen\b|\bdo\b)\s*(?:cd|pushd)\b")
+
+
+class LaunchedConfigMissing(Rule):
+    code = "LCH019"
+    name = "launched-config-missing"
+    severity = Severity.WARNING
+    summary = "A launch line names a config file (--deepspeed, --config_file ...) that is not in the repository."
+    kinds = frozenset({"shell", "makefile"})
+    doc = """
+    ## What it does
+    Reports a config file that a launch command names by a literal relative path — `--deepspeed
+    ds.json`, `--deepspeed_config`, accelerate's `--config_file`, `--deepspeed_config_file`, and the
+    `deepspeed_config_file` of the accelerate config it launches with — when no such file is beside
+    the file that names it or at the repository root.
+
+    When that folder holds a file of the same kind with a close name, the message names it.
+
+    It stays silent where the path may be right at run time: a path with a variable, a glob or a
+    `~`, an absolute path (a container or cluster path), a path inside a git submodule (not
+    checked out), a launch file that changes its working directory (`cd`, `pushd`), and a file
+    whose name appears elsewhere in the launch file (it may be written there first, as with
+    `cat > ds.json <<EOF`).
+
+    ## Why it matters
+    The launcher or the training script opens the file at start-up: DeepSpeed and the HF Trainer
+    stop with a missing-file error, accelerate with "config file not found", after the nodes are
+    allocated and the container is pulled. A renamed or uncommitted config is the usual cause, and
+    a fresh clone of the repository is where it shows.
+
+    ## Example
+
+    ## How to fix
+    Correct the path (relative to the folder the command runs in), or commit the file.
+    """
+    valid = (
+        Example("""
+        #!/bin/bash
+        deepspeed train.py --deepspeed configs/ds_zero2.json
+        """, filename="run.sh", files={"configs/ds_zero2.json": '{"train_batch_size": "auto"}\n'}),
+        Example("""
+        #!/bin/bash
+        cat > ds_config.json <<EOF
+        {"train_batch_size": 64}
+        EOF
+        deepspeed train.py --deepspeed ds_config.json
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        cd "$(dirname "$0")/../training"
+        deepspeed train.py --deepspeed configs/ds.json
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        accelerate launch --config_file $CONFIG train.py
+        deepspeed train.py --deepspeed /workspace/configs/ds.json
+        """, filename="run.sh"),
+    )
+    invalid = (
+        Example("""
+        #!/bin/bash
+        deepspeed --num_gpus 8 train.py --deepspeed configs/ds_zero3.json --bf16
+        """, filename="run.sh", line=2, doc=True, files={"configs/ds_zero2.json": '{"train_batch_size": "auto"}\n'}),
+        Example("""
+        #!/bin/bash
+        accelerate launch --config_file accelerate/fsdp.yaml train.py
+        """, filename="scripts/run.sh", line=2),
+        Example("""
+        #!/bin/bash
+        accelerate launch --config_file acc.yaml train.py
+        """, filename="run.sh", line=3, files={
+            "acc.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds/zero3.json\n"
+                        "num_processes: 8\n"}, paths=("run.sh",)),
+    )
+
+    def check_file(self, f, ctx) -> Iterable[Diagnostic]:
+        return ()
+
+    def check_job(self, job, ctx) -> Iterable[Diagnostic]:
+        missing = getattr(job, "missing", None)
+        f = job.root
+        if not missing or f is None or f.kind not in self.kinds:
+            return
+        text = f.text or ""
+        if _CHDIR.search(text):
+            return  # the working directory at the launch is not known
+        for v, close in missing:
+            raw = str(v.value).strip().strip("'\"")
+            name = raw.rsplit("/", 1)[-1]
+            if text.count(name) > 1:
+                continue  # named elsewhere too: it may be written before the launch
+            at = v.span or job.launch.span
+            what = "deepspeed_config_file" if str(v.source).endswith("deepspeed_config_file") else v.source
+            yield self.report(at,
+                              f"{what} {raw}: no such file beside {at.path.rsplit('/', 1)[-1]} or at the "
+                              f"repository root, so the launch stops when it opens it; "
+                              + (f"fix the path (did you mean {close}?)" if close else "fix the path or commit the file"))
