@@ -325,3 +325,19 @@ def test_a_one_file_check_does_not_index_through_a_link_out_of_the_repository(tm
     (repo / "launch.sh").write_text(launch)  # the control: the same launcher inside is found
     proc = cli("check", "--no-cache", "--format", "json", "ds_config.json", cwd=repo, env=_env(tmp_path))
     assert "BAT001" in {d["code"] for d in json.loads(proc.stdout)}
+
+
+@pytest.mark.parametrize("name", ["/", "/ds_config.json"])
+def test_stdin_named_at_the_file_system_root_does_not_index_the_machine(tmp_path, name):
+    """A one-file check builds a reverse-link index of its repository; a file at the file
+    system's top has none, and walking / (with /proc and /sys) ran for minutes (22 GB once)."""
+    import subprocess
+    import sys
+    import time
+
+    exe = Path(sys.executable).with_name("parallint")
+    t = time.monotonic()
+    p = subprocess.run([str(exe), "check", "--no-cache", "--stdin-filename", name, "-"], cwd=tmp_path,
+                       input='{"train_batch_size": 8}\n', capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - t < 20
+    assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr

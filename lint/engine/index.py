@@ -279,9 +279,20 @@ class ReverseIndex:
         inside = Boundary()
         inside.add(self.root)
         out = []
+        try:
+            device = os.stat(self.root).st_dev
+        except OSError:
+            return []
+
+        def same_device(p: Path) -> bool:  # a mount point (/proc, /sys, a network share) is not walked
+            try:
+                return os.stat(p).st_dev == device
+            except OSError:
+                return False
+
         for d, dirnames, filenames in walk_once(self.root, set(), followlinks=True):
             dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True)
-                                 and (not os.path.islink(d / x) or inside.holds(d / x)))
+                                 and (not os.path.islink(d / x) or inside.holds(d / x)) and same_device(d / x))
             out.extend(d / fn for fn in sorted(filenames))
         return out
 
@@ -321,7 +332,11 @@ class ReverseIndex:
         return bool(imported_files(abspath, pairs) & wanted)
 
     def referrers(self, targets: set[Path]) -> set[Path]:
-        """Files below the root whose jobs can include one of ``targets`` (transitively)."""
+        """Files below the root whose jobs can include one of ``targets`` (transitively). None for a
+        root that is the file system's own (``--stdin-filename /``, a file in no repository at the
+        top): that walk would be the whole machine, /proc and /sys included."""
+        if self.root.parent == self.root:
+            return set()
         declared = self._declared()
         found: set[Path] = set()
         frontier = set(targets)
