@@ -200,3 +200,33 @@ def test_update_script_regenerates_a_table(tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads((out / "megatron-deepspeed.args.json").read_text())
     assert "--num-layers" in data["flags"] and "--deepspeed_config" in data["flags"]
+
+
+def test_a_megatron_copy_linked_from_outside_the_repository_is_not_read(tmp_path):
+    """Security issue, item 3: a `megatron` folder that is a link out of the repository is not
+    read for its flags (their names would be echoed into CI logs); its table is unknown, silent."""
+    import os
+
+    outside = tmp_path / "outside" / "megatron"
+    outside.mkdir(parents=True)
+    (outside / "__init__.py").write_text("")
+    (outside / "arguments.py").write_text(
+        "import argparse\n\ndef parse_args(extra_args_provider=None):\n"
+        "    parser = argparse.ArgumentParser(allow_abbrev=False)\n"
+        "    parser.add_argument('--tensor-model-parallel-size', type=int)\n"
+        "    parser.add_argument('--secret-token-flag')\n"
+        "    return parser.parse_args()\n")
+    repo = tmp_path / "repo"
+    files = {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "pretrain_gpt.py": "from megatron.training import pretrain\npretrain(None, None, None, None)\n",
+        "run.sh": LAUNCH.format(script="pretrain_gpt.py", extra="--secret-token-flg 1 --num-layers 2"),
+    }
+    for name, text in files.items():
+        p = repo / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    os.symlink(outside, repo / "megatron")
+    found = _cfg006(repo, {})
+    assert found == [], found
+    assert not any("secret-token-flag" in m for _, m in found)

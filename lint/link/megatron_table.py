@@ -547,7 +547,12 @@ def accepted_flags(la, flags) -> AcceptedFlags | None:
         extra = script_flags(path, path_root)
         if extra is None:
             return None  # not a Megatron entry point, or flags parallint cannot see
-        if arguments_module(path_root) is not None:
+        module = arguments_module(path_root)
+        if module is not None:
+            from parallint.util.boundary import inside_repository
+
+            if not inside_repository(module, path):
+                return None  # a Megatron copy linked in from outside the repository: not read
             own = vendored(str(path_root))
             if own is None:
                 return None
