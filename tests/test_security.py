@@ -139,12 +139,12 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
 
     repo = tmp_path / "repo"
     write_tree(repo, {f"pkg{i}/train{j}.py": "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
-                      + "x = 1\n" * 400 for i in range(30) for j in range(30)})
+                      + "x = 1\n" * 400 for i in range(60) for j in range(40)})
     env = dict(os.environ, **_env(tmp_path))
     exe = Path(sys.executable).with_name("parallint")
     p = subprocess.Popen([str(exe), "check", "--no-cache", "."], cwd=repo, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    time.sleep(1.0)  # past start-up (the handler is installed), well before the 2,400 files are done
     assert p.poll() is None, "the check ended before the interrupt; make the tree larger"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
