@@ -172,18 +172,17 @@ def _to_lsp(d, pos: "Positions | None" = None):
     from parallint.model.diagnostics import Severity
 
     s = d.span
-    if pos is not None:
-        start = pos.lsp(pos.offset(s.line, s.column))
-        if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
-            end = pos.lsp(pos.offset(s.end_line, s.end_column))
-        else:
-            end = types.Position(line=start.line, character=start.character + 1)
+
+    def at(line: int, column: int):
+        if pos is not None:
+            return pos.lsp(pos.offset(line, column))
+        return types.Position(line=max(line - 1, 0), character=max(column - 1, 0))  # no text: as given
+
+    start = at(s.line, s.column)
+    if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
+        end = at(s.end_line, s.end_column)
     else:
-        start = types.Position(line=max(s.line - 1, 0), character=max(s.column - 1, 0))
-        if s.end_line >= s.line and s.end_column > 0 and (s.end_line > s.line or s.end_column > s.column):
-            end = types.Position(line=s.end_line - 1, character=s.end_column - 1)
-        else:
-            end = types.Position(line=start.line, character=start.character + 1)
+        end = types.Position(line=start.line, character=start.character + 1)
     sev = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
            Severity.INFO: types.DiagnosticSeverity.Information}[d.severity]
     from parallint.report.formats import doc_uri

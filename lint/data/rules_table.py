@@ -179,7 +179,7 @@ MODULES: dict[str, dict] = {
     'lch.lch017_sbatch_launch_without_srun': {'source': '7266:bfdf01d4', 'rules': [
         {'class': 'SbatchLaunchWithoutSrun', 'code': 'LCH017', 'name': 'sbatch-launch-without-srun', 'severity': 'error', 'summary': 'A multi-node batch script starts training without srun, so only the first node runs it.', 'kinds': ['shell'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'init_device_mesh', 'init_process_group'], 'file': True, 'job': True},
     ]},
-    'lch.lch018_deepspeed_resource_filter': {'source': '9645:8bd34524', 'rules': [
+    'lch.lch018_deepspeed_resource_filter': {'source': '9488:ff3fb20b', 'rules': [
         {'class': 'DeepspeedResourceFilter', 'code': 'LCH018', 'name': 'deepspeed-resource-filter', 'severity': 'error', 'summary': 'A deepspeed command whose --include/--exclude, --num_gpus/--num_nodes or hostfile the launcher refuses.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'lch.lch019_launched_config_missing': {'source': '4846:325f9c20', 'rules': [

@@ -66,19 +66,22 @@ def _plain_relative(value: Value) -> bool:
         and raw.lower().endswith((".json", ".yaml", ".yml"))
 
 
-def _missing(value: Value, base: Path, root: Path) -> "tuple[Value, str | None] | None":
-    """(the link, a close name in its folder or None) for a config path that is in no git
-    submodule of the repository (a submodule that is not checked out holds it); else None."""
+def _note_missing(job: Job, value: Value, base: Path, root: Path) -> None:
+    """Record in ``job.missing`` a config link that names no file (resolve_link found none): a
+    literal relative path in no git submodule of the repository (a submodule that is not checked
+    out holds it), with a close name in its folder or None."""
     import difflib
 
     from parallint.link.megatron_table import _in_submodule
 
+    if not _plain_relative(value):
+        return
     raw = str(value.value).strip().strip("'\"")
     try:
         if _in_submodule(root, raw):
-            return None
+            return
     except (OSError, ValueError):
-        return None
+        return
     folder, _, name = raw.rpartition("/")
     close = None
     for top in dict.fromkeys((base, root)):
@@ -94,7 +97,7 @@ def _missing(value: Value, base: Path, root: Path) -> "tuple[Value, str | None] 
         if hit:
             close = (folder + "/" if folder else "") + hit[0]
             break
-    return value, close
+    job.missing.append((value, close))
 
 
 def resolve_link(value: Value, base: Path, root: Path, module: bool = False) -> Path | None:
@@ -185,10 +188,8 @@ def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], d
     for link in f.links:
         target = resolve_link(link, f.abspath.parent, root)
         if target is None and job.launch is not None and f.kind == "accelerate" and \
-                str(link.source).endswith("deepspeed_config_file") and _plain_relative(link):
-            gone = _missing(link, f.abspath.parent, root)  # accelerate opens it at start-up
-            if gone is not None:
-                job.missing.append(gone)
+                str(link.source).endswith("deepspeed_config_file"):
+            _note_missing(job, link, f.abspath.parent, root)  # accelerate opens it at start-up
         _attach(job, target, read, root, seen, depth)
 
 
@@ -237,10 +238,8 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             for link in launch.links:
                 if link is not launch.script:
                     target = resolve_link(link, f.abspath.parent, root)
-                    if target is None and link.source in CONFIG_OPTIONS and _plain_relative(link):
-                        gone = _missing(link, f.abspath.parent, root)
-                        if gone is not None:
-                            job.missing.append(gone)
+                    if target is None and link.source in CONFIG_OPTIONS:
+                        _note_missing(job, link, f.abspath.parent, root)
                     _attach(job, target, read, root, seen, 1)
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)

@@ -294,7 +294,8 @@ class TooComplex(_Abort):
 #: needs: py-tree-sitter 0.26 leaks memory on some texts parsed through a read callback (about
 #: ten times the text per parse; the shell fuzz target grew to 2.6 GB over 100,000 inputs), and
 #: tree-sitter's worst known error recovery (``[[x]]`` lines, quadratic) takes about 0.4 s at this
-#: size, PARSE_CPU_SECONDS. Larger texts (rare for launch scripts) keep the budget, and the leak
+#: size, PARSE_CPU_SECONDS. Larger texts (rare for launch scripts) keep the budget and go through
+#: small shared chunks, which keep the leak to about the text's own size per parse
 SMALL_TEXT = 16 * 1024
 _CHUNK = 256  # bytes per read-callback chunk (see _ts_parse)
 

@@ -10,16 +10,7 @@ from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.launches import LAUNCH_FILE_KINDS, launches, related_at
 from parallint.model.rule import Example, Rule
 
-_FILTERS = (("include", "i"), ("exclude", "e"))
 _COUNTS = ("num_gpus", "num_nodes")
-
-
-def _option(la, names):
-    for n in names:
-        v = la.options.get(n)
-        if v is not None:
-            return n, v
-    return None, None
 
 
 def _node_specs(text: str):
@@ -125,8 +116,9 @@ class DeepspeedResourceFilter(Rule):
             yield from self._check(la)
 
     def _check(self, la) -> Iterable[Diagnostic]:
-        inc_name, inc = _option(la, _FILTERS[0])
-        exc_name, exc = _option(la, _FILTERS[1])
+        # the reader writes -i, -e and -H as include, exclude and hostfile
+        inc_name, inc = "include", la.options.get("include")
+        exc_name, exc = "exclude", la.options.get("exclude")
         if inc is not None and exc is not None:
             yield self.report(exc.span or la.span,
                               f"--{inc_name} and --{exc_name} together: DeepSpeed's launcher refuses them "
@@ -145,8 +137,6 @@ class DeepspeedResourceFilter(Rule):
                               related=related_at(v, f"--{n}"))
         hosts = self._hostfile_hosts(la)
         hf = la.options.get("hostfile")
-        if hf is None:
-            hf = la.options.get("h")
         if la.hostfile is not None and hf is not None:
             listed: dict[str, int] = {}
             for no, text, host, _slots in la.hostfile:
