@@ -8,6 +8,11 @@ import json
 from conftest import ROOT
 
 EXPECTED = {
+    ("examples/autofix/ds_config.json", "CFG001"),
+    ("examples/autofix/launch.sh", "ENV005"),
+    ("examples/autofix/launch.sh", "LCH004"),
+    ("examples/autofix/train.py", "CKP002"),
+    ("examples/autofix/train.py", "DAT003"),
     ("examples/ddp_find_unused/train.py", "DDP001"),
     ("examples/deepspeed_batch/ds_config.json", "BAT001"),
     ("examples/gpt130b_pure_dp/train.sbatch", "MEM001"),

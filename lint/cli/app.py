@@ -84,6 +84,9 @@ def check(
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Report only findings not recorded in this baseline file."),
     write_baseline: Optional[str] = typer.Option(None, "--write-baseline", help="Record every current finding in this baseline file and exit 0."),
     add_noqa: bool = typer.Option(False, "--add-noqa", help="Write '# noqa: CODE' on the line of each finding (not in JSON or inside strings) and exit 0."),
+    fix: bool = typer.Option(False, "--fix", help="Make the safe fixes the findings propose, then report what is left."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="With --fix or --diff: also the fixes that may change what the job does."),
+    diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and change nothing (exit 1 when there is one)."),
 ) -> None:
     """Check files and folders for distributed-training mistakes.
 
@@ -96,7 +99,7 @@ def check(
         ignore=ignore, fail_level=fail_level, exit_zero=exit_zero, stdin_filename=stdin_filename, gpu=gpu,
         include_tests=include_tests, max_file_size=max_file_size, all_job_findings=all_job_findings,
         related_findings=related_findings, no_cache=no_cache, baseline=baseline, write_baseline=write_baseline,
-        add_noqa=add_noqa))
+        add_noqa=add_noqa, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff))
 
 
 @app.command("rules")
@@ -121,7 +124,8 @@ def list_rules(
         import json
 
         typer.echo(json.dumps([
-            {"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary}
+            {"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary,
+             "fix": getattr(r, "fix_safety", "") or None}
             for r in reg.rules
         ], indent=2))
         return

@@ -92,7 +92,8 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
               stdin_filename: Optional[str] = None, gpu: Optional[str] = None, include_tests: bool = False,
               max_file_size: Optional[str] = None, all_job_findings: bool = False, related_findings: bool = False,
               no_cache: bool = False,
-              baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False) -> int:
+              baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False,
+              fix: bool = False, unsafe_fixes: bool = False, diff: bool = False) -> int:
     """``parallint check`` (see :func:`parallint.cli.app.check` for the options); the exit status."""
     import gc
 
@@ -105,7 +106,7 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
     try:
         _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
                ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
-               related_findings, no_cache, baseline, write_baseline, add_noqa)
+               related_findings, no_cache, baseline, write_baseline, add_noqa, fix, unsafe_fixes, diff)
     except Exit as exc:
         return exc.code
     finally:
@@ -123,7 +124,8 @@ def _files_only(paths: Optional[List[str]]) -> bool:
 
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
-           related_findings, no_cache, baseline, write_baseline, add_noqa) -> None:
+           related_findings, no_cache, baseline, write_baseline, add_noqa, fix=False, unsafe_fixes=False,
+           diff=False) -> None:
     from parallint.model.diagnostics import Severity
     from parallint.engine.registry import RegistryError, UnknownSelector, get_registry, lazy_registry
     from parallint.report.formats import FORMATS, render
@@ -131,6 +133,12 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
 
     if output_format not in FORMATS:
         raise fail(f"unknown format '{output_format}' (expected one of: {', '.join(FORMATS)})")
+    if unsafe_fixes and not (fix or diff):
+        raise fail("--unsafe-fixes needs --fix or --diff")
+    if (fix or diff) and (add_noqa or write_baseline):
+        raise fail("--fix and --diff cannot be combined with --add-noqa or --write-baseline")
+    if (fix or diff) and "-" in (paths or ()):
+        raise fail("--fix and --diff change files: name them instead of '-' (standard input)")
     _check_gpu(gpu)
     try:
         # files as a hook names them: import the rule modules their jobs need (a folder: all of
@@ -252,6 +260,14 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
         except BaselineError as exc:
             raise fail(str(exc))
         failing = any(d.severity >= lv for d, lv in ((d, levels.get(id(d), Severity.WARNING)) for d in result.diagnostics))
+    if fix or diff:
+        _fix(result, fix, unsafe_fixes, diff)
+        if diff or result.errors:
+            raise Exit(EXIT_ERROR if result.errors else EXIT_OK)
+        # what is left: the same check again over the files as they now are
+        _check(paths, output_format, output_file, statistics, show_docs_link, config_path,
+               select, extend_select, ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests,
+               max_file_size, all_job_findings, related_findings, no_cache, baseline, write_baseline, add_noqa)
     if add_noqa:
         from parallint.report.noqa import add_noqa as write_noqa
 
@@ -289,11 +305,38 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     raise Exit(EXIT_OK)
 
 
+def _fix(result, fix: bool, unsafe: bool, diff: bool) -> None:
+    """``--fix`` (write) or ``--diff`` (print): the fixes of the findings, with a count on stderr.
+    ``--diff`` exits 1 when there is something to fix (as a check with findings does)."""
+    from pathlib import Path
+
+    from parallint.report import fixer
+
+    plans = fixer.plan(result.diagnostics, Path.cwd(), unsafe)
+    made = sum(len(p.fixed) for p in plans if p.after != p.before)
+    skipped = [(p.path, d, why) for p in plans for d, why in p.skipped]
+    hidden = sum(1 for d in result.diagnostics if d.fix is not None and not d.fix.safe) if not unsafe else 0
+    if diff:
+        sys.stdout.write("".join(p.diff() for p in plans if p.fixed and p.after != p.before))
+    else:
+        try:
+            fixer.write(plans)
+        except OSError as exc:
+            raise fail(f"cannot write a fixed file: {exc}")
+    for path, d, why in skipped:
+        echo(f"parallint: {path}:{d.span.line}: {d.code} not fixed: {why}", err=True)
+    verb = "Would fix" if diff else "Fixed"
+    tail = f" ({hidden} more with --unsafe-fixes)" if hidden else ""
+    echo(f"{verb} {made} finding{'s' if made != 1 else ''}{tail}.", err=True)
+    if diff and made:
+        raise Exit(EXIT_FINDINGS)
+
+
 #: ``check``'s options, as cli_typer declares them: flag -> parameter (tests/test_startup.py)
 CHECK_FLAGS = {"--statistics": "statistics", "--show-docs-link": "show_docs_link", "--exit-zero": "exit_zero",
                "--include-tests": "include_tests", "--all-job-findings": "all_job_findings",
                "--related-findings": "related_findings", "--no-cache": "no_cache",
-               "--add-noqa": "add_noqa"}
+               "--add-noqa": "add_noqa", "--fix": "fix", "--unsafe-fixes": "unsafe_fixes", "--diff": "diff"}
 CHECK_VALUES = {"--format": "output_format", "--output-file": "output_file", "-o": "output_file",
                 "--config": "config_path", "--fail-level": "fail_level", "--stdin-filename": "stdin_filename",
                 "--gpu": "gpu", "--max-file-size": "max_file_size", "--baseline": "baseline",

@@ -2,7 +2,7 @@
 python -m pytest tests/test_startup.py)."""
 
 MODULES: dict[str, dict] = {
-    'bat.bat001_deepspeed_batch_identity': {'source': '5616:e25a60c1', 'rules': [
+    'bat.bat001_deepspeed_batch_identity': {'source': '6605:541a528e', 'rules': [
         {'class': 'DeepspeedBatchIdentity', 'code': 'BAT001', 'name': 'deepspeed-batch-identity', 'severity': 'error', 'summary': 'DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'bat.bat002_global_batch_not_divisible': {'source': '4113:c1d86ad7', 'rules': [
@@ -14,7 +14,7 @@ MODULES: dict[str, dict] = {
     'bat.bat004_rampup_batch_not_divisible': {'source': '5902:fada256a', 'rules': [
         {'class': 'RampupBatchNotDivisible', 'code': 'BAT004', 'name': 'rampup-batch-not-divisible', 'severity': 'error', 'summary': "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'cfg.cfg001_unknown_config_key': {'source': '2405:9ff775f9', 'rules': [
+    'cfg.cfg001_unknown_config_key': {'source': '2647:befe8c11', 'rules': [
         {'class': 'UnknownConfigKey', 'code': 'CFG001', 'name': 'unknown-config-key', 'severity': 'warning', 'summary': 'A config key the framework does not know (ignored or rejected), with a did-you-mean', 'kinds': ['accelerate', 'deepspeed', 'kube', 'torchtitan'], 'calls': [], 'file': True, 'job': False},
     ]},
     'cfg.cfg002_invalid_config_value': {'source': '1681:3b8d3c3c', 'rules': [
@@ -29,7 +29,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg005_duplicate_key': {'source': '4982:563cc6b6', 'rules': [
         {'class': 'DuplicateKey', 'code': 'CFG005', 'name': 'duplicate-key', 'severity': 'error', 'summary': 'A key repeated in one JSON/YAML mapping', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'megatron_yaml', 'nanotron', 'nemo', 'neox'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'cfg.cfg006_unknown_megatron_argument': {'source': '7989:b0decafa', 'rules': [
+    'cfg.cfg006_unknown_megatron_argument': {'source': '9325:a0f3e6f5', 'rules': [
         {'class': 'UnknownMegatronArgument', 'code': 'CFG006', 'name': 'unknown-megatron-argument', 'severity': 'error', 'summary': "A flag on a Megatron command line that Megatron's argument parser does not accept.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
     'cfg.cfg007_conflicting_deepspeed_settings': {'source': '6905:d43a706c', 'rules': [
@@ -44,7 +44,7 @@ MODULES: dict[str, dict] = {
     'ckp.ckp001_unguarded_checkpoint_save': {'source': '10752:cfe84038', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
-    'ckp.ckp002_load_without_map_location': {'source': '9115:21a441da', 'rules': [
+    'ckp.ckp002_load_without_map_location': {'source': '9563:8791d6d1', 'rules': [
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
     'dat.dat001_missing_distributed_sampler': {'source': '6902:39943e5b', 'rules': [
@@ -53,7 +53,7 @@ MODULES: dict[str, dict] = {
     'dat.dat002_sampler_set_epoch_missing': {'source': '11078:2c3c2a53', 'rules': [
         {'class': 'SamplerSetEpochMissing', 'code': 'DAT002', 'name': 'sampler-set-epoch-missing', 'severity': 'warning', 'summary': 'a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'dat.dat003_sampler_with_shuffle': {'source': '3002:ce44df4d', 'rules': [
+    'dat.dat003_sampler_with_shuffle': {'source': '3361:c9d7832f', 'rules': [
         {'class': 'SamplerWithShuffle', 'code': 'DAT003', 'name': 'sampler-with-shuffle', 'severity': 'error', 'summary': 'DataLoader(sampler=..., shuffle=True) raises at construction', 'kinds': ['python'], 'calls': ['dataloader'], 'file': True, 'job': False},
     ]},
     'dat.dat004_double_sharding': {'source': '6489:61e5871b', 'rules': [
@@ -62,7 +62,7 @@ MODULES: dict[str, dict] = {
     'dat.dat005_sampler_seed_per_rank': {'source': '5437:73d2b864', 'rules': [
         {'class': 'SamplerSeedPerRank', 'code': 'DAT005', 'name': 'sampler-seed-per-rank', 'severity': 'warning', 'summary': "a shuffling DistributedSampler seeded with the rank, so the ranks' shards overlap", 'kinds': ['python'], 'calls': ['distributed_sampler'], 'file': True, 'job': False},
     ]},
-    'ddp.ddp001_find_unused_parameters': {'source': '27499:9e4f293c', 'rules': [
+    'ddp.ddp001_find_unused_parameters': {'source': '27986:e6728420', 'rules': [
         {'class': 'FindUnusedParameters', 'code': 'DDP001', 'name': 'find-unused-parameters', 'severity': 'warning', 'summary': 'find_unused_parameters=True on a model whose forward provably uses every parameter (warning), or with nothing that shows it is needed (an info hint)', 'kinds': ['hftrainargs', 'jobspec', 'lightning_cli', 'nemo', 'python'], 'calls': ['ddp'], 'file': True, 'job': True},
     ]},
     'ddp.ddp002_global_rank_as_device': {'source': '13700:b72f8793', 'rules': [
@@ -89,7 +89,7 @@ MODULES: dict[str, dict] = {
     'env.env004_cuda_device_max_connections': {'source': '7822:c2eaa4ee', 'rules': [
         {'class': 'CudaDeviceMaxConnections', 'code': 'ENV004', 'name': 'cuda-device-max-connections', 'severity': 'warning', 'summary': 'Megatron with TP > 1 or CP > 1 launched without CUDA_DEVICE_MAX_CONNECTIONS=1.', 'kinds': ['kube', 'shell'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'env.env005_unknown_nccl_variable': {'source': '24086:616459e0', 'rules': [
+    'env.env005_unknown_nccl_variable': {'source': '24715:ac7149f9', 'rules': [
         {'class': 'UnknownNcclVariable', 'code': 'ENV005', 'name': 'unknown-nccl-variable', 'severity': 'warning', 'summary': 'An NCCL_*/TORCH_NCCL_* variable that NCCL and PyTorch do not know (a typo), with a did-you-mean.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'lay.lay001_parallel_product_mismatch': {'source': '14935:2ca154e7', 'rules': [
@@ -140,7 +140,7 @@ MODULES: dict[str, dict] = {
     'lch.lch003_double_launch': {'source': '3587:2a938339', 'rules': [
         {'class': 'DoubleLaunch', 'code': 'LCH003', 'name': 'double-launch', 'severity': 'error', 'summary': 'srun/mpirun starts several tasks per node and each task is a launcher that forks workers.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch004_deprecated_launcher': {'source': '1940:b29ad0b4', 'rules': [
+    'lch.lch004_deprecated_launcher': {'source': '4513:5db2a033', 'rules': [
         {'class': 'DeprecatedLauncher', 'code': 'LCH004', 'name': 'deprecated-launcher', 'severity': 'warning', 'summary': 'python -m torch.distributed.launch is deprecated; use torchrun.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'lch.lch005_pytorchjob_master_replicas': {'source': '2746:0ac67d6e', 'rules': [

@@ -168,6 +168,11 @@ def check_rule_class(cls: type[Rule]) -> list[str]:
     heads = re.findall(r"^## (.+?)\s*$", inspect.cleandoc(cls.doc or ""), re.M)
     if tuple(heads) != DOC_SECTIONS:
         problems.append(f"{cls.code}: doc sections {heads} != {list(DOC_SECTIONS)}")
+    safety = getattr(cls, "fix_safety", "")
+    if safety not in ("", "safe", "unsafe", "sometimes"):
+        problems.append(f"{cls.code}: fix_safety {safety!r} is not safe, unsafe, sometimes or empty")
+    elif safety and (getattr(cls, "apply_fix", None) is getattr(Rule, "apply_fix") or not getattr(cls, "fix_doc", "")):
+        problems.append(f"{cls.code}: fix_safety {safety!r} without its own apply_fix and fix_doc")
     return problems
 
 

@@ -206,6 +206,22 @@ def _not_analysed_fix(reason: str) -> str:
     return "exclude the file (`exclude` in the configuration)"
 
 
+def _declared_python(display: str, raw: bytes) -> str | None:
+    """The text of a Python file that is not UTF-8 but declares its encoding (PEP 263:
+    ``# -*- coding: latin-1 -*-`` on its first or second line), as Python decodes it; None for
+    any other file, or when the declared encoding does not decode it either."""
+    if not display.endswith((".py", ".pyi")) or b"coding" not in raw[:1024]:
+        return None
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding) if encoding not in ("utf-8", "utf-8-sig") else None
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
+
+
 def _escaped_byte(text: str) -> int | None:
     """Where standard input, decoded with ``surrogateescape``, held its first byte that is not
     UTF-8 (a lone surrogate from ``\udc80`` to ``\udcff``); None when it was all UTF-8."""
@@ -449,7 +465,9 @@ class Runner:
             try:
                 text, decode_error = raw.decode("utf-8"), None
             except UnicodeDecodeError as exc:
-                text, decode_error = raw.decode("utf-8", errors="replace"), exc
+                text, decode_error = _declared_python(display, raw), None
+                if text is None:
+                    text, decode_error = raw.decode("utf-8", errors="replace"), exc
             if text.startswith("\ufeff"):
                 text = text[1:]
         try:

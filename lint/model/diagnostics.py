@@ -88,14 +88,46 @@ class Related(FrozenRecord):
         return cls(span.path, span.line, message, span.column)
 
 
+class Fix(FrozenRecord):
+    """A fix a finding proposes: ``title`` says the edit ("remove shuffle=True"), ``safe``
+    whether ``--fix`` makes it without ``--unsafe-fixes``, ``data`` what the rule's edit needs
+    (a keyword, a new name or value; empty when the span says all)."""
+
+    _fields = ("title", "safe", "data")
+    title: Final[str]
+    safe: Final[bool]
+    data: Final[str]
+
+    def __init__(self, title: str, safe: bool = True, data: str = "") -> None:
+        self.title = title
+        self.safe = safe
+        self.data = data
+
+
+class Edit(FrozenRecord):
+    """One replacement in a text: characters ``[start, end)`` become ``text``."""
+
+    _fields = ("start", "end", "text")
+    start: Final[int]
+    end: Final[int]
+    text: Final[str]
+
+    def __init__(self, start: int, end: int, text: str) -> None:
+        self.start = start
+        self.end = end
+        self.text = text
+
+
 class Diagnostic(FrozenRecord):
-    _fields = ("code", "name", "severity", "message", "span", "related")
+    _fields = ("code", "name", "severity", "message", "span", "related", "fix")
     code: Final[str]
     name: Final[str]
     severity: Final[Severity]
     message: Final[str]
     span: Final[Span]
     related: Final[tuple[Related, ...]]
+    #: the fix the rule proposes (:mod:`parallint.model.fixes` makes it), only when asked for
+    fix: Final[Fix | None]
 
     def __init__(
         self,
@@ -105,6 +137,7 @@ class Diagnostic(FrozenRecord):
         message: str,
         span: Span,
         related: tuple[Related, ...] = (),
+        fix: Fix | None = None,
     ) -> None:
         self.code = code
         self.name = name
@@ -112,6 +145,7 @@ class Diagnostic(FrozenRecord):
         self.message = message
         self.span = span
         self.related = related
+        self.fix = fix
 
     @property
     def path(self) -> str:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any, Iterable, Iterator
 
     from parallint.model.diagnostics import Diagnostic
+    from parallint.model.diagnostics import Fix
     from parallint.model.facts import FileFacts
     from parallint.model.job import Job
     from parallint.model.rule import Context
@@ -139,15 +140,18 @@ def job_view(job: "Job", config: dict[str, Any] | None = None) -> View:
 
 
 class Finding(EqRecord):
-    _fields = ("at", "message", "others")
+    _fields = ("at", "message", "others", "fix")
     at: Value  # where it is reported
     message: str
     others: list[tuple[Value | None, str]]  # related values
+    fix: Fix | None  # the fix it proposes (parallint.model.fixes)
 
-    def __init__(self, at: Value, message: str, others: list[tuple[Value | None, str]] | None = None) -> None:
+    def __init__(self, at: Value, message: str, others: list[tuple[Value | None, str]] | None = None,
+                 fix: Fix | None = None) -> None:
         self.at = at
         self.message = message
         self.others = [] if others is None else others
+        self.fix = fix
 
     def involved(self) -> list[Value]:
         return [self.at] + [v for v, _ in self.others if v is not None]
@@ -172,7 +176,7 @@ class FactRule(Rule):
             seen.add(key)
             related = [Related.at(v.span, msg) for v, msg in fd.others if v is not None and v.span is not None
                        and v.span != fd.at.span]
-            yield self.report(fd.at.span, fd.message, related)
+            yield self.report(fd.at.span, fd.message, related, fix=fd.fix)
 
     def check_file(self, f: "FileFacts", ctx: "Context") -> Iterator[Diagnostic]:
         config = getattr(ctx, "config", {}) or {}

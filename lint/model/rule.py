@@ -33,6 +33,7 @@ from parallint.util.record import EqRecord, FrozenRecord
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
     from typing import ClassVar, Final, Iterable, Sequence
+    from parallint.model.diagnostics import Fix
     from parallint.model.facts import FileFacts
     from parallint.model.job import Job
     from pathlib import Path
@@ -144,12 +145,23 @@ class Rule:
     facts: ClassVar[frozenset[str]] = frozenset()
     valid: ClassVar[Sequence[Example]] = ()
     invalid: ClassVar[Sequence[Example]] = ()
+    #: the rule's automatic fix (:mod:`parallint.model.fixes`): "safe" (``check --fix`` makes
+    #: it), "unsafe" (only with ``--unsafe-fixes``), "sometimes" (safe in some findings, unsafe in
+    #: others: each finding's :class:`~parallint.model.fixes.Fix` says), or "" (none)
+    fix_safety: ClassVar[str] = ""
+    #: how the fix reads in ``parallint rule CODE`` and the docs (one sentence)
+    fix_doc: ClassVar[str] = ""
 
     def check_file(self, f: "FileFacts", ctx: "Context") -> Iterable[Diagnostic]:
         return ()
 
     def check_job(self, job: "Job", ctx: "Context") -> Iterable[Diagnostic]:
         return ()
+
+    def apply_fix(self, diag: Diagnostic, text: str) -> str | None:
+        """``text`` (the current contents of ``diag``'s file) with the finding's fix made, or None
+        where it cannot be made exactly (see :mod:`parallint.model.fixes`)."""
+        return None
 
     # helpers -------------------------------------------------------------------------------
     def report(
@@ -158,9 +170,10 @@ class Rule:
         message: str,
         related: Iterable[Related] = (),
         severity: Severity | None = None,
+        fix: Fix | None = None,
     ) -> Diagnostic:
         return Diagnostic(
-            self.code, self.name, severity or self.severity, message, span, tuple(related)
+            self.code, self.name, severity or self.severity, message, span, tuple(related), fix
         )
 
     @classmethod
@@ -195,7 +208,14 @@ class Rule:
         example = cls.render_example(findings)
         if example:
             doc = _replace_section(doc, "Example", example)
+        if cls.fix_safety:  # the last section is "How to fix"
+            doc += f"\n\nAutomatic fix ({FIX_LABELS[cls.fix_safety]}): {cls.fix_doc}"
         return head + doc + "\n"
+
+
+#: how ``parallint rule`` and the docs name a rule's fix_safety
+FIX_LABELS = {"safe": "safe, `check --fix`", "unsafe": "unsafe, `check --fix --unsafe-fixes`",
+              "sometimes": "safe or unsafe by finding"}
 
 
 _FENCE = {".py": "python", ".sh": "bash", ".bash": "bash", ".sbatch": "bash", ".slurm": "bash",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from parallint.model.diagnostics import Severity
 from parallint.model.factrule import FactRule, Finding, View
 from parallint.model.facts import known_int
+from parallint.model.fixes import Fix, span_range, syntax_of
 from parallint.model.rule import Example
 from parallint.model.world import dp_size
 from parallint.rules.bat._common import _multiple
@@ -45,6 +46,9 @@ class DeepspeedBatchIdentity(FactRule):
     })
     name = "deepspeed-batch-identity"
     severity = Severity.ERROR
+    fix_safety = "unsafe"
+    fix_doc = ("`--unsafe-fixes` sets `train_batch_size` in the config to micro batch × gradient accumulation × "
+               "data-parallel size when all three are known: the global batch (and so the training) changes.")
     summary = "DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size"
     doc = """
     ## What it does
@@ -74,6 +78,17 @@ class DeepspeedBatchIdentity(FactRule):
         Example(_ds(30, 4), filename="ds_config.json", line=2),
     )
 
+    def apply_fix(self, diag, text):
+        """The number in the JSON or YAML config replaced (a value on a launch line or in a variable
+        may be used elsewhere: not fixed)."""
+        old, _, new = diag.fix.data.partition(" ")
+        if syntax_of(diag.span.path) not in (None, "yaml"):
+            return None
+        r = span_range(text, syntax_of(diag.span.path), diag.span)
+        if r is None or text[r[0]:r[1]] != old:
+            return None
+        return text[:r[0]] + new + text[r[1]:]
+
     def findings(self, view: View):
         if not view.fw("deepspeed", "neox"):
             return
@@ -92,7 +107,9 @@ class DeepspeedBatchIdentity(FactRule):
             if mb is not None and ga is not None:
                 if mb * ga * dp != tb:
                     yield Finding(tb_v, f"train_batch_size {tb} != micro batch {mb} × gradient accumulation "
-                                        f"{ga} × data-parallel size {dp} = {mb * ga * dp}; {_batch_fix(tb, mb, ga, dp)}", rel + dp_rel)
+                                        f"{ga} × data-parallel size {dp} = {mb * ga * dp}; {_batch_fix(tb, mb, ga, dp)}", rel + dp_rel,
+                                  fix=Fix(f"set train_batch_size to {mb * ga * dp}", safe=False,
+                                          data=f"{tb} {mb * ga * dp}"))
                 return
             known = mb if mb is not None else ga
             if known is not None and tb % (known * dp):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from parallint.model.diagnostics import Span
+from parallint.model.fixes import Fix, replace_at
 from parallint.model.rule import Rule
 from parallint.model.scalars import unknown_reason
 
@@ -68,6 +69,12 @@ def _dotted(path) -> str:
 
 def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
     """('unknown' | 'invalid', span, message) for one positioned tree."""
+    for kind, span, msg, _fix in schema_findings(tree, schema_name):
+        yield kind, span, msg
+
+
+def schema_findings(tree, schema_name: str) -> Iterator[tuple[str, Span, str, Fix | None]]:
+    """('unknown' | 'invalid', span, message, the fix it proposes) for one positioned tree."""
     from parallint.model.schemacheck import settles
 
     schema = load_schema(schema_name)
@@ -79,10 +86,10 @@ def schema_problems(tree, schema_name: str) -> Iterator[tuple[str, Span, str]]:
     validator = Draft202012Validator(schema)
     seen: set = set()
     for err in validator.iter_errors(instance):
-        for kind, span, msg in _explain(err, tree, unknown_reason):
+        for kind, span, msg, fix in _explain(err, tree, unknown_reason):
             if (kind, span) not in seen:
                 seen.add((kind, span))
-                yield kind, span, msg
+                yield kind, span, msg, fix
 
 
 def _unreported_extra_key(key: str, known: list, schema: dict) -> bool:
@@ -114,7 +121,10 @@ def _explain(err, tree, unknown_reason):
             hint = (f"; rename it to '{guess[0]}'" if guess else
                     "; remove it or correct its name (`parallint rule CFG001` names the framework's schema)")
             what = "silently ignored" if not strict else "rejected"
-            yield "unknown", span, f"unknown key '{key}' in {where} ({what} by the framework){hint}"
+            fix = None
+            if guess and guess[0] not in err.instance:  # a rename onto a key already there would repeat it
+                fix = Fix(f"rename '{key}' to '{guess[0]}'", safe=False, data=f"{key}\x00{guess[0]}")
+            yield "unknown", span, f"unknown key '{key}' in {where} ({what} by the framework){hint}", fix
         return
     if err.validator in ("anyOf", "oneOf", "allOf") and err.context:
         # a composite failed; explain with the instance itself
@@ -158,7 +168,7 @@ def _explain(err, tree, unknown_reason):
         msg = f"{key} = {inst!r}; set it to {_a(t) if isinstance(t, str) else ' or '.join(_a(x) for x in t)}"
     else:
         msg = f"{key}: {err.message}; fix the value"
-    yield "invalid", node.span, msg
+    yield "invalid", node.span, msg, None
 
 
 def _a(kind: str) -> str:
@@ -175,12 +185,17 @@ class _SchemaRule(Rule):
     def check_file(self, f, ctx):
         for tree, name in _trees(f):
             try:
-                problems = list(schema_problems(tree, name))
+                problems = list(schema_findings(tree, name))
             except RecursionError:
                 continue
-            for kind, span, msg in problems:
+            for kind, span, msg, fix in problems:
                 if kind == self._which:
-                    yield self.report(span, msg)
+                    yield self.report(span, msg, fix=fix)
+
+    def apply_fix(self, diag, text):
+        """The key renamed: only the characters of its name change (quotes and all else kept)."""
+        old, _, new = diag.fix.data.partition("\x00")
+        return replace_at(text, diag.span.path, diag.span, old, new)
 
 
 def _megatron_command(job):

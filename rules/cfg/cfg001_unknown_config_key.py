@@ -13,6 +13,9 @@ class UnknownConfigKey(_SchemaRule):
     severity = Severity.WARNING
     summary = "A config key the framework does not know (ignored or rejected), with a did-you-mean"
     _which = "unknown"
+    fix_safety = "unsafe"
+    fix_doc = ("`--unsafe-fixes` renames a key to the one known key it is a close misspelling of (only the "
+               "name's characters change); the key may have been meant for another version or framework.")
     doc = """
     ## What it does
     Validates DeepSpeed configs, accelerate configs, torchtitan TOML job configs and Kubeflow

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.fixes import Fix, span_range, syntax_of
 from parallint.model.rule import Example, Rule
 from parallint.rules.cfg._common import _megatron_command
 
@@ -23,6 +26,9 @@ class UnknownMegatronArgument(Rule):
     severity = Severity.ERROR
     summary = "A flag on a Megatron command line that Megatron's argument parser does not accept."
     kinds = frozenset()
+    fix_safety = "sometimes"
+    fix_doc = ("`--fix` writes the new spelling of a flag Megatron renamed (or whose validation names its "
+               "replacement); a did-you-mean rename of a misspelt flag is unsafe (`--unsafe-fixes`).")
     facts = frozenset({"framework"})
     doc = """
     ## What it does
@@ -151,13 +157,14 @@ class UnknownMegatronArgument(Rule):
             if raw in table.known:
                 if raw in table.rejected:
                     yield self.report(fw.span, f"{raw} is no longer valid in {table.what}: argparse accepts it but "
-                                               f"the validation stops at start-up; use {table.rejected[raw]}")
+                                               f"the validation stops at start-up; use {table.rejected[raw]}",
+                                      fix=_rename(raw, table.rejected[raw], safe=True))
                 continue
             if raw in table.renamed:
                 new = table.renamed[raw]
                 hint = f"use {new}" if new else "drop it"
                 yield self.report(fw.span, f"{raw} was removed from {table.what}: argparse stops at start-up "
-                                           f"(unrecognized arguments); {hint}")
+                                           f"(unrecognized arguments); {hint}", fix=_rename(raw, new, safe=True))
                 continue
             if raw not in suggested and len(suggested) < MAX_SUGGESTIONS:
                 import difflib
@@ -166,4 +173,24 @@ class UnknownMegatronArgument(Rule):
             close = suggested.get(raw)
             hint = f"; rename it to {close[0]}" if close else "; remove it or add it to the script's own parser"
             yield self.report(fw.span, f"{raw} is not an argument of {table.what} or of the script: argparse "
-                                       f"stops at start-up (unrecognized arguments){hint}")
+                                       f"stops at start-up (unrecognized arguments){hint}",
+                              fix=_rename(raw, close[0], safe=False) if close else None)
+
+    def apply_fix(self, diag, text):
+        old, _, new = diag.fix.data.partition(" ")
+        r = span_range(text, syntax_of(diag.span.path), diag.span)
+        m = _FLAG_AT.match(text, r[0]) if r is not None else None
+        if m is None or m.group(0) != old or not new:
+            return None  # the text is not what the finding saw
+        return text[:m.start()] + new + text[m.end():]
+
+
+#: a flag as written on a launch line, up to its `=value` or the next blank
+_FLAG_AT = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def _rename(old: str, new: str, safe: bool):
+    """The fix that writes ``new`` for the flag ``old`` (None when the replacement is not one flag)."""
+    if not _FLAG_AT.fullmatch(new or ""):
+        return None
+    return Fix(f"rename {old} to {new}", safe=safe, data=f"{old} {new}")

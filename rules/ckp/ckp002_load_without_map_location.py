@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.fixes import Fix, add_keyword
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Script, script_of
 from parallint.rules.ckp._common import _PY, per_rank_path, reaches_state_load
@@ -53,6 +54,9 @@ class LoadWithoutMapLocation(Rule):
     name = "load-without-map-location"
     severity = Severity.WARNING
     summary = "torch.load without map_location in a distributed script"
+    fix_safety = "unsafe"
+    fix_doc = ("`--unsafe-fixes` adds `map_location=\"cpu\"` to the call: the tensors then load on the CPU, "
+               "and code that expects them on a GPU must move them.")
     kinds = _PY
     doc = """
     ## What it does
@@ -197,4 +201,8 @@ class LoadWithoutMapLocation(Rule):
                 c.span,
                 "torch.load() without map_location: every rank restores the tensors onto the GPU "
                 "they were saved from (usually cuda:0); pass map_location=\"cpu\" or the local device",
+                fix=Fix('pass map_location="cpu"', safe=False, data='"cpu"'),
             )
+
+    def apply_fix(self, diag, text):
+        return add_keyword(text, diag.span, "map_location", diag.fix.data)

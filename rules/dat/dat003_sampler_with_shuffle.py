@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.fixes import Fix, drop_keyword
 from parallint.model.rule import Example, Rule
 from parallint.model.script import script_of
 from parallint.rules.dat._common import _PY, _passed_not_none
@@ -17,6 +18,8 @@ class SamplerWithShuffle(Rule):
     severity = Severity.ERROR
     summary = "DataLoader(sampler=..., shuffle=True) raises at construction"
     kinds = _PY
+    fix_safety = "safe"
+    fix_doc = "`--fix` removes `shuffle=True` from the call (the sampler already decides the order)."
     doc = """
     ## What it does
     Flags a `DataLoader` given both a sampler (or batch sampler) and `shuffle=True`.
@@ -73,5 +76,9 @@ class SamplerWithShuffle(Rule):
                         s.arg_span(c, "shuffle", 2),
                         f"DataLoader got both {kw}= and shuffle=True: PyTorch raises \"{kw} option is "
                         "mutually exclusive with shuffle\"; remove shuffle=True (let the sampler shuffle)",
+                        fix=Fix("remove shuffle=True", safe=True, data="shuffle"),
                     )
                     break
+
+    def apply_fix(self, diag, text):
+        return drop_keyword(text, diag.span, diag.fix.data)

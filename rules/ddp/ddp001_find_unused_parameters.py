@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from parallint.model.diagnostics import Diagnostic, Severity
+from parallint.model.fixes import Fix, drop_keyword
 from parallint.model.rule import Example, Rule
 from parallint.rules.ddp._common import _PY
 
@@ -234,6 +235,9 @@ class FindUnusedParameters(Rule):
                "or with nothing that shows it is needed (an info hint)")
     #: the warning needs the model, which only a script shows; the hint reads the flag in every spelling
     kinds = _PY | frozenset({"hftrainargs", "lightning_cli", "nemo", "jobspec"})
+    fix_safety = "safe"
+    fix_doc = ("`--fix` removes `find_unused_parameters=True` where the warning proves every parameter is used; "
+               "the info hint has no fix (only a run shows whether the flag is needed).")
     doc = """
     ## What it does
     Reads `find_unused_parameters=True` in every spelling: `DistributedDataParallel(...)`,
@@ -443,6 +447,7 @@ class FindUnusedParameters(Rule):
                     f"find_unused_parameters=True, but the model DDP wraps is {what} built here: every "
                     "parameter takes part in each forward pass, so DDP searches the autograd graph after "
                     "every step for nothing and delays the gradient all-reduce; remove find_unused_parameters=True",
+                    fix=Fix("remove find_unused_parameters=True", safe=True, data="find_unused_parameters"),
                 )
         on = [v for v in f.facts.known("ddp.find_unused_parameters")
               if v.value is True and v.span is not None and v.span.path == f.path
@@ -475,6 +480,9 @@ class FindUnusedParameters(Rule):
                 if _comment_near(root_text, v.span.line, python=False):
                     continue
                 yield self._hint(v)
+
+    def apply_fix(self, diag, text):
+        return drop_keyword(text, diag.span, diag.fix.data)
 
     def _hint(self, v) -> Diagnostic:
         return self.report(

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.facts import Value
+from parallint.model.fixes import Fix, replace_at
 from parallint.model.launches import (
     LAUNCH_FILE_KINDS, launches,
 )
@@ -265,6 +266,9 @@ class UnknownNcclVariable(Rule):
     severity = Severity.WARNING
     summary = "An NCCL_*/TORCH_NCCL_* variable that NCCL and PyTorch do not know (a typo), with a did-you-mean."
     kinds = LAUNCH_FILE_KINDS
+    fix_safety = "unsafe"
+    fix_doc = ("`--unsafe-fixes` renames the variable to the documented one it is a close misspelling of; "
+               "NCCL then acts on it, which changes how the job communicates.")
     doc = """
     ## What it does
     Reports an `NCCL_*` or `TORCH_NCCL_*` variable assigned in a launch file (shell, Makefile,
@@ -338,4 +342,10 @@ class UnknownNcclVariable(Rule):
             close = difflib.get_close_matches(name, list(pool), n=1, cutoff=0.88)
             if not close or _edit_distance(name, close[0]) > 2:
                 continue
-            yield self.report(v.span, f"{name} is not a variable NCCL or PyTorch reads; rename it to {close[0]}")
+            yield self.report(v.span, f"{name} is not a variable NCCL or PyTorch reads; rename it to {close[0]}",
+                              fix=Fix(f"rename {name} to {close[0]}", safe=False, data=f"{name} {close[0]}"))
+
+    def apply_fix(self, diag, text):
+        """The variable renamed where the finding points (only its name's characters change)."""
+        old, _, new = diag.fix.data.partition(" ")
+        return replace_at(text, diag.span.path, diag.span, old, new)
