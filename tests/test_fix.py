@@ -306,3 +306,81 @@ def test_fix_keeps_the_program_but_the_fix(tmp_path, monkeypatch, seed):
     assert after.startswith(b"\xef\xbb\xbf") == raw.startswith(b"\xef\xbb\xbf")
     assert not _check(Path("t.py")) or len(fixed) < len(diags), what  # the finding is gone
     assert os.stat(f).st_mode & 0o777 == 0o751  # the file's mode kept
+
+
+def _apply_sarif(text: str, region: dict, new: str) -> str:
+    """A SARIF replacement applied (lines at LF, CRLF or CR; columns in code points)."""
+    import re
+
+    starts = [0] + [m.end() for m in re.finditer("\r\n|[\n\r]", text)]
+    a = starts[region["startLine"] - 1] + region["startColumn"] - 1
+    b = starts[region["endLine"] - 1] + region["endColumn"] - 1
+    return text[:a] + new + text[b:]
+
+
+def test_sarif_carries_the_fixes(tmp_path):
+    """Each fixable finding's SARIF result has the replacement --fix makes (safe and unsafe ones,
+    the unsafe ones said so); applied, they give the file --fix --unsafe-fixes writes."""
+    ex = _copy_examples(tmp_path)
+    res = run_cli("check", "--no-cache", "--format", "sarif", "autofix", cwd=ex)
+    results = json.loads(res.stdout)["runs"][0]["results"]
+    with_fix = {r["ruleId"]: r["fixes"][0] for r in results if "fixes" in r}
+    assert set(with_fix) == {"CFG001", "ENV005", "LCH004", "CKP002", "DAT003"}
+    assert "unsafe" in with_fix["CKP002"]["description"]["text"]
+    assert "unsafe" not in with_fix["DAT003"]["description"]["text"]
+    texts = {}
+    for r in sorted(results, key=lambda r: (-r["locations"][0]["physicalLocation"]["region"]["startLine"])):
+        for change in r.get("fixes", [{}])[0].get("artifactChanges", []):
+            name = change["artifactLocation"]["uri"]
+            texts.setdefault(name, (ex / name).read_text())
+            for rep in change["replacements"]:
+                texts[name] = _apply_sarif(texts[name], rep["deletedRegion"], rep["insertedContent"]["text"])
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "autofix", cwd=ex)
+    for name, text in texts.items():
+        assert text == (ex / name).read_text(), name
+
+
+# ------------------------------------------------- property test: span edits in other formats
+def _config(rng: random.Random) -> tuple[str, str, str]:
+    """(file name, text, description) of a DeepSpeed JSON or a launch script with fixable findings,
+    written with odd line breaks, blanks, a BOM or no final newline."""
+    brk = rng.choice(["\n", "\r\n", "\r"])
+    if rng.random() < 0.5:
+        keys = ['"train_micro_batch_size_per_gpu": 2', '"gradient_accumulation_step": 4',
+                '"optimizer":\t{"type": "AdamW",' + brk + '   "params": {"lr": 1e-4}}', '"bf16": {"enabled": true}']
+        rng.shuffle(keys)
+        sep = rng.choice([", ", "," + brk + "  ", "," + brk + "\t"])
+        text = "{" + brk + "  " + sep.join(keys) + brk + "}" + (brk if rng.random() < 0.7 else "")
+        if rng.random() < 0.3:
+            text = "\ufeff" + text
+        return "ds_config.json", text, f"json {brk!r} {sep!r}"
+    brk = brk if brk != "\r" else "\n"  # a shell reads a CR-only script as one line (a comment here)
+    lines = ["#!/bin/bash", "export NCCL_SOCKET_IFNAM=eth0" + rng.choice(["", "  # the NIC", "\t"]),
+             rng.choice(["", "# the launch", "\x0c"]),
+             "python -m torch.distributed.launch --nproc_per_node=2 --use_env" + rng.choice([" \\" + brk + "    ", " "])
+             + "train.py --lr 1e-4" + rng.choice(["", " &&" + brk + "echo done"])]
+    text = brk.join(lines) + (brk if rng.random() < 0.7 else "")
+    return "run.sh", text, f"shell {brk!r} {lines!r}"
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_span_fixes_change_only_the_value(tmp_path, seed):
+    """A key, a variable or a launcher renamed: the file still parses (JSON) or is the old text
+    with only those characters replaced (every line break and blank kept), and the findings go."""
+    rng = random.Random(seed)
+    name, text, what = _config(rng)
+    write_tree(tmp_path, {".git/x": ""})
+    f = tmp_path / name
+    f.write_bytes(text.encode())
+    before = _codes(tmp_path, name)
+    assert set(before) & {"CFG001", "ENV005", "LCH004"}, (before, what)
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", name, cwd=tmp_path)
+    after = f.read_bytes().decode()
+    if name.endswith(".json"):
+        json.loads(after.lstrip("\ufeff"))
+        assert after == text.replace('"gradient_accumulation_step"', '"gradient_accumulation_steps"'), what
+    else:
+        expected = text.replace("NCCL_SOCKET_IFNAM=", "NCCL_SOCKET_IFNAME=").replace(
+            "python -m torch.distributed.launch --nproc_per_node=2 --use_env", "torchrun --nproc_per_node=2")
+        assert after == expected, what
+    assert not set(_codes(tmp_path, name)) & {"CFG001", "ENV005", "LCH004"}, what

@@ -81,11 +81,16 @@ async def test_cross_file_diagnostics_follow_unsaved_edits(client: LanguageClien
     diags = await _published(client, ds.as_uri())
     assert [d.code for d in diags] == ["BAT001"] and "16" in diags[0].message
 
-    # the quick fix is not offered in JSON (no comments); in the script it writes a noqa
+    # no noqa in JSON (no comments); the fix is offered, unsafe (it changes the global batch),
+    # and computed on the unsaved buffer of the config with the unsaved launch line's 16 GPUs
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=ds.as_uri()),
         range=diags[0].range, context=types.CodeActionContext(diagnostics=list(diags))))
-    assert not actions
+    (fix,) = actions
+    assert fix.title.startswith("Fix BAT001: set train_batch_size to 128") and "unsafe" in fix.title
+    assert not fix.is_preferred
+    (edit,) = fix.edit.changes[ds.as_uri()]
+    assert _apply(fixed, edit) == fixed.replace('"train_batch_size": 64', '"train_batch_size": 128')
 
 
 @pytest.mark.asyncio
@@ -100,9 +105,36 @@ async def test_code_action_adds_noqa(client: LanguageClient):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=script.as_uri()),
         range=d.range, context=types.CodeActionContext(diagnostics=[d])))
-    (action,) = actions
+    (action,) = [a for a in actions if "noqa" in a.title]
     (edit,) = action.edit.changes[script.as_uri()]
     assert edit.new_text.endswith("find_unused_parameters=True)  # noqa: DDP001")
+
+
+@pytest.mark.asyncio
+async def test_code_action_makes_the_fix(client: LanguageClient):
+    """The fix `check --fix` makes is offered as a code action, in UTF-16 columns (an emoji on
+    the line), and applying it removes the finding; an unsafe fix says so and is not preferred."""
+    import ast
+
+    script = WORK / "loader.py"
+    text = ("import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+            "tag = '\U0001F600'; loader = DataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)\n")
+    script.write_text(text)
+    _open(client, script, lang="python")
+    diags = await _published(client, script.as_uri())
+    (d,) = [d for d in diags if d.code == "DAT003"]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=script.as_uri()),
+        range=d.range, context=types.CodeActionContext(diagnostics=[d])))
+    (fix,) = [a for a in actions if a.title.startswith("Fix DAT003")]
+    assert fix.is_preferred and "unsafe" not in fix.title
+    (edit,) = fix.edit.changes[script.as_uri()]
+    after = _apply(text, edit)
+    assert after.endswith("tag = '\U0001F600'; loader = DataLoader(ds, sampler=DistributedSampler(ds))\n")
+    ast.parse(after)
+    client.diagnostics.clear()
+    _change(client, script, after, 2)
+    assert [x.code for x in await _published(client, script.as_uri())] == []
 
 
 def _analyses(client) -> int:
@@ -152,9 +184,10 @@ async def _quick_fix(client, script: Path, text: str) -> str:
     _open(client, script, text=text, lang="python")
     diags = await _published(client, script.as_uri())
     (d,) = [d for d in diags if d.code == "DDP001"]
-    (action,) = await client.text_document_code_action_async(types.CodeActionParams(
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=script.as_uri()),
         range=d.range, context=types.CodeActionContext(diagnostics=[d])))
+    (action,) = [a for a in actions if "noqa" in a.title]
     (edit,) = action.edit.changes[script.as_uri()]
     return _apply(text, edit)
 

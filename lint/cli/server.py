@@ -194,10 +194,40 @@ def _to_lsp(d, pos: "Positions | None" = None):
         rpos = types.Position(line=max(r.line - 1, 0), character=max(r.column - 1, 0) if hasattr(r, "column") else 0)
         related.append(types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri, range=types.Range(start=rpos, end=rpos)), message=r.message))
+    data = None
+    if d.fix is not None:  # what the code action needs to make the fix (sent back by the client)
+        data = {"fix": [d.fix.title, d.fix.safe, d.fix.data], "span": [s.line, s.column, s.end_line, s.end_column]}
     return types.Diagnostic(
         range=types.Range(start=start, end=end), message=d.message, severity=sev, code=d.code,
         source=SOURCE, code_description=types.CodeDescription(href=doc_uri(d.code)),
-        related_information=related or None,
+        related_information=related or None, data=data,
+    )
+
+
+def fix_action(diag, uri: str, path: Path, text: str, pos: "Positions"):
+    """The code action that makes the fix an LSP diagnostic of ours carries, or None (no fix, or
+    the text is no longer what the finding saw)."""
+    from lsprotocol import types
+
+    from parallint.model.diagnostics import Diagnostic, Fix, Severity, Span
+    from parallint.report.fixer import rule_edit
+
+    data = diag.data if isinstance(diag.data, dict) else None
+    try:
+        title, safe, extra = data["fix"]  # type: ignore[index]
+        line, column, end_line, end_column = (int(x) for x in data["span"])  # type: ignore[index]
+    except (TypeError, KeyError, ValueError):
+        return None
+    ours = Diagnostic(str(diag.code), "", Severity.INFO, diag.message, Span(str(path), line, column, end_line, end_column),
+                      fix=Fix(str(title), bool(safe), str(extra)))
+    e = rule_edit(ours, text)
+    if e is None:
+        return None
+    rng = types.Range(start=pos.lsp(e.start), end=pos.lsp(e.end))
+    return types.CodeAction(
+        title=f"Fix {diag.code}: {title}" + ("" if safe else " (unsafe: may change what the job does)"),
+        kind=types.CodeActionKind.QuickFix, diagnostics=[diag], is_preferred=bool(safe),
+        edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=e.text)]}),
     )
 
 
@@ -317,6 +347,9 @@ def make_server():
         for diag in params.context.diagnostics:
             if diag.source != SOURCE or not diag.code:
                 continue
+            fixed = fix_action(diag, params.text_document.uri, path, text, pos)
+            if fixed is not None:
+                actions.append(fixed)
             line = pos.syntax_line(diag.range.start.line)
             edit = noqa_edit(text, syntax, line, [str(diag.code)])
             if edit is None or not edit[1]:

@@ -30,6 +30,7 @@ _WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*")
 #: a template placeholder in value position (bounded, no backtracking across lines)
 _TEMPLATE = re.compile(r"\$\{[^{}\n]{1,200}\}|\{\{[^{}\n]{1,200}\}\}|<[A-Za-z_][A-Za-z0-9_.\- ]{0,100}>"
                        r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|@[A-Za-z_][A-Za-z0-9_]{0,100}@")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -48,7 +49,8 @@ class _Parser:
         self.i = 0
         self.path = path
         self.count = 0
-        self.starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        # lines as editors and the other readers count them: at LF, CRLF and a lone CR
+        self.starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
 
     # positions ----------------------------------------------------------------------------
     def pos(self, off: int) -> tuple[int, int]:
@@ -72,8 +74,8 @@ class _Parser:
             if c in " \t\r\n\ufeff":
                 self.i += 1
             elif c == "#" or s.startswith("//", self.i):
-                j = s.find("\n", self.i)
-                self.i = n if j < 0 else j + 1
+                m = _LINE_END.search(s, self.i)
+                self.i = n if m is None else m.end()
             elif s.startswith("/*", self.i):
                 j = s.find("*/", self.i + 2)
                 if j < 0:

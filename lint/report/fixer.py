@@ -133,6 +133,25 @@ def still_parses(path: str, before: str, after: str) -> bool:
     return ok(after) or not ok(before)
 
 
+def file_text(path: str, cwd: "Path") -> str | None:
+    """The text of a checked file as fixes read it (its declared encoding for Python); None for
+    a link, a file that is not regular, or one that does not decode."""
+    import os
+    from pathlib import Path
+
+    from parallint.engine.suppress import syntax_of
+    from parallint.report.noqa import _decode
+    from parallint.util.safeio import read_regular
+
+    p = Path(path)
+    p = p if p.is_absolute() else Path(cwd) / p
+    if os.path.islink(p):
+        return None
+    raw = read_regular(p)
+    got = _decode(raw, syntax_of(path)) if raw is not None else None
+    return got[0] if got is not None else None
+
+
 def plan(diags: "Iterable[Diagnostic]", cwd: "Path", unsafe: bool) -> list[FileFix]:
     """The fixes of ``diags`` per file, computed and checked, nothing written."""
     import os

@@ -236,6 +236,42 @@ def _location(path: str, line: int, column: int = 1, end_line: int = 0, end_colu
     return {"physicalLocation": {"artifactLocation": _uri(path, opts or Options()), "region": region}}
 
 
+def _sarif_fixes(diags: Sequence[Diagnostic], opts: Options) -> dict[int, dict]:
+    """SARIF ``fixes`` per finding that proposes one (id of the finding -> its fix object): the
+    replacement ``check --fix`` would make, in the file as it is now (none where it cannot)."""
+    wanted = [d for d in diags if d.fix is not None]
+    if not wanted:
+        return {}
+    import bisect
+
+    from parallint.model.fixes import line_starts, syntax_of
+    from parallint.report.fixer import file_text, rule_edit
+
+    texts: dict[str, str | None] = {}
+    out = {}
+    for d in wanted:
+        path = d.span.path
+        if path not in texts:
+            texts[path] = file_text(path, opts.cwd)
+        text = texts[path]
+        e = rule_edit(d, text) if text is not None else None
+        if e is None or text is None or d.fix is None:
+            continue
+        starts = line_starts(text, syntax_of(path))
+
+        (l1, c1), (l2, c2) = ((i + 1, off - starts[i] + 1) for off in (e.start, e.end)
+                              for i in (bisect.bisect_right(starts, off) - 1,))
+        out[id(d)] = {
+            "description": {"text": d.fix.title + ("" if d.fix.safe else " (unsafe: may change what the job does)")},
+            "artifactChanges": [{
+                "artifactLocation": _uri(path, opts),
+                "replacements": [{"deletedRegion": {"startLine": l1, "startColumn": c1, "endLine": l2, "endColumn": c2},
+                                  "insertedContent": {"text": e.text}}],
+            }],
+        }
+    return out
+
+
 def sarif(diags: Sequence[Diagnostic], rules: Sequence[type], opts: Options | None = None) -> dict:
     from parallint.report.baseline import fingerprints
 
@@ -257,6 +293,7 @@ def sarif(diags: Sequence[Diagnostic], rules: Sequence[type], opts: Options | No
             "properties": {"tags": [r.code.rstrip("0123456789")]},
         })
     results = []
+    fixes = _sarif_fixes(diags, opts)
     for d, fp in zip(diags, fingerprints(diags, opts.cwd, root)):
         s = d.span
         res = {
@@ -268,6 +305,8 @@ def sarif(diags: Sequence[Diagnostic], rules: Sequence[type], opts: Options | No
         }
         if d.code in index:
             res["ruleIndex"] = index[d.code]
+        if id(d) in fixes:
+            res["fixes"] = [fixes[id(d)]]
         if d.related:
             res["relatedLocations"] = [
                 {"id": i, **_location(r.path, r.line, r.column, opts=opts), "message": {"text": r.message}}
