@@ -257,7 +257,7 @@ def plan(
     raise typer.Exit(plan_main(list(paths or []), gpus, gpu, output_format, config.settings, extra=extra))
 
 
-@app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_interspersed_args": False})
 def preflight(
     command: List[str] = typer.Argument(None, help="The launch command, after '--' (e.g. -- torchrun --nnodes 2 ... train.py)."),
     exec_: bool = typer.Option(False, "--exec", help="When clean, replace parallint with the command (os.execvp): a drop-in prefix."),

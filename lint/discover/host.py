@@ -103,11 +103,18 @@ def _inside(path: str, root: str | None) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
+def _which(name: str) -> str | None:
+    """The program ``name`` as ``PATH`` finds it (``shutil.which`` without importing shutil)."""
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        p = os.path.join(d or ".", name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
 def start_nvidia_smi(repository: str | None = None) -> "tuple[Any, str]":
     """Start ``nvidia-smi --query-gpu`` (it runs while the command is read); (process or None, why not)."""
-    from shutil import which
-
-    exe = which("nvidia-smi")
+    exe = _which("nvidia-smi")
     if exe is None:
         return None, "nvidia-smi not on PATH"
     if _inside(exe, repository):
