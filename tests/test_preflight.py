@@ -277,3 +277,11 @@ def test_a_static_check_reads_the_command_behind_preflight(node):
                                      "pretrain_gpt.py --tensor-model-parallel-size 2\n"})
     p = run_cli("check", "run.sh", cwd=node.repo)
     assert p.returncode == 1 and _codes(p.stdout) == ["LAY001"], p.stdout + p.stderr
+
+
+def test_a_hanging_nvidia_smi_is_stopped_and_the_gpus_stay_unknown(node):
+    node._script("nvidia-smi", "sleep 60\n")
+    p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and "nvidia-smi took over 2 s (stopped)" in p.stdout, p.stdout + p.stderr
+    p = node.run("preflight", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr

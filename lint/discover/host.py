@@ -123,7 +123,7 @@ def start_nvidia_smi(repository: str | None = None) -> "tuple[Any, str]":
 
     try:
         proc = subprocess.Popen([exe, *NVIDIA_SMI_QUERY], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return None, f"nvidia-smi: {exc.strerror or exc}"
     return proc, ""
@@ -135,8 +135,15 @@ def _finish_nvidia_smi(proc: Any, host: Host) -> bool:
     try:
         out, _ = proc.communicate(timeout=NVIDIA_SMI_TIMEOUT)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        try:  # its whole process group: a wrapper script's children hold the pipe open too
+            os.killpg(proc.pid, 9)
+        except OSError:
+            proc.kill()
+        proc.stdout.close()
+        try:
+            proc.wait(1)
+        except subprocess.TimeoutExpired:
+            pass
         host.notes.append(f"nvidia-smi took over {NVIDIA_SMI_TIMEOUT:g} s (stopped)")
         return False
     if proc.returncode != 0:
