@@ -21,7 +21,7 @@ CODE = re.compile(r"^\S+:\d+:\d+: ([A-Z]+\d{3}) ", re.M)
 #: every variable preflight would copy is dropped from the test's inherited environment (a CI
 #: runner inside Slurm or Kubernetes must not change the outcome)
 _DIST = re.compile(r"^(SLURM_|MASTER_|PET_|OMPI_|PMI_|PMIX_|MV2_|NCCL_|TORCH_NCCL_|TORCHELASTIC_|SKYPILOT_|LSB_|"
-                   r"PBS_)|^(WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|ROLE_RANK|NNODES|NUM_NODES|"
+                   r"PBS_|FI_|OFI_NCCL_)|^(WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|ROLE_RANK|NNODES|NUM_NODES|"
                    r"NODE_RANK|GPUS_PER_NODE|NPROC_PER_NODE|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_MAX_CONNECTIONS)$")
 
 A100_40 = ("NVIDIA A100-SXM4-40GB", 40960)
@@ -284,4 +284,17 @@ def test_a_hanging_nvidia_smi_is_stopped_and_the_gpus_stay_unknown(node):
     p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
     assert p.returncode == 0 and "nvidia-smi took over 2 s (stopped)" in p.stdout, p.stdout + p.stderr
     p = node.run("preflight", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+
+
+def test_the_environment_reaches_the_env_rules(node):
+    """NCCL_IB_DISABLE=1 in the real environment of a 2-node launch is ENV001; on AWS EFA
+    (libfabric's FI_PROVIDER in the environment) it is the recommended setting: silent."""
+    node.env.update(SLURM_NNODES="2", NCCL_IB_DISABLE="1")
+    launch = ("preflight", "--", "torchrun", "--nnodes", "2", "--nproc_per_node", "8", "pretrain_gpt.py")
+    p = node.run(*launch)
+    assert p.returncode == 1 and _codes(p.stdout) == ["ENV001"], p.stdout + p.stderr
+    assert re.search(r"^parallint-preflight\.sh:\d+:\d+: ENV001 NCCL_IB_DISABLE=1 ", p.stdout, re.M)
+    node.env["FI_PROVIDER"] = "efa"
+    p = node.run(*launch)
     assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr

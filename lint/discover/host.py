@@ -27,7 +27,7 @@ MIB = 1 << 20
 
 #: environment variables a launch reads: the scheduler's, the rendezvous, the launchers', NCCL's
 ENV_PREFIXES = ("SLURM_", "MASTER_", "PET_", "OMPI_", "PMI_", "PMIX_", "MV2_", "NCCL_", "TORCH_NCCL_",
-                "TORCHELASTIC_", "SKYPILOT_", "LSB_", "PBS_")
+                "TORCHELASTIC_", "SKYPILOT_", "LSB_", "PBS_", "FI_", "OFI_NCCL_")  # FI_*: libfabric (AWS EFA)
 ENV_NAMES = frozenset("""WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK ROLE_RANK NNODES NUM_NODES
     NODE_RANK GPUS_PER_NODE NPROC_PER_NODE CUDA_VISIBLE_DEVICES CUDA_DEVICE_MAX_CONNECTIONS""".split())
 #: never copied, whatever the prefix: a name with one of these words may hold a credential
