@@ -378,3 +378,23 @@ def test_check_leaves_the_collector_as_it_found_it(tmp_path, monkeypatch, capsys
     assert run_check(["."], output_format="json", exit_zero=True) == 0  # a folder: as before
     assert seen[-1] is True and gc.isenabled()
     capsys.readouterr()
+
+
+def test_preflight_imports_nothing_heavy(tmp_path, monkeypatch):
+    """``parallint preflight`` runs in front of every launch: parsed without typer, and (with no
+    nvidia-smi to run) it loads what ``check`` of the same launch line loads, and its own two modules."""
+    launch = ["torchrun", "--nproc_per_node", "3", "train.py", "--tensor-model-parallel-size", "2"]
+    write_tree(tmp_path, {"train.py": "import torch.distributed as dist\ndist.init_process_group('nccl')\n",
+                          "run.sh": " ".join(launch) + "\n"})
+    (tmp_path / ".git").mkdir()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("PARALLINT_HOST_ROOT", str(tmp_path / "no-host"))
+    mods, proc = _loaded(["preflight", "--", *launch], tmp_path)
+    assert proc.returncode == 1 and " LAY001 " in proc.stdout, proc.stdout + proc.stderr  # it really checked
+    assert "parallint.readers.shell" in mods and "parallint.cli.preflight" in mods
+    assert sorted(m for m in HEAVY if m in mods) == []
+    # nothing of its own beyond: the shell launch path (readers.shell, cmdline, the LCH rules)
+    # loads typing and tempfile for either command
+    checked, proc = _loaded(["check", "run.sh"], tmp_path)
+    assert proc.returncode == 1 and " LAY001 " in proc.stdout
+    assert sorted(mods - checked) == ["parallint.cli.preflight", "parallint.discover.host"]

@@ -1,4 +1,4 @@
-"""The command line: ``parallint check|rules|rule|show|estimate|plan``, as a typer app.
+"""The command line: ``parallint check|preflight|rules|rule|show|estimate|plan``, as a typer app.
 
 It defines the interface (commands, options, help). The entry, ``parallint.cli.main.main``, runs the
 plain ``check`` and ``--version`` without importing this module (see :mod:`parallint.cli.main` and
@@ -259,6 +259,33 @@ def plan(
     _check_gpu(gpu)
     extra = _presets(preset, paths, config.settings)
     raise typer.Exit(plan_main(list(paths or []), gpus, gpu, output_format, config.settings, extra=extra))
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def preflight(
+    command: List[str] = typer.Argument(None, help="The launch command, after '--' (e.g. -- torchrun --nnodes 2 ... train.py)."),
+    exec_: bool = typer.Option(False, "--exec", help="When clean, replace parallint with the command (os.execvp): a drop-in prefix."),
+    show: bool = typer.Option(False, "--show", help="Print the facts taken from the environment and the host, with their origins, and the job; check nothing, run nothing."),
+    root: Optional[str] = typer.Option(None, "--root", help="The repository the command runs in (default: the working directory)."),
+    config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file (pyproject.toml or parallint.toml)."),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+    fail_level: Optional[str] = typer.Option(None, "--fail-level", help="Lowest severity that fails the check: info, warning (default) or error."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Rules to run (codes, prefixes, names)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rules to skip."),
+) -> None:
+    """Check a launch command on the node, just before it runs.
+
+    The real environment (SLURM_*, MASTER_*, WORLD_SIZE, CUDA_VISIBLE_DEVICES, NCCL_* ...) and the
+    host (GPUs and their memory from nvidia-smi or /proc/driver/nvidia, driver, packages,
+    InfiniBand) fill in what a static check leaves unknown; every rule runs on the job. Exit 0
+    clean, 1 findings, 2 error."""
+    from parallint.cli.preflight import run_preflight
+
+    if not command:
+        raise _fail("give the launch command after '--': parallint preflight [--exec] -- torchrun ...")
+    raise typer.Exit(run_preflight(command=command, exec_=exec_, show=show, root=root, config_path=config_path,
+                                   output_format=output_format, fail_level=fail_level, select=select,
+                                   ignore=ignore))
 
 
 @app.command()

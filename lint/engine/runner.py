@@ -35,7 +35,7 @@ from parallint.discover.classify import READERS, claims_suffix, classify
 from parallint.discover.settings import Config
 from parallint.model.diagnostics import Diagnostic, Severity, Span
 from parallint.discover.walk import Candidate, Excluder, discover, display_path
-from parallint.model.facts import FileFacts
+from parallint.model.facts import FactMap, FileFacts
 from parallint.model.rule import Context
 from parallint.util.record import EqRecord
 
@@ -333,6 +333,9 @@ class Runner:
         self._launched: set[Path] = set()
         self.errors: list[str] = []
         self.stdin: dict[Path, str] = {}
+        #: the scheduler context a shell buffer of ``stdin`` runs in, known from outside its text
+        #: (``parallint preflight``: the real environment and host)
+        self.context: dict[Path, FactMap] = {}
         from parallint.util.boundary import Boundary
 
         self.boundary = Boundary()  # widened by each path the run is given (parallint.util.boundary)
@@ -503,8 +506,11 @@ class Runner:
             gate = self.gate
         try:
             with _TimeLimit(self.timeout):
-                facts = reader.read(display, abspath, text) if gate is None else \
-                    reader.read(display, abspath, text, gate=gate)
+                if abspath in self.context and kind == "shell":
+                    facts = reader.read(display, abspath, text, scheduler_facts=self.context[abspath])
+                else:
+                    facts = reader.read(display, abspath, text) if gate is None else \
+                        reader.read(display, abspath, text, gate=gate)
         except _Timeout:
             return self._skipped(abspath, display, f"timed out after {self.timeout:g} s (setting file-timeout)", kind)
         except RecursionError:

@@ -29,6 +29,7 @@ class How(enum.Enum):
     LITERAL = "literal"  # written in the file (a literal, a flag, a key)
     DEFAULT = "default"  # the framework's or launcher's default, nothing written
     ENVIRONMENT = "environment"  # from an environment variable
+    HOST = "host"  # read from the machine itself (its GPUs: parallint preflight)
     DERIVED = "derived"  # computed from other values (nodes x processes per node)
     INFERRED = "inferred"  # concluded from context (one node: the launcher's default)
 

@@ -8,7 +8,7 @@ of words, so nothing is concluded from the absence of an option after it.
 
 Recognised: ``torchrun``, ``python -m torch.distributed.run``/``.launch``, ``deepspeed``,
 ``accelerate launch``, ``composer``, ``srun``, ``mpirun``/``mpiexec`` and plain ``python``; with
-wrappers such as ``env``, ``nohup``, ``exec``, ``time``, ``numactl``, ``uv run``, ``singularity
+wrappers such as ``env``, ``nohup``, ``exec``, ``time``, ``numactl``, ``parallint preflight --``, ``uv run``, ``singularity
 exec``. ``srun``/``mpirun`` wrap the command they start: the inner launch is returned with
 ``wrapper`` set, and its facts include the wrapper's and the scheduler's, each with its own source.
 """
@@ -247,6 +247,10 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
             while i < len(rest) and rest[i].known and rest[i].text.startswith("-"):
                 i += 1 if "=" in rest[i].text else 2
         return _parse(rest[i:], ctx, span, env, wrapper, depth + 1)
+    if name == "parallint" and rest and rest[0].text == "preflight":
+        # `parallint preflight [--exec] -- CMD`: the pre-launch check in front of the command
+        cut = next((i for i, w in enumerate(rest) if w.known and w.text == "--"), None)
+        return None if cut is None else _parse(rest[cut + 1:], ctx, span, env, wrapper, depth + 1)
     if name in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye") and rest and rest[0].text == "run":
         return _parse(rest[_skip_options(rest, 1):], ctx, span, env, wrapper, depth + 1)
     if name == "conda" and rest and rest[0].text == "run":

@@ -1834,13 +1834,15 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
             la.facts.add("parallel.procs_per_node", Value(hosts[0], hf.span, True, "", "deepspeed --hostfile slots"))
 
 
-def read(path: str, abspath: Path, text: str) -> FileFacts:
+def read(path: str, abspath: Path, text: str, scheduler_facts: FactMap | None = None) -> FileFacts:
+    """``scheduler_facts``: the scheduler context the text runs in, when it is known from outside
+    the text (``parallint preflight``: the real environment and host)."""
     ff = FileFacts(path=path, abspath=abspath, kind="shell", text=text)
     if "\x00" in text[:8192]:
         ff.diagnostics.append(syn001(path, "binary content in a shell file"))
         return ff
     try:
-        ev = evaluate(text, path, abspath)
+        ev = evaluate(text, path, abspath, scheduler_facts=scheduler_facts)
     except Exception as exc:  # noqa: BLE001 - a reader never raises
         ff.diagnostics.append(syn001(path, f"cannot read shell script: {type(exc).__name__}"))
         return ff

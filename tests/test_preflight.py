@@ -1,0 +1,300 @@
+"""``parallint preflight`` (issue 24), end to end as a user runs it: sbatch-style scripts run with
+``bash`` under a fake Slurm environment, a fake ``nvidia-smi`` (and a fake ``torchrun`` that leaves
+a marker) on ``PATH``, and ``/proc`` and ``/sys`` faked under ``$PARALLINT_HOST_ROOT``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_tree
+
+BIN = Path(sys.executable).parent  # the installed `parallint`
+CODE = re.compile(r"^\S+:\d+:\d+: ([A-Z]+\d{3}) ", re.M)
+
+#: every variable preflight would copy is dropped from the test's inherited environment (a CI
+#: runner inside Slurm or Kubernetes must not change the outcome)
+_DIST = re.compile(r"^(SLURM_|MASTER_|PET_|OMPI_|PMI_|PMIX_|MV2_|NCCL_|TORCH_NCCL_|TORCHELASTIC_|SKYPILOT_|LSB_|"
+                   r"PBS_|FI_|OFI_NCCL_)|^(WORLD_SIZE|RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|ROLE_RANK|NNODES|NUM_NODES|"
+                   r"NODE_RANK|GPUS_PER_NODE|NPROC_PER_NODE|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_MAX_CONNECTIONS)$")
+
+A100_40 = ("NVIDIA A100-SXM4-40GB", 40960)
+H100_80 = ("NVIDIA H100 80GB HBM3", 81559)
+
+MEGATRON = "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+
+#: TP 8 × PP 4 on $SLURM_NNODES nodes of 8 processes: statically the world is unknown
+GPT_SBATCH = """\
+#!/bin/bash
+#SBATCH --job-name=gpt
+#SBATCH --ntasks-per-node=1
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+parallint preflight --exec -- torchrun --nnodes "$SLURM_NNODES" --nproc_per_node 8 pretrain_gpt.py \\
+    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 \\
+    --micro-batch-size 1 --global-batch-size 512 --bf16
+"""
+
+#: a 4.1B-parameter GPT in pure data parallelism (68.5 GiB of states per GPU): statically the GPU is
+#: unknown, and the largest catalogued one holds it
+BIG_SBATCH = """\
+#!/bin/bash
+#SBATCH --job-name=gpt-4b
+parallint preflight --exec -- torchrun --nnodes "$SLURM_NNODES" --nproc_per_node "$SLURM_GPUS_ON_NODE" \\
+    pretrain_gpt.py --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \\
+    --num-layers 36 --hidden-size 3072 --num-attention-heads 24 \\
+    --seq-length 2048 --max-position-embeddings 2048 \\
+    --micro-batch-size 1 --global-batch-size 512 --bf16 --recompute-granularity full --recompute-method uniform
+"""
+
+
+class Node:
+    """A fake node: its repository, its programs (nvidia-smi, torchrun) and its /proc and /sys."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.repo = tmp / "repo"
+        self.bin = tmp / "bin"
+        self.host = tmp / "hostroot"
+        for d in (self.repo / ".git", self.bin, self.host):
+            d.mkdir(parents=True)
+        write_tree(self.repo, {"pretrain_gpt.py": MEGATRON, "gpt.sbatch": GPT_SBATCH, "big.sbatch": BIG_SBATCH})
+        self._script("torchrun", 'echo "$@" > ran.txt\n')
+        self.env: dict[str, str] = {}
+        self.pythonpath = ""
+
+    def _script(self, name: str, body: str, where: Path | None = None) -> None:
+        p = (where or self.bin) / name
+        p.write_text("#!/bin/sh\n" + body)
+        p.chmod(0o755)
+
+    def gpus(self, model: tuple[str, int], count: int, driver: str = "535.104.05") -> None:
+        name, mib = model
+        self._script("nvidia-smi", f'for i in $(seq {count}); do echo "{name}, {mib}, {driver}"; done\n')
+
+    def run(self, *args: str, script: str | None = None) -> subprocess.CompletedProcess:
+        """``parallint ARGS`` (or ``bash SCRIPT``) in the repository, with this node's environment."""
+        env = {k: v for k, v in os.environ.items() if not _DIST.match(k)}
+        env.pop("PARALLINT_DEBUG", None)
+        env["PATH"] = os.pathsep.join([str(self.bin), str(BIN), "/usr/bin", "/bin"])
+        env["PARALLINT_HOST_ROOT"] = str(self.host)
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        env.update(self.env)
+        cmd = ["bash", script] if script else [str(BIN / "parallint"), *args]
+        return subprocess.run(cmd, cwd=self.repo, capture_output=True, text=True, env=env, timeout=120)
+
+    @property
+    def ran(self) -> str | None:
+        marker = self.repo / "ran.txt"
+        return marker.read_text() if marker.exists() else None
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path)
+
+
+def _codes(text: str) -> list[str]:
+    return sorted(CODE.findall(text))
+
+
+def _clean(proc) -> None:
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+
+
+def test_the_sbatch_jobs_are_silent_when_checked_statically(node):
+    p = run_cli("check", "--format", "json", "gpt.sbatch", "big.sbatch", cwd=node.repo)
+    assert p.returncode == 0 and json.loads(p.stdout) == [], p.stdout + p.stderr
+
+
+def test_preflight_finds_lay001_and_lch002_and_does_not_launch(node):
+    node.gpus(A100_40, 4)
+    node.env.update(SLURM_NNODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="77")
+    p = node.run(script="gpt.sbatch")
+    _clean(p)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert _codes(p.stderr) == ["LAY001", "LCH002"], p.stderr
+    assert "the world size is 16" in p.stderr  # 2 nodes (the environment) × 8 processes
+    assert "only 4 GPU(s) requested per node (environment SLURM_GPUS_ON_NODE)" in p.stderr
+    assert node.ran is None  # --exec runs nothing when there are findings
+
+
+def test_preflight_without_slurm_gpus_takes_the_host_count(node):
+    node.gpus(A100_40, 4)
+    node.env.update(SLURM_NNODES="4")
+    p = node.run("preflight", "--", "torchrun", "--nnodes", "4", "--nproc_per_node", "8", "pretrain_gpt.py")
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["LCH002"], p.stdout + p.stderr
+    assert "(host nvidia-smi)" in p.stdout
+
+
+def test_preflight_clean_twin_is_silent_and_launches(node):
+    node.gpus(H100_80, 8)
+    node.env.update(SLURM_NNODES="4", SLURM_GPUS_ON_NODE="8")
+    p = node.run(script="gpt.sbatch")
+    _clean(p)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _codes(p.stdout + p.stderr) == []
+    assert node.ran == ("--nnodes 4 --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 8 "
+                        "--pipeline-model-parallel-size 4 --micro-batch-size 1 --global-batch-size 512 --bf16\n")
+
+
+def test_preflight_uses_the_cards_real_memory(node):
+    node.gpus(A100_40, 8)
+    node.env.update(SLURM_NNODES="2", SLURM_GPUS_ON_NODE="8")
+    p = node.run(script="big.sbatch")
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stderr) == ["MEM001"], p.stderr
+    assert "the A100-40GB's 40.0 GiB" in p.stderr and node.ran is None
+
+
+def test_preflight_memory_clean_twin_launches(node):
+    node.gpus(H100_80, 8)
+    node.env.update(SLURM_NNODES="2", SLURM_GPUS_ON_NODE="8")
+    p = node.run(script="big.sbatch")
+    _clean(p)
+    assert p.returncode == 0 and _codes(p.stdout + p.stderr) == [], p.stdout + p.stderr
+    assert node.ran is not None and node.ran.startswith("--nnodes 2 --nproc_per_node 8 pretrain_gpt.py")
+
+
+def test_exec_runs_the_command_only_when_clean(node):
+    p = node.run("preflight", "--exec", "--", "sh", "-c", "echo ran > marker")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (node.repo / "marker").read_text() == "ran\n"
+    (node.repo / "marker").unlink()
+    # the script of `sh -c` is read with the environment bound: $SLURM_NNODES is 2 there
+    node.env.update(SLURM_NNODES="2")
+    script = ("torchrun --nnodes $SLURM_NNODES --nproc_per_node 8 pretrain_gpt.py "
+              "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4; echo ran > marker")
+    p = node.run("preflight", "--exec", "--", "sh", "-c", script)
+    _clean(p)
+    assert p.returncode == 1 and "LAY001" in _codes(p.stderr), p.stdout + p.stderr
+    assert not (node.repo / "marker").exists()
+
+
+def test_exit_status_without_exec_and_a_missing_program(node):
+    p = node.run("preflight", "--", "sh", "-c", "echo ran > marker")
+    assert p.returncode == 0 and not (node.repo / "marker").exists()  # checked, not run
+    assert "All checks passed" in p.stdout
+    p = node.run("preflight", "--exec", "--", "no-such-program-parallint-test")
+    assert p.returncode == 127 and "cannot run no-such-program-parallint-test" in p.stderr
+
+
+def test_show_prints_the_facts_with_their_origins(node, tmp_path):
+    node.gpus(A100_40, 4, driver="550.54.15")
+    site = tmp_path / "env" / "site-packages"
+    for dist in ("torch-2.3.1.dist-info", "deepspeed-0.14.2.dist-info", "nvidia_nccl_cu12-2.20.5.dist-info"):
+        (site / dist).mkdir(parents=True)
+    node.pythonpath = str(site)
+    (node.host / "sys/class/infiniband/mlx5_0").mkdir(parents=True)
+    write_tree(node.host, {"proc/modules": "nvidia_peermem 16384 0 - Live 0x0\nnvidia 1 0 - Live 0x0\n"})
+    node.env.update(SLURM_NNODES="2", NCCL_DEBUG="INFO", NCCL_AUTH_TOKEN="hunter2", AWS_SECRET_ACCESS_KEY="s3cr3t")
+    p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "4", "pretrain_gpt.py",
+                 "--tensor-model-parallel-size", "2")
+    _clean(p)
+    out = p.stdout
+    assert p.returncode == 0 and node.ran is None, p.stderr
+    assert "environment:  # origin: environment" in out and 'SLURM_NNODES: "2"' in out and "NCCL_DEBUG" in out
+    assert "hunter2" not in out and "s3cr3t" not in out and "HOME" not in out  # never a secret, only distributed vars
+    assert "gpus: 4  # nvidia-smi" in out and '"NVIDIA A100-SXM4-40GB"' in out
+    assert 'driver: "550.54.15"  # nvidia-smi' in out
+    assert 'torch: "2.3.1"' in out and 'deepspeed: "0.14.2"' in out and 'nccl: "2.20.5"' in out
+    assert 'transformers: null' in out
+    assert 'infiniband: ["mlx5_0"]' in out and "nvidia_peermem: true" in out
+    # the job: nodes from the environment, the GPU and its memory from the host
+    assert re.search(r"nodes: 2  # parallint-preflight\.sh:\d+ environment SLURM_NNODES", out), out
+    assert re.search(r"gpu: A100-40GB  # parallint-preflight\.sh:\d+ host nvidia-smi", out), out
+    assert "gpu_memory_bytes: 42949672960" in out
+
+
+def test_proc_is_read_when_there_is_no_nvidia_smi(node):
+    for i in range(4):
+        write_tree(node.host, {f"proc/driver/nvidia/gpus/0000:0{i}:00.0/information":
+                               "Model: \t\t NVIDIA A100-SXM4-40GB\nIRQ:   \t\t 42\n"})
+    write_tree(node.host, {"proc/driver/nvidia/version":
+                           "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"})
+    p = node.run("preflight", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["LCH002"], p.stdout + p.stderr
+    assert "(host /proc/driver/nvidia)" in p.stdout
+    p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert "gpus: 4  # /proc/driver/nvidia" in p.stdout and 'driver: "535.104.05"  # /proc/driver/nvidia/version' in p.stdout
+
+
+def test_nothing_known_about_the_host_stays_silent(node):
+    p = node.run("preflight", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    _clean(p)
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+
+
+def test_an_nvidia_smi_inside_the_repository_is_not_run(node):
+    (node.repo / "tools").mkdir()
+    node._script("nvidia-smi", 'touch "$(dirname "$0")/../smi-ran"\necho "NVIDIA A100-SXM4-40GB, 40960, 1"\n',
+                 node.repo / "tools")
+    node.bin.joinpath("torchrun").unlink()
+    env_path = f"{node.repo / 'tools'}"
+    node.env["PATH"] = os.pathsep.join([env_path, str(BIN), "/usr/bin", "/bin"])
+    p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and not (node.repo / "smi-ran").exists(), p.stdout + p.stderr
+    assert "is inside the repository (not run)" in p.stdout
+
+
+def test_usage_errors_exit_2(node):
+    p = node.run("preflight")
+    assert p.returncode == 2 and "after '--'" in p.stderr, p.stderr
+    p = node.run("preflight", "--no-such-option", "--", "true")
+    assert p.returncode == 2
+    p = node.run("preflight", "--help")
+    assert p.returncode == 0 and "--exec" in p.stdout and "--show" in p.stdout
+    p = node.run("preflight", "--format", "xml", "--", "true")
+    assert p.returncode == 2 and "unknown format" in p.stderr
+    p = node.run("preflight", "--root", "no-such-folder", "--", "true")
+    assert p.returncode == 2 and "not a folder" in p.stderr
+
+
+def test_json_format_and_root_option(node, tmp_path):
+    node.gpus(A100_40, 4)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not _DIST.match(k)}
+    env.update(PATH=os.pathsep.join([str(node.bin), str(BIN), "/usr/bin", "/bin"]), PARALLINT_HOST_ROOT=str(node.host))
+    p = subprocess.run([str(BIN / "parallint"), "preflight", "--root", str(node.repo), "--format", "json", "--",
+                        "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"], cwd=elsewhere, capture_output=True,
+                       text=True, env=env, timeout=120)
+    found = json.loads(p.stdout)
+    assert p.returncode == 1 and [d["code"] for d in found] == ["LCH002"], p.stdout + p.stderr
+    assert found[0]["path"].endswith("repo/parallint-preflight.sh")
+
+
+def test_a_static_check_reads_the_command_behind_preflight(node):
+    """``parallint preflight ... -- CMD`` in a script is a wrapper: ``check`` sees CMD."""
+    write_tree(node.repo, {"run.sh": "#!/bin/bash\nparallint preflight --exec -- torchrun --nproc_per_node 3 "
+                                     "pretrain_gpt.py --tensor-model-parallel-size 2\n"})
+    p = run_cli("check", "run.sh", cwd=node.repo)
+    assert p.returncode == 1 and _codes(p.stdout) == ["LAY001"], p.stdout + p.stderr
+
+
+def test_a_hanging_nvidia_smi_is_stopped_and_the_gpus_stay_unknown(node):
+    node._script("nvidia-smi", "sleep 60\n")
+    p = node.run("preflight", "--show", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and "nvidia-smi took over 2 s (stopped)" in p.stdout, p.stdout + p.stderr
+    p = node.run("preflight", "--", "torchrun", "--nproc_per_node", "8", "pretrain_gpt.py")
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+
+
+def test_the_environment_reaches_the_env_rules(node):
+    """NCCL_IB_DISABLE=1 in the real environment of a 2-node launch is ENV001; on AWS EFA
+    (libfabric's FI_PROVIDER in the environment) it is the recommended setting: silent."""
+    node.env.update(SLURM_NNODES="2", NCCL_IB_DISABLE="1")
+    launch = ("preflight", "--", "torchrun", "--nnodes", "2", "--nproc_per_node", "8", "pretrain_gpt.py")
+    p = node.run(*launch)
+    assert p.returncode == 1 and _codes(p.stdout) == ["ENV001"], p.stdout + p.stderr
+    assert re.search(r"^parallint-preflight\.sh:\d+:\d+: ENV001 NCCL_IB_DISABLE=1 ", p.stdout, re.M)
+    node.env["FI_PROVIDER"] = "efa"
+    p = node.run(*launch)
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
