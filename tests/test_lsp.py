@@ -20,7 +20,7 @@ from conftest import ROOT  # noqa: E402
 WORK = Path()  # the workspace of the running test (a fresh temporary folder)
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "parallint", "server"]))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "parallint", "server", "--stdio"]))
 async def client(lsp_client: LanguageClient):
     import tempfile
 
@@ -108,6 +108,27 @@ async def test_code_action_adds_noqa(client: LanguageClient):
     (action,) = [a for a in actions if "noqa" in a.title]
     (edit,) = action.edit.changes[script.as_uri()]
     assert edit.new_text.endswith("find_unused_parameters=True)  # noqa: DDP001")
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_the_rule_and_the_facts_behind_a_finding(client: LanguageClient):
+    """The server runs as clients start it (`--stdio`); hovering a finding shows its rule, the
+    facts behind it with the file and line that set each (the launch file's GPU count), its fix
+    and the rule's doc; elsewhere nothing."""
+    ds = WORK / "job" / "ds_config.json"
+    _open(client, ds, lang="json")
+    (d,) = await _published(client, ds.as_uri())
+    got = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=ds.as_uri()), position=d.range.start))
+    text = got.contents.value
+    assert text.startswith("**BAT001** `deepspeed-batch-identity` (error)")
+    assert "Facts behind it:\n- micro batch 2 (`job/ds_config.json:3`)\n" in text, text
+    assert "- world size 8 (`job/launch.sh:" in text, text
+    assert "Fix: set train_batch_size to 64 (unsafe" in text
+    assert "What it does" not in text and "DeepSpeed" in text  # the doc's first section, as prose
+    nothing = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=ds.as_uri()), position=types.Position(line=0, character=0)))
+    assert nothing is None
 
 
 @pytest.mark.asyncio

@@ -50,6 +50,32 @@ def test_sarif_fingerprints_help_and_srcroot(tmp_path, cli):
     assert again["partialFingerprints"]["parallint/v1"] == fp
 
 
+def test_sarif_meets_githubs_limits_and_links_related_places(tmp_path, cli):
+    """Every rule's descriptions are at most 1,000 characters (GitHub's limit); the whole doc is
+    the help of the rules with results only; a finding's related places are linked from its
+    message (``[world size 8](2)`` names relatedLocation 2)."""
+    repo = _example_repo(tmp_path)
+    p = cli("check", "--format", "sarif", ".", cwd=repo)
+    run = json.loads(p.stdout)["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert len(rules) > 60
+    for r in rules:
+        assert len(r["shortDescription"]["text"]) <= 1000, r["id"]
+        assert len(r.get("fullDescription", {}).get("text", "")) <= 1000, r["id"]
+    assert [r["id"] for r in rules if "help" in r] == [r["id"] for r in rules if "fullDescription" in r] == ["BAT001"]
+    from parallint.engine.registry import get_registry
+    from parallint.report.formats import _cut, _what_it_does
+
+    longest = max(get_registry().rules, key=lambda r: len(_what_it_does(r)))
+    assert len(_what_it_does(longest)) > 1000 and len(_cut(_what_it_does(longest))) <= 1000  # the cut works
+    (res,) = run["results"]
+    text = res["message"]["text"]
+    for loc in res["relatedLocations"]:
+        assert f"[{loc['message']['text']}]({loc['id']})" in text
+    assert "[world size 8](" in text
+    assert len(p.stdout) < 80_000, len(p.stdout)  # was 318 KB for 7 results when every rule carried its doc
+
+
 def test_rule_docs_are_committed_and_current():
     rules = get_registry().rules
     docs = ROOT / "docs" / "rules"

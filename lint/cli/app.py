@@ -289,7 +289,9 @@ def preflight(
 
 
 @app.command()
-def server() -> None:
+def server(
+    stdio: bool = typer.Option(False, "--stdio", help="Talk over standard input/output (the default and only transport; accepted because most clients pass it)."),
+) -> None:
     """Run the Language Server on standard input/output (needs the 'lsp' extra: pygls)."""
     try:
         import pygls  # noqa: F401

@@ -204,6 +204,32 @@ def _to_lsp(d, pos: "Positions | None" = None):
     )
 
 
+def hover_text(d) -> str:
+    """Markdown for one finding: its rule, the message, the facts behind it with where each is
+    set, the fix when there is one, and what the rule checks (its doc's first section)."""
+    import re
+
+    from parallint.engine.registry import get_registry
+    from parallint.report.formats import doc_uri
+
+    lines = [f"**{d.code}** `{d.name}` ({d.severity}): {d.message}"]
+    if d.related:
+        lines.append("Facts behind it:\n" + "\n".join(f"- {r.message} (`{r.path}:{r.line}`)" for r in d.related))
+    if d.fix is not None:
+        lines.append(f"Fix: {d.fix.title}" + (" (safe: `parallint check --fix`)" if d.fix.safe else
+                                              " (unsafe: `parallint check --fix --unsafe-fixes`)"))
+    rule = get_registry().lookup(d.code)
+    if rule is not None:
+        import textwrap
+
+        doc = textwrap.dedent(rule.doc or "")
+        m = re.search(r"^## What it does\s*\n(.*?)(?=^## |\Z)", doc, re.S | re.M)
+        if m:
+            lines.append(" ".join(m.group(1).split()))
+    lines.append(f"[{d.code} documentation]({doc_uri(d.code)})")
+    return "\n\n".join(lines)
+
+
 def fix_action(diag, uri: str, path: Path, text: str, pos: "Positions"):
     """The code action that makes the fix an LSP diagnostic of ours carries, or None (no fix, or
     the text is no longer what the finding saw)."""
@@ -241,6 +267,7 @@ def make_server():
     state = {"linter": Linter(Path.cwd())}
     pending = {}  # uri -> its scheduled analysis (an asyncio.Task)
     edits = {}  # uri -> how many edits so far (an analysis of an older one is stale)
+    published = {}  # uri -> [(finding, its LSP diagnostic)] last published (hover reads them)
     delay = debounce_seconds()
 
     def linter() -> Linter:
@@ -288,8 +315,10 @@ def make_server():
             if diags:
                 text = linter().text_of(p)
                 pos = None if text is None else Positions(text, syntax_of(p.name), codec)
+            lsp_diags = [_to_lsp(d, pos) for d in diags]
+            published[_uri_of(p)] = list(zip(diags, lsp_diags))
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=_uri_of(p), diagnostics=[_to_lsp(d, pos) for d in diags]))
+                uri=_uri_of(p), diagnostics=lsp_diags))
 
     @server.feature(types.INITIALIZE)
     def initialize(ls, params: types.InitializeParams):
@@ -329,6 +358,22 @@ def make_server():
         path = _path_of(params.text_document.uri)
         if path is not None:
             linter().buffers.pop(path, None)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls, params: types.HoverParams):
+        """The findings under the cursor: each with its rule, the facts behind it (the related
+        places: the launch file that sets the world size) and the start of the rule's doc."""
+        here = params.position
+        hits = []
+        for d, ld in published.get(params.text_document.uri, ()):
+            r = ld.range
+            if (r.start.line, r.start.character) <= (here.line, here.character) <= (r.end.line, r.end.character):
+                hits.append((d, ld))
+        if not hits:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                        value="\n\n---\n\n".join(hover_text(d) for d, _ in hits)),
+                           range=hits[0][1].range)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))

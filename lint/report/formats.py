@@ -236,6 +236,41 @@ def _location(path: str, line: int, column: int = 1, end_line: int = 0, end_colu
     return {"physicalLocation": {"artifactLocation": _uri(path, opts or Options()), "region": region}}
 
 
+#: GitHub's documented limit for a rule's short and full description
+SARIF_DESCRIPTION_MAX = 1000
+
+
+def _cut(text: str, limit: int = SARIF_DESCRIPTION_MAX) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1].rsplit(" ", 1)[0]
+    return head + "…"
+
+
+def _what_it_does(rule) -> str:
+    """The rule's "What it does" section as one paragraph of plain text."""
+    import re
+    import textwrap
+
+    m = re.search(r"^## What it does\s*\n(.*?)(?=^## |\Z)", textwrap.dedent(rule.doc or ""), re.S | re.M)
+    return " ".join(m.group(1).split()) if m else ""
+
+
+def _sarif_message(d: Diagnostic) -> str:
+    """The message, then each related place as a link to its relatedLocation (``[text](id)``), so
+    that GitHub shows the cross-file context (the launch file that sets the world size)."""
+    if not d.related:
+        return d.message
+    import re
+
+    def esc(t: str) -> str:  # SARIF message markup: brackets are escaped
+        return re.sub(r"([\[\]\\])", r"\\\1", t)
+
+    links = "; ".join(f"[{esc(r.message)}]({i})" for i, r in enumerate(d.related))
+    return esc(d.message) + "\n\nSee: " + links
+
+
 def _sarif_fixes(diags: Sequence[Diagnostic], opts: Options) -> dict[int, dict]:
     """SARIF ``fixes`` per finding that proposes one (id of the finding -> its fix object): the
     replacement ``check --fix`` would make, in the file as it is now (none where it cannot)."""
@@ -280,18 +315,21 @@ def sarif(diags: Sequence[Diagnostic], rules: Sequence[type], opts: Options | No
     rule_list = sorted({r.code: r for r in rules}.values(), key=lambda r: r.code)
     index = {r.code: i for i, r in enumerate(rule_list)}
     descriptors = []
+    reported = {d.code for d in diags}
     for r in rule_list:
-        doc = r.documentation()
-        descriptors.append({
+        desc = {
             "id": r.code,
             "name": r.name,
-            "shortDescription": {"text": r.summary or r.name},
-            "fullDescription": {"text": doc},
-            "help": {"text": doc, "markdown": doc},
+            "shortDescription": {"text": _cut(r.summary or r.name)},
             "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
             "helpUri": doc_uri(r.code),
             "properties": {"tags": [r.code.rstrip("0123456789")]},
-        })
+        }
+        if r.code in reported:  # the doc for the rules this report shows (the file stays small)
+            what = _what_it_does(r) or r.summary or r.name
+            desc["fullDescription"] = {"text": _cut(what)}
+            desc["help"] = {"text": _cut(what + f" See {doc_uri(r.code)}"), "markdown": r.documentation()}
+        descriptors.append(desc)
     results = []
     fixes = _sarif_fixes(diags, opts)
     for d, fp in zip(diags, fingerprints(diags, opts.cwd, root)):
@@ -299,7 +337,7 @@ def sarif(diags: Sequence[Diagnostic], rules: Sequence[type], opts: Options | No
         res = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL[d.severity],
-            "message": {"text": d.message},
+            "message": {"text": _sarif_message(d)},
             "locations": [_location(s.path, s.line, s.column, s.end_line, s.end_column, opts)],
             "partialFingerprints": {"parallint/v1": fp},
         }
