@@ -7,7 +7,7 @@ Two levels, the more specific first:
    ``image_id: docker:...``) and its ``module load cuda/X`` lines;
 2. **the repository's**: the version files (requirements*.txt, ``pyproject.toml``, ``setup.cfg``,
    ``setup.py``, ``environment.yml``, ``uv.lock``, ``poetry.lock``, Dockerfiles) in the folder of
-   the job's root file and in each folder above it up to its repository root (``jobs.repo_root``),
+   the job's root file and in each folder above it up to its repository root (``boundary.find_root``),
    plus ``requirements/`` and ``docker/`` beside them. They apply to every job of that part of the
    repository.
 
@@ -48,6 +48,7 @@ def reset() -> None:
     """Forget what an earlier run read."""
     _FOLDERS.clear()
     _LAUNCH.clear()
+    _ROOTS.clear()
 
 
 def _display(target: Path, anchor: FileFacts) -> str:
@@ -120,12 +121,24 @@ def _folder(folder: Path, anchor: FileFacts) -> "list[tuple[str, Path, Stated]]"
     return out
 
 
+_ROOTS: dict[Path, Path] = {}
+
+
+def _root(start: Path) -> Path:
+    """The repository ``start`` is in (``boundary.find_root``: the nearest ``.git``, else
+    ``pyproject.toml``), remembered for the run."""
+    hit = _ROOTS.get(start)
+    if hit is None:
+        from parallint.util.boundary import find_root
+
+        hit = _ROOTS[start] = find_root(start)
+    return hit
+
+
 def repository_facts(f: FileFacts) -> "Stated":
     """The version statements of the repository part ``f`` belongs to (see the module's doc)."""
-    from parallint.link.jobs import repo_root
-
     start = f.abspath.parent
-    root = repo_root(start)
+    root = _root(start)
     folders = [start]
     if root != start and root in start.parents:
         for p in start.parents:

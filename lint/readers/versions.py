@@ -219,10 +219,10 @@ def setup_py(path: str, text: str) -> "Stated":
             counts[n] = counts.get(n, 0) + 1
             lists[n] = node.value
     out: "Stated" = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup"):
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "setup"):
             continue
-        for kw in node.keywords:
+        for kw in call.keywords:
             if kw.arg != "install_requires":
                 continue
             val = kw.value
@@ -398,36 +398,39 @@ def dockerfile(path: str, text: str) -> "Stated":
         if raw.strip() and not raw.lstrip().startswith("#"):
             logical.append((start + 1, raw.strip()))
     args: dict[str, str] = {}
-    stages: dict[str, tuple[str, int]] = {}
+    stages: dict[str, "tuple[str, Stated]"] = {}  # stage name -> its base image and its RUN pins
     final: tuple[str, int] | None = None
-    out: "Stated" = []
+    runs: "Stated" = []  # the RUN pins of the current stage (and of the stages it is built on)
+    name = ""
     for line, raw in logical:
         word, _, rest = raw.partition(" ")
         word = word.upper()
         if word == "ARG":
-            k, eq, v = rest.strip().partition("=")
-            if eq and k.strip() not in args:
-                args[k.strip()] = v.strip().strip("'\"")
+            ak, eq, av = rest.strip().partition("=")
+            if eq and ak.strip() not in args:
+                args[ak.strip()] = av.strip().strip("'\"")
         elif word == "FROM":
+            if name:
+                stages[name] = (final[0] if final else "", runs)
             toks = [t for t in rest.split() if not t.startswith("--")]
             if not toks:
                 continue
             ref = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), m.group(0)), toks[0])
+            name = toks[2] if len(toks) >= 3 and toks[1].lower() == "as" else ""
             if ref in stages:
-                ref, _ = stages[ref]
-            if len(toks) >= 3 and toks[1].lower() == "as":
-                stages[toks[2]] = (ref, line)
+                ref, inherited = stages[ref]
+                runs = list(inherited)
+            else:
+                runs = []
             final = (ref, line)
-            out = [s for s in out if s[1].origin.via != "dockerfile-run"]  # a new stage: earlier RUNs are gone
         elif word == "RUN":
             for m in _pip_install_re().finditer(rest):
                 for tok in m.group(1).split():
                     tok = tok.strip("'\"")
                     if tok.startswith("-") or not re.search(r"[=<>~]", tok):
                         continue
-                    for key, v in requirement(tok, path, line, "dockerfile-run"):
-                        out.append((key, v))
-    stated = [(k, _relabel(v, "dockerfile")) for k, v in out]
+                    runs.extend(requirement(tok, path, line, "dockerfile"))
+    stated = list(runs)
     if final is not None:
         ref, line = final
         pinned = {k for k, _ in stated}
@@ -435,10 +438,6 @@ def dockerfile(path: str, text: str) -> "Stated":
             if key not in pinned:  # a RUN pip install replaces what the image bundles
                 stated.append((key, v))
     return stated
-
-
-def _relabel(v: Value, via: str) -> Value:
-    return Value(v.value, v.span, v.known, v.why, v.source, Origin(v.origin.how, via))
 
 
 @functools.cache

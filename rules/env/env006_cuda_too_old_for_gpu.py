@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from parallint.model import versions
 from parallint.model.diagnostics import Related, Severity
+from parallint.model.launches import LAUNCH_FILE_KINDS
 from parallint.model.rule import Example, Rule
 from parallint.rules.env._common import gpu_said, gpu_where, job_gpu
 
@@ -47,6 +48,7 @@ class CudaTooOldForGpu(Rule):
     name = "cuda-too-old-for-gpu"
     severity = Severity.ERROR
     summary = "torch's CUDA build predates the job's GPU architecture, so its kernels cannot run there."
+    kinds = LAUNCH_FILE_KINDS  # jobs with a launch (the GPU is stated there)
     facts = frozenset({"hardware.gpu", "version.torch", "version.cuda"})
     doc = """
     ## What it does

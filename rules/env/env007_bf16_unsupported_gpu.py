@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parallint.model.diagnostics import Related, Severity
+from parallint.model.launches import LAUNCH_FILE_KINDS
 from parallint.model.rule import Example, Rule
 from parallint.rules.env._common import gpu_said, job_gpu
 
@@ -21,6 +22,7 @@ class Bf16UnsupportedGpu(Rule):
     name = "bf16-unsupported-gpu"
     severity = Severity.WARNING
     summary = "bf16 training on a GPU without bf16 tensor cores (V100, T4, P100)."
+    kinds = LAUNCH_FILE_KINDS  # jobs with a launch (the GPU is stated there)
     facts = frozenset({"hardware.gpu", "training.precision"})
     doc = """
     ## What it does

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parallint.model.diagnostics import Related, Severity
+from parallint.model.launches import LAUNCH_FILE_KINDS
 from parallint.model.rule import Example, Rule
 from parallint.rules.env._common import gpu_said, job_gpu
 
@@ -23,6 +24,7 @@ class Fp8UnsupportedGpu(Rule):
     name = "fp8-unsupported-gpu"
     severity = Severity.ERROR
     summary = "FP8 training (Megatron --fp8-format) on a GPU before Ada/Hopper."
+    kinds = LAUNCH_FILE_KINDS  # jobs with a launch (the GPU is stated there)
     facts = frozenset({"hardware.gpu"})
     doc = """
     ## What it does

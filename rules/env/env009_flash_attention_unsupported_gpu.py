@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from parallint.model import versions
 from parallint.model.diagnostics import Related, Severity
+from parallint.model.launches import LAUNCH_FILE_KINDS
 from parallint.model.rule import Example, Rule
 from parallint.rules.env._common import gpu_said, job_gpu
 
@@ -24,6 +25,7 @@ class FlashAttentionUnsupportedGpu(Rule):
     name = "flash-attention-unsupported-gpu"
     severity = Severity.ERROR
     summary = "FlashAttention requested on a GPU its version does not support."
+    kinds = LAUNCH_FILE_KINDS  # jobs with a launch (the GPU is stated there)
     facts = frozenset({"hardware.gpu", "version.flash_attn"})
     doc = """
     ## What it does

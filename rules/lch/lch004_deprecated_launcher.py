@@ -46,6 +46,7 @@ class DeprecatedLauncher(Rule):
     severity = Severity.WARNING
     summary = "python -m torch.distributed.launch is deprecated; use torchrun."
     kinds = LAUNCH_FILE_KINDS
+    facts = frozenset({"version.torch"})
     doc = """
     ## What it does
     Reports launches through `python -m torch.distributed.launch`.
@@ -115,9 +116,8 @@ class DeprecatedLauncher(Rule):
                     torch = ctx.versions(f).all("version.torch")
                 if versions.below(torch, DASHED_FROM):
                     yield self.report(
-                        la.span, f"python -m torch.distributed.launch is deprecated (it works with "
-                                 f"{versions.show(torch)}, which passes --local_rank, but prints a FutureWarning "
-                                 f"and passes --local-rank from torch 2.0 on); {FIX}",
+                        la.span, f"python -m torch.distributed.launch is deprecated, and works here: "
+                                 f"{versions.show(torch)} passes --local_rank (torch 2.0 passes --local-rank); {FIX}",
                         self._related(torch), Severity.INFO)
                 else:
                     yield self.report(la.span, "python -m torch.distributed.launch is deprecated; use torchrun "
