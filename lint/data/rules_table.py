@@ -155,7 +155,7 @@ MODULES: dict[str, dict] = {
     'lch.lch003_double_launch': {'source': '3587:2a938339', 'rules': [
         {'class': 'DoubleLaunch', 'code': 'LCH003', 'name': 'double-launch', 'severity': 'error', 'summary': 'srun/mpirun starts several tasks per node and each task is a launcher that forks workers.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch004_deprecated_launcher': {'source': '6349:ce9f52eb', 'rules': [
+    'lch.lch004_deprecated_launcher': {'source': '6390:eed099eb', 'rules': [
         {'class': 'DeprecatedLauncher', 'code': 'LCH004', 'name': 'deprecated-launcher', 'severity': 'warning', 'summary': 'python -m torch.distributed.launch is deprecated; use torchrun.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lch.lch005_pytorchjob_master_replicas': {'source': '2746:0ac67d6e', 'rules': [
