@@ -334,3 +334,22 @@ def test_torchrun_before_1_10_both_sides(tmp_path):
     run = {"run.sh": "#!/bin/bash\ntorchrun --nproc_per_node=8 train.py\n"}
     assert [d["code"] for d in _check(tmp_path / "a", {**run, "requirements.txt": "torch==1.9.1\n"})] == ["LCH020"]
     assert _check(tmp_path / "b", {**run, "requirements.txt": "torch==1.10.0\n"}) == []
+
+
+def test_a_cached_result_is_dropped_when_a_version_file_changes(tmp_path):
+    """The content cache keys a script checked on its own by its text; its CFG010 finding depends
+    on requirements.txt beside it, for every script of the folder (not only the first read)."""
+    script = "from transformers import TrainingArguments\n\nargs = TrainingArguments(output_dir='o', evaluation_strategy='steps')\n"
+    _repo(tmp_path, {"a.py": script, "b.py": script, "requirements.txt": "transformers==4.52.0\n"})
+
+    def run():
+        proc = subprocess.run([sys.executable, "-m", "parallint", "check", ".", "--format", "json"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        return sorted(d["path"] for d in json.loads(proc.stdout) if d["code"] == "CFG010")
+
+    assert run() == ["a.py", "b.py"]
+    (tmp_path / "requirements.txt").write_text("transformers==4.40.0\n")
+    assert run() == []
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "requirements-gpu.txt").write_text("transformers==4.52.0\n")
+    assert run() == ["a.py", "b.py"]

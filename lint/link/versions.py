@@ -41,12 +41,14 @@ _EXPECTED = ("requirements.txt", "pyproject.toml", "setup.py", "setup.cfg", "env
 _SUBFOLDERS = ("requirements", "docker")
 
 _FOLDERS: dict[Path, "list[tuple[str, Path, Stated]]"] = {}  # folder -> its version files' facts (one run)
+_TOUCHED: dict[Path, list[Path]] = {}  # folder -> the files read or looked for there
 _LAUNCH: dict[Path, "Stated"] = {}
 
 
 def reset() -> None:
     """Forget what an earlier run read."""
     _FOLDERS.clear()
+    _TOUCHED.clear()
     _LAUNCH.clear()
     _ROOTS.clear()
 
@@ -74,14 +76,18 @@ def _read(target: Path, anchor: FileFacts) -> str | None:
 
 
 def _folder(folder: Path, anchor: FileFacts) -> "list[tuple[str, Path, Stated]]":
+    from parallint.util import deps
+
     hit = _FOLDERS.get(folder)
     if hit is not None:
+        for p in _TOUCHED.get(folder, ()):
+            deps.note_side_read(p)  # every file's cached result depends on them, not only the first's
         return hit
     from parallint.readers import versions as rv
-    from parallint.util import deps
 
     out: "list[tuple[str, Path, Stated]]" = []
     _FOLDERS[folder] = out
+    touched = _TOUCHED[folder] = []
     try:
         names = sorted(e.name for e in os.scandir(folder))
     except OSError:
@@ -91,6 +97,7 @@ def _folder(folder: Path, anchor: FileFacts) -> "list[tuple[str, Path, Stated]]"
         if name not in names:
             deps.note_probe(folder / name)
             deps.note_side_read(folder / name)  # a file created there later drops a cached result
+            touched.append(folder / name)
     todo = [(rv.kind_of(n), folder / n) for n in names]
     for sub in _SUBFOLDERS:
         if sub in names and (folder / sub).is_dir() and not (folder / sub).is_symlink():
@@ -108,6 +115,7 @@ def _folder(folder: Path, anchor: FileFacts) -> "list[tuple[str, Path, Stated]]"
         if path in seen or not path.is_file():
             continue
         seen.add(path)
+        touched.append(path)
         text = _read(path, anchor)
         if text is None:
             continue
