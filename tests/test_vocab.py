@@ -35,7 +35,7 @@ def test_declarations_are_well_formed():
         assert bool(f.values) == (f.type == "enum"), f"{f.key}: enum facts (and only they) list values"
         assert f.meaning, f.key
         assert f.fact or f.spec, f"{f.key}: neither a fact nor a spec field"
-        assert f.section in vocab.SECTIONS + ("estimator", "ddp", ""), f.key
+        assert f.section in vocab.SECTIONS + ("estimator", "ddp", "version", ""), f.key
 
 
 def _schema_props() -> dict[str, dict]:

@@ -41,6 +41,9 @@ MODULES: dict[str, dict] = {
     'cfg.cfg009_unrecognized_script_argument': {'source': '6187:a62dfa8a', 'rules': [
         {'class': 'UnrecognizedScriptArgument', 'code': 'CFG009', 'name': 'unrecognized-script-argument', 'severity': 'error', 'summary': "A launch line passes a flag that the script's own argparse parser rejects.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
+    'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
+        {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
+    ]},
     'ckp.ckp001_unguarded_checkpoint_save': {'source': '10752:cfe84038', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
@@ -92,6 +95,18 @@ MODULES: dict[str, dict] = {
     'env.env005_unknown_nccl_variable': {'source': '24715:ac7149f9', 'rules': [
         {'class': 'UnknownNcclVariable', 'code': 'ENV005', 'name': 'unknown-nccl-variable', 'severity': 'warning', 'summary': 'An NCCL_*/TORCH_NCCL_* variable that NCCL and PyTorch do not know (a typo), with a did-you-mean.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
+    'env.env006_cuda_too_old_for_gpu': {'source': '6369:21a30b3d', 'rules': [
+        {'class': 'CudaTooOldForGpu', 'code': 'ENV006', 'name': 'cuda-too-old-for-gpu', 'severity': 'error', 'summary': "torch's CUDA build predates the job's GPU architecture, so its kernels cannot run there.", 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
+    ]},
+    'env.env007_bf16_unsupported_gpu': {'source': '3856:d4eebc01', 'rules': [
+        {'class': 'Bf16UnsupportedGpu', 'code': 'ENV007', 'name': 'bf16-unsupported-gpu', 'severity': 'warning', 'summary': 'bf16 training on a GPU without bf16 tensor cores (V100, T4, P100).', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
+    ]},
+    'env.env008_fp8_unsupported_gpu': {'source': '3947:0f804244', 'rules': [
+        {'class': 'Fp8UnsupportedGpu', 'code': 'ENV008', 'name': 'fp8-unsupported-gpu', 'severity': 'error', 'summary': 'FP8 training (Megatron --fp8-format) on a GPU before Ada/Hopper.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
+    ]},
+    'env.env009_flash_attention_unsupported_gpu': {'source': '5086:75b428f9', 'rules': [
+        {'class': 'FlashAttentionUnsupportedGpu', 'code': 'ENV009', 'name': 'flash-attention-unsupported-gpu', 'severity': 'error', 'summary': 'FlashAttention requested on a GPU its version does not support.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
+    ]},
     'lay.lay001_parallel_product_mismatch': {'source': '14935:2ca154e7', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
@@ -140,8 +155,8 @@ MODULES: dict[str, dict] = {
     'lch.lch003_double_launch': {'source': '3587:2a938339', 'rules': [
         {'class': 'DoubleLaunch', 'code': 'LCH003', 'name': 'double-launch', 'severity': 'error', 'summary': 'srun/mpirun starts several tasks per node and each task is a launcher that forks workers.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch004_deprecated_launcher': {'source': '4513:5db2a033', 'rules': [
-        {'class': 'DeprecatedLauncher', 'code': 'LCH004', 'name': 'deprecated-launcher', 'severity': 'warning', 'summary': 'python -m torch.distributed.launch is deprecated; use torchrun.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
+    'lch.lch004_deprecated_launcher': {'source': '9171:a0f75677', 'rules': [
+        {'class': 'DeprecatedLauncher', 'code': 'LCH004', 'name': 'deprecated-launcher', 'severity': 'warning', 'summary': 'python -m torch.distributed.launch is deprecated; use torchrun.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lch.lch005_pytorchjob_master_replicas': {'source': '2746:0ac67d6e', 'rules': [
         {'class': 'PyTorchJobMasterReplicas', 'code': 'LCH005', 'name': 'pytorchjob-master-replicas', 'severity': 'error', 'summary': 'Kubeflow PyTorchJob Master.replicas must be 1.', 'kinds': ['kube'], 'calls': [], 'file': True, 'job': False},
@@ -184,6 +199,9 @@ MODULES: dict[str, dict] = {
     ]},
     'lch.lch019_launched_config_missing': {'source': '4846:325f9c20', 'rules': [
         {'class': 'LaunchedConfigMissing', 'code': 'LCH019', 'name': 'launched-config-missing', 'severity': 'warning', 'summary': 'A launch line names a config file (--deepspeed, --config_file ...) that is not in the repository.', 'kinds': ['makefile', 'shell'], 'calls': [], 'file': True, 'job': True},
+    ]},
+    'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [
+        {'class': 'LauncherNewerThanTorch', 'code': 'LCH020', 'name': 'launcher-newer-than-torch', 'severity': 'error', 'summary': 'torchrun or torch.distributed.run with a torch release that does not have it yet.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},

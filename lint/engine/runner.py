@@ -107,6 +107,14 @@ def _workers() -> int:
     return max(1, min(int(env) if env.isdigit() else n, 8))
 
 
+def _versions(f: FileFacts):
+    """The version facts of the jobs ``f`` roots (:func:`parallint.link.versions.for_file`), for
+    file rules (``Context.versions``)."""
+    from parallint.link.versions import for_file
+
+    return for_file(f)
+
+
 def _probe(item: tuple[Path, str, str, str]) -> bool:
     """In a worker: read one file and throw the result away (only whether it finishes matters)."""
     runner, _ = _WORKER
@@ -357,7 +365,8 @@ class Runner:
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
         self.memory = file_memory(config.settings)
-        for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts"):  # an earlier run's
+        for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
+                    "parallint.link.versions"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
 
@@ -697,7 +706,7 @@ class Runner:
         its own (in case no launch takes it in: decided after linking), with that job's files."""
         from parallint.link.jobs import standalone_job
 
-        ctx = Context(self.config.settings, self.cwd, self.read, _plan)
+        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions)
         diags: list[Diagnostic] = []
         for rule in rules:
             if f.kind in rule.kinds:
@@ -852,7 +861,7 @@ class Runner:
     def check(self, paths: list[str], rules: list[type], files: list[FileFacts] | None = None) -> Result:
         if files is None:
             files = self.collect(paths, rules)
-        ctx = Context(self.config.settings, self.cwd, self.read, _plan)
+        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions)
         instances = [r() for r in rules]
         enabled = {r.code for r in rules}
         diags: list[Diagnostic] = []

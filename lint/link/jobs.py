@@ -255,6 +255,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             hfargs.attach(job, launch, script, read, root, resolve_link)  # HF TrainingArguments given as flags on the launch line
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
+            _versions(job)
             taken.update(seen)
             jobs.append(job)
 
@@ -266,6 +267,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
         for m in members:
             job.facts.extend(m.facts)
             taken.add(m.abspath)
+        _versions(job)
         jobs.append(job)
 
     for f in files:
@@ -289,7 +291,15 @@ def standalone_job(f: FileFacts, read: Reader,
         from parallint.link import pylaunch
 
         pylaunch.attach(job, None, root)
+    _versions(job)
     return job
+
+
+def _versions(job: Job) -> None:
+    """The version facts that reach ``job`` (:mod:`parallint.link.versions`)."""
+    from parallint.link import versions
+
+    versions.attach(job)
 
 
 def hydra_assignments(f: FileFacts, root: Path) -> None:

@@ -34,7 +34,7 @@ TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/arch
 if TYPE_CHECKING:  # pragma: no cover
     from typing import ClassVar, Final, Iterable, Sequence
     from parallint.model.diagnostics import Fix
-    from parallint.model.facts import FileFacts
+    from parallint.model.facts import FactMap, FileFacts
     from parallint.model.job import Job
     from pathlib import Path
     from typing import Any, Callable
@@ -47,22 +47,36 @@ DOC_SECTIONS = ("What it does", "Why it matters", "Example", "How to fix")
 
 class Context(EqRecord):
     """What rules may use besides the file or job they are given: the run's settings (``config``,
-    as in ``[tool.parallint]``), the working folder, and two services of the engine that runs them,
-    handed in as callables so that rules never import the engine: :meth:`read` another file's
-    facts, and :meth:`plan` the layouts that pass the layout rules."""
+    as in ``[tool.parallint]``), the working folder, and three services of the engine that runs
+    them, handed in as callables so that rules never import the engine: :meth:`read` another
+    file's facts, :meth:`plan` the layouts that pass the layout rules, and :meth:`versions` the
+    version facts of a file's jobs."""
 
-    _fields = ("config", "cwd", "_reader", "_planner")
+    _fields = ("config", "cwd", "_reader", "_planner", "_versions")
     config: dict[str, Any]
     cwd: Path
     _reader: Callable[[Path], FileFacts | None]
     _planner: Planner
+    _versions: Callable[[FileFacts], FactMap] | None
 
     def __init__(self, config: dict[str, Any], cwd: Path, reader: Callable[[Path], FileFacts | None],
-                 planner: Planner) -> None:
+                 planner: Planner, versions: Callable[[FileFacts], FactMap] | None = None) -> None:
         self.config = config
         self.cwd = cwd
         self._reader = reader
         self._planner = planner
+        self._versions = versions
+
+    def versions(self, f: FileFacts) -> FactMap:
+        """The version facts (``version.*``) of the jobs file ``f`` roots: its own images and
+        ``module load`` lines, and its repository's version files (the linker's
+        :func:`parallint.link.versions.for_file`, which also puts them into each ``Job.facts``).
+        Empty when the engine gives none."""
+        if self._versions is None:
+            from parallint.model.facts import FactMap
+
+            return FactMap()
+        return self._versions(f)
 
     def read(self, path: str | Path) -> FileFacts | None:
         """The facts of the file at ``path`` (relative to :attr:`cwd`), read once per run."""

@@ -79,6 +79,7 @@ class Fact(FrozenRecord):
 
 _MEGATRON = ("megatron_args", "nemo")
 _ALL_DEGREE = ("megatron_args", "nemo", "torchtitan", "python")
+_VERSIONS = ("versions",)
 
 VOCABULARY: tuple[Fact, ...] = (
     # ------------------------------------------------------------------ model
@@ -204,6 +205,22 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("python",), spec=False),
     Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
          producers=("cmdline", "kube", "ray", "shell", "skypilot", "torchx"), spec=False),
+    # ------------------------------------------------------------------ versions
+    # (parallint.model.versions: a specifier text per statement, origin.via the kind of source;
+    # several statements of one package are alternatives)
+    Fact("version.torch", "str", "torch versions the job may run (a specifier: ==2.1.0, >=2.1,<2.4, '' = any)",
+         "version", producers=_VERSIONS, spec=False),
+    Fact("version.cuda", "str", "the CUDA runtime torch runs with (image, +cuXXX wheel, conda pytorch-cuda)",
+         "version", producers=_VERSIONS, spec=False),
+    Fact("version.cuda_toolkit", "str", "the CUDA toolkit on PATH that compiles extensions (module load, devel image)",
+         "version", producers=_VERSIONS, spec=False),
+    Fact("version.nccl", "str", "the NCCL library the job runs with (image, nvidia-nccl wheel)", "version",
+         producers=_VERSIONS, spec=False),
+    Fact("version.transformers", "str", "Hugging Face transformers versions", "version", producers=_VERSIONS,
+         spec=False),
+    Fact("version.deepspeed", "str", "DeepSpeed versions", "version", producers=_VERSIONS, spec=False),
+    Fact("version.accelerate", "str", "Hugging Face accelerate versions", "version", producers=_VERSIONS, spec=False),
+    Fact("version.flash_attn", "str", "flash-attn versions", "version", producers=_VERSIONS, spec=False),
     # ------------------------------------------------------------------ other
     Fact("ddp.find_unused_parameters", "bool", "DDP's find_unused_parameters switch",
          producers=("hftrainargs", "lightning_cli", "nemo", "python"), spec=False),
