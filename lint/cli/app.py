@@ -87,6 +87,7 @@ def check(
     fix: bool = typer.Option(False, "--fix", help="Make the safe fixes the findings propose, then report what is left."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="With --fix or --diff: also the fixes that may change what the job does."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and change nothing (exit 1 when there is one)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the findings: no progress line on a terminal, no summary line."),
 ) -> None:
     """Check files and folders for distributed-training mistakes.
 
@@ -99,7 +100,7 @@ def check(
         ignore=ignore, fail_level=fail_level, exit_zero=exit_zero, stdin_filename=stdin_filename, gpu=gpu,
         include_tests=include_tests, max_file_size=max_file_size, all_job_findings=all_job_findings,
         related_findings=related_findings, no_cache=no_cache, baseline=baseline, write_baseline=write_baseline,
-        add_noqa=add_noqa, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff))
+        add_noqa=add_noqa, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, quiet=quiet))
 
 
 @app.command("rules")

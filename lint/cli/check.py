@@ -93,24 +93,24 @@ def run_check(paths: Optional[List[str]] = None, output_format: str = "text", ou
               max_file_size: Optional[str] = None, all_job_findings: bool = False, related_findings: bool = False,
               no_cache: bool = False,
               baseline: Optional[str] = None, write_baseline: Optional[str] = None, add_noqa: bool = False,
-              fix: bool = False, unsafe_fixes: bool = False, diff: bool = False) -> int:
+              fix: bool = False, unsafe_fixes: bool = False, diff: bool = False, quiet: bool = False) -> int:
     """``parallint check`` (see :func:`parallint.cli.app.check` for the options); the exit status."""
     import gc
 
     # a few files a hook names (no folder): a run of a few hundred milliseconds at most, mostly
     # imports, which the cyclic collector would scan over and over (more files: as before, the
     # runner pauses and collects while it reads them)
-    quiet = gc.isenabled() and _files_only(paths) and len(paths or ()) <= QUIET_GC_FILES
-    if quiet:
+    no_gc = gc.isenabled() and _files_only(paths) and len(paths or ()) <= QUIET_GC_FILES
+    if no_gc:
         gc.disable()
     try:
         _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
                ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
-               related_findings, no_cache, baseline, write_baseline, add_noqa, fix, unsafe_fixes, diff)
+               related_findings, no_cache, baseline, write_baseline, add_noqa, fix, unsafe_fixes, diff, quiet)
     except Exit as exc:
         return exc.code
     finally:
-        if quiet:
+        if no_gc:
             gc.enable()
     return EXIT_OK
 
@@ -125,7 +125,7 @@ def _files_only(paths: Optional[List[str]]) -> bool:
 def _check(paths, output_format, output_file, statistics, show_docs_link, config_path, select, extend_select,
            ignore, fail_level, exit_zero, stdin_filename, gpu, include_tests, max_file_size, all_job_findings,
            related_findings, no_cache, baseline, write_baseline, add_noqa, fix=False, unsafe_fixes=False,
-           diff=False) -> None:
+           diff=False, quiet=False) -> None:
     from parallint.model.diagnostics import Severity
     from parallint.engine.registry import RegistryError, UnknownSelector, get_registry, lazy_registry
     from parallint.report.formats import FORMATS, render
@@ -218,16 +218,20 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
                 group_rules = list(group_rules) + [r for c in nested for r in selection(c)[0] if r not in group_rules]
         if with_stdin and stdin is not None:
             stdin = (stdin[0], _read_stdin(config.settings))
+        progress = None if quiet else Progress.on_terminal()
         try:
             part = check_files(group_paths, config, group_rules, stdin=stdin if with_stdin else None,
                                all_job_findings=all_job_findings, use_cache=not no_cache,
-                               related_findings=related_findings)
+                               related_findings=related_findings, progress=progress)
         except Exception as exc:  # pragma: no cover - last line of defence
             import os
 
             if os.environ.get("PARALLINT_DEBUG"):
                 raise
             raise fail(f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            if progress is not None:
+                progress.clear()
         if not config_path:  # nested configurations inside walked folders
             from parallint.engine.index import nested_settings_filter
 
@@ -284,6 +288,9 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     report = render(output_format, result.diagnostics, result.files_checked, rules, opts)
     if result.errors and not result.diagnostics and output_format == "text" and not output_file:
         report = ""  # "All checks passed" above an error (a missing path) would say the opposite
+    if quiet and output_format == "text":  # the findings only, without the summary line
+        report = "".join(ln for ln in report.splitlines(keepends=True)
+                         if not ln.startswith(("All checks passed", "Found ")))
     if output_file:
         from parallint.util.safeio import atomic_write
 
@@ -332,11 +339,48 @@ def _fix(result, fix: bool, unsafe: bool, diff: bool) -> None:
         raise Exit(EXIT_FINDINGS)
 
 
+class Progress:
+    """The progress line on a terminal's standard error: files read of files to read, and the
+    time so far; shown after half a second (a quick run prints nothing), redrawn at most ten times
+    a second, and erased when reading ends."""
+
+    DELAY_S, EVERY_S = 0.5, 0.1
+
+    def __init__(self, stream) -> None:
+        import time
+
+        self.stream = stream
+        self.clock = time.monotonic
+        self.start = self.last = self.clock()
+        self.shown = False
+
+    @classmethod
+    def on_terminal(cls) -> "Optional[Progress]":
+        """A progress line when standard error is a terminal, else None (piped, CI logs)."""
+        return cls(sys.stderr) if _isatty(sys.stderr) else None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.start < self.DELAY_S or now - self.last < self.EVERY_S:
+            return
+        self.last = now
+        self.shown = True
+        self.stream.write(f"\rparallint: {done}/{total} files read, {now - self.start:.1f} s\x1b[K")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
 #: ``check``'s options, as cli_typer declares them: flag -> parameter (tests/test_startup.py)
 CHECK_FLAGS = {"--statistics": "statistics", "--show-docs-link": "show_docs_link", "--exit-zero": "exit_zero",
                "--include-tests": "include_tests", "--all-job-findings": "all_job_findings",
                "--related-findings": "related_findings", "--no-cache": "no_cache",
-               "--add-noqa": "add_noqa", "--fix": "fix", "--unsafe-fixes": "unsafe_fixes", "--diff": "diff"}
+               "--add-noqa": "add_noqa", "--fix": "fix", "--unsafe-fixes": "unsafe_fixes", "--diff": "diff",
+               "--quiet": "quiet", "-q": "quiet"}
 CHECK_VALUES = {"--format": "output_format", "--output-file": "output_file", "-o": "output_file",
                 "--config": "config_path", "--fail-level": "fail_level", "--stdin-filename": "stdin_filename",
                 "--gpu": "gpu", "--max-file-size": "max_file_size", "--baseline": "baseline",

@@ -405,7 +405,7 @@ def _git_files(root: Path) -> list[str] | None:
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
-                related_findings: bool = False, run_cache: bool | None = None):
+                related_findings: bool = False, run_cache: bool | None = None, progress=None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
@@ -419,6 +419,7 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     from parallint.engine.runner import Runner
 
     runner = Runner(config, cwd)
+    runner.progress = progress  # (files read, files to read), as reading goes on
     cwd = runner.cwd
     whole = None
     if use_cache and not buffers and stdin is None:

@@ -344,6 +344,10 @@ class Runner:
         #: the scheduler context a shell buffer of ``stdin`` runs in, known from outside its text
         #: (``parallint preflight``: the real environment and host)
         self.context: dict[Path, FactMap] = {}
+        #: called with (files read, files to read) as reading goes on (check's progress line)
+        self.progress: Callable[[int, int], None] | None = None
+        self._done = self._total = 0
+        self._pid = os.getpid()  # a forked worker never reports progress (its parent does)
         from parallint.util.boundary import Boundary
 
         self.boundary = Boundary()  # widened by each path the run is given (parallint.util.boundary)
@@ -500,7 +504,14 @@ class Runner:
             return self._skipped(abspath, display, reason, kind)
         return abspath, display, text, kind
 
+    def _tick(self) -> None:
+        """One more file read (``progress``: the terminal's progress line)."""
+        if self.progress is not None and os.getpid() == self._pid:
+            self._done += 1
+            self.progress(self._done, max(self._done, self._total))
+
     def _parse(self, abspath: Path, display: str, text: str, kind: str) -> FileFacts | None:
+        self._tick()
         module = READERS.get(kind)
         try:
             reader = importlib.import_module(f"parallint.readers.{module}")
@@ -596,6 +607,7 @@ class Runner:
             else:
                 pending.append(loaded)
             slots.append(c.abspath)
+        self._total += len(pending)
         with _QuietGc(active=len(pending) >= RECLAIM_EVERY):
             self._read_pending(pending, rules)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
@@ -655,6 +667,7 @@ class Runner:
         key = self.store.entry_key(abspath, display, text)
         hit = self.store.get(key)
         if hit is not None:
+            self._tick()
             try:
                 f, early = hit
                 f.text = text
@@ -814,6 +827,7 @@ class Runner:
         try:
             for idx, ok, payload in workers.run(items, _work, n, self.timeout + 1, idle, self.memory):
                 item = items[idx]
+                self._tick()
                 if not ok:
                     self.cache[item[0]] = self._skipped(item[0], item[1], self._reason(payload), item[3])
                     continue
