@@ -220,7 +220,7 @@ def estimate(
     zero_stage: Optional[int] = typer.Option(None, "--zero-stage", help="ZeRO stage (0-3; FSDP full shard = 3)."),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="Micro-batch size per GPU."),
     recompute: Optional[str] = typer.Option(None, "--recompute", help="none, selective or full."),
-    output_format: str = typer.Option("text", "--format", help="text or json."),
+    output_format: str = typer.Option("text", "--format", help="text (with a bar of the memory against the card), json or svg (the bars as a picture)."),
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
 ) -> None:
     """Estimate per-GPU training memory for every job."""
@@ -231,8 +231,8 @@ def estimate(
     _positive("--zero-stage", zero_stage, 0, 3)
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise _fail(f"--recompute must be none, selective or full (got {recompute!r})")
-    if output_format not in ("text", "json"):
-        raise _fail(f"unknown format '{output_format}' (expected text or json)")
+    if output_format not in ("text", "json", "svg"):
+        raise _fail(f"unknown format '{output_format}' (expected text, json or svg)")
     config = _load_config(config_path)
     _check_gpu(gpu)
     extra = _presets(preset, paths, config.settings)

@@ -247,6 +247,13 @@ def render_estimate(name: str, spec: dict, est, headroom: float = 0.9) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
                   out: TextIO | None = None, extra: list | tuple = ()) -> int:
     from parallint.estimator.memory import estimate
@@ -275,8 +282,18 @@ def estimate_main(paths: list[str], overrides: dict, fmt: str, config: dict,
     headroom = float(config.get("memory-headroom", 0.9))
     if fmt == "json":
         out.write(json.dumps([est.to_json() for _, _, est in results], indent=2) + "\n")
+    elif fmt == "svg":
+        from parallint.report.membar import svg
+
+        out.write(svg([(n, e) for n, _, e in results]))
     else:
-        out.write("\n".join(render_estimate(n, s, e, headroom) for n, s, e in results))
+        from parallint.report.formats import use_color
+        from parallint.report.membar import bar
+
+        tty = _isatty(out)
+        color = tty and use_color(out)
+        out.write("\n".join(render_estimate(n, s, e, headroom) + "".join(f"  {ln}\n" for ln in bar(e, unicode=tty, color=color))
+                            for n, s, e in results))
     for e in errors:
         sys.stderr.write(f"parallint estimate: {e}\n")
     _report_shapeless("estimate", shapeless)
@@ -323,6 +340,12 @@ def render_plan(name: str, spec: dict, gpus: int, gpu_name: str, mem: int, layou
         lines.append(f"  ... and {len(layouts) - limit} more (--format json lists all)")
     lines.append("")
     lines.append(f"  best: {layouts[0].describe()}")
+    from parallint.estimator.plan import framework_settings
+
+    how = framework_settings(spec.get("framework"), layouts[0])
+    if how is not None:
+        lines.append(f"  set it ({how[0]}):")
+        lines.extend(f"    {ln}" for ln in how[1])
     return "\n".join(lines) + "\n"
 
 

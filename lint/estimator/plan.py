@@ -203,3 +203,79 @@ def plan(spec: dict, gpus: int, gpu: str | None = None, headroom: float = 0.9,
         and (b.recompute, b.zero_stage) != (a.recompute, a.zero_stage) for b in out)]
     kept.sort(key=Layout.sort_key)
     return kept
+
+
+def framework_settings(framework: str | None, lay: Layout) -> tuple[str, list[str]] | None:
+    """How the job's own framework spells ``lay``: (what the lines are, the lines), or None when
+    the framework is unknown or has no spelling for part of the layout (then nothing is offered)."""
+    fw = (framework or "").lower()
+    rc = lay.recompute
+    if fw in ("megatron", "megatron-lm", "megatron-deepspeed"):
+        flags = [f"--tensor-model-parallel-size {lay.tp}", f"--pipeline-model-parallel-size {lay.pp}"]
+        if lay.cp > 1:
+            flags.append(f"--context-parallel-size {lay.cp}")
+        if lay.ep > 1:
+            flags.append(f"--expert-model-parallel-size {lay.ep}")
+        if lay.sequence_parallel:
+            flags.append("--sequence-parallel")
+        if rc == "full":
+            flags.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
+        elif rc == "selective":
+            flags.append("--recompute-granularity selective")
+        if lay.zero_stage == 1:
+            flags.append("--use-distributed-optimizer")
+        elif lay.zero_stage > 1:
+            return None  # Megatron-LM shards optimizer states only (its distributed optimizer)
+        return "Megatron flags", [" ".join(flags)]
+    if fw == "nemo":
+        keys = [f"model.tensor_model_parallel_size={lay.tp}", f"model.pipeline_model_parallel_size={lay.pp}"]
+        if lay.cp > 1:
+            keys.append(f"model.context_parallel_size={lay.cp}")
+        if lay.ep > 1:
+            keys.append(f"model.expert_model_parallel_size={lay.ep}")
+        keys.append(f"model.sequence_parallel={lay.sequence_parallel}")
+        if rc == "full":
+            keys += ["model.activations_checkpoint_granularity=full", "model.activations_checkpoint_method=uniform",
+                     "model.activations_checkpoint_num_layers=1"]
+        elif rc == "selective":
+            keys.append("model.activations_checkpoint_granularity=selective")
+        if lay.zero_stage == 1:
+            keys.append("model.optim.name=distributed_fused_adam")
+        elif lay.zero_stage > 1:
+            return None
+        return "NeMo overrides", [" ".join(keys)]
+    if fw == "torchtitan":
+        shard = lay.dp if lay.zero_stage == 3 else 1
+        replicate = lay.dp if lay.zero_stage == 0 else 1
+        if lay.zero_stage in (1, 2) and lay.dp > 1:
+            return None  # torchtitan shards with FSDP (ZeRO-3) or replicates
+        lines = ["[parallelism]", f"data_parallel_replicate_degree = {replicate}",
+                 f"data_parallel_shard_degree = {shard}", f"tensor_parallel_degree = {lay.tp}",
+                 f"pipeline_parallel_degree = {lay.pp}"]
+        if lay.cp > 1:
+            lines.append(f"context_parallel_degree = {lay.cp}")
+        if lay.ep > 1:
+            lines.append(f"expert_parallel_degree = {lay.ep}")
+        lines += ["[activation_checkpoint]", f'mode = "{rc}"']
+        return "torchtitan TOML", lines
+    if fw in ("deepspeed", "hf_trainer"):
+        if lay.tp > 1 or lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+            return None  # plain DeepSpeed and the HF Trainer have data parallelism with ZeRO only
+        if fw == "deepspeed":
+            lines = [f'"zero_optimization": {{"stage": {lay.zero_stage}}}']
+            if rc != "none":
+                lines.append("activation checkpointing in the model (deepspeed.checkpointing or the model's own)")
+            return "DeepSpeed config", lines
+        flags = []
+        if lay.zero_stage == 3:
+            flags.append('--fsdp "full_shard auto_wrap"')
+        elif lay.zero_stage == 2:
+            flags.append('--fsdp "shard_grad_op auto_wrap"')
+        elif lay.zero_stage == 1:
+            return None
+        if rc == "full":
+            flags.append("--gradient_checkpointing true")
+        elif rc == "selective":
+            return None
+        return "TrainingArguments flags", [" ".join(flags) or "(no flag: plain data parallelism)"]
+    return None
