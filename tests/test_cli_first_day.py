@@ -56,3 +56,22 @@ def test_a_report_gets_the_mode_the_umask_gives(tmp_path, umask, mode):
     subprocess.run(f"umask {umask:03o} && '{exe}' check --no-cache -o out/report.txt train.py", shell=True,
                    cwd=tmp_path, env=env, timeout=120, capture_output=True)
     assert stat.S_IMODE((tmp_path / "out" / "report.txt").stat().st_mode) == mode
+
+
+def test_every_config_typo_is_reported_with_its_line(tmp_path):
+    """Issue 26: a typo in [tool.parallint] was reported without its line, and only the first."""
+    from conftest import run_cli, write_tree
+
+    write_tree(tmp_path, {".git/x": "", "a.py": "x = 1\n",
+                          "pyproject.toml": '[project]\nname = "x"\n\n[tool.parallint]\nselect = ["DDP"]\n'
+                                            'ignroe = ["X"]\nfail-levle = "error"\n'})
+    res = run_cli("check", "a.py", cwd=tmp_path)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert lines == [
+        f"parallint: error: {tmp_path / 'pyproject.toml'}:6: unknown key 'ignroe' in [tool.parallint] (did you mean 'ignore'?)",
+        f"parallint: error: {tmp_path / 'pyproject.toml'}:7: unknown key 'fail-levle' in [tool.parallint] (did you mean 'fail-level'?)",
+    ], res.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.parallint]\nselect = "DDP"\nmax-file-size = -3\n')
+    res = run_cli("check", "a.py", cwd=tmp_path)
+    assert [ln.split(": invalid value for ")[0].rsplit(":", 1)[1] for ln in res.stderr.strip().splitlines()] == ["3", "2"]

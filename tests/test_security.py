@@ -340,4 +340,9 @@ def test_stdin_named_at_the_file_system_root_does_not_index_the_machine(tmp_path
     p = subprocess.run([str(exe), "check", "--no-cache", "--stdin-filename", name, "-"], cwd=tmp_path,
                        input='{"train_batch_size": 8}\n', capture_output=True, text=True, timeout=60)
     assert time.monotonic() - t < 20
-    assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    if name == "/":  # a folder is no file name: a one-line usage error, not "All checks passed"
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is a folder" in p.stderr, p.stderr
+        assert p.stdout == ""
+    else:
+        assert p.returncode in (0, 1), p.stderr

@@ -27,7 +27,8 @@ app = typer.Typer(
 
 
 def _fail(message: str) -> "typer.Exit":
-    typer.echo(f"parallint: error: {message}", err=True)
+    for line in message.splitlines() or [""]:  # several problems: one error line each
+        typer.echo(f"parallint: error: {line}", err=True)
     return typer.Exit(EXIT_ERROR)
 
 

@@ -40,7 +40,8 @@ def echo(message: str, err: bool = False) -> None:
 
 
 def fail(message: str) -> Exit:
-    echo(f"parallint: error: {message}", err=True)
+    for line in message.splitlines() or [""]:  # several problems: one error line each
+        echo(f"parallint: error: {line}", err=True)
     return Exit(EXIT_ERROR)
 
 
@@ -183,6 +184,11 @@ def _check(paths, output_format, output_file, statistics, show_docs_link, config
     if paths == ["-"]:
         if not stdin_filename:
             raise fail("reading standard input ('-') needs --stdin-filename NAME")
+        import os as _os
+
+        if stdin_filename.endswith(("/", _os.sep)) or _os.path.isdir(stdin_filename):
+            raise fail(f"--stdin-filename {stdin_filename!r} is a folder; give the name of the file the "
+                       "standard input stands for (for example train.py)")
         stdin = (stdin_filename, "")  # read below, once the buffer's settings (size cap) are known
         paths = []
     elif "-" in paths:

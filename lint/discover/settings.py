@@ -66,17 +66,37 @@ def _load_schema() -> dict:
     return json.loads(read_text("parallint.schemas", "config.schema.json"))
 
 
-def validate(settings: dict, source: str) -> None:
-    """Raise ConfigError naming the key and the file for anything the schema rejects."""
+def _key_line(text: str, key: str) -> int | None:
+    """The line of ``key = ...`` in a configuration's text (in its ``[tool.parallint]`` table when
+    it has one), or None."""
+    import re
+
+    head = re.search(r"^\s*\[\s*tool\s*\.\s*parallint\s*\]", text, re.M)
+    start = head.end() if head else 0
+    m = re.compile(rf"^[ \t]*([\"']?){re.escape(key)}\1[ \t]*=", re.M).search(text, start)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def validate(settings: dict, source: str, text: str = "") -> None:
+    """Raise ConfigError naming the file, the line and the key of everything the schema rejects
+    (every problem, one line each: a typo is not found one run at a time)."""
     schema = _load_schema()
     known = list(schema["properties"])
+    problems: list[str] = []
+
+    def at(key: str) -> str:
+        line = _key_line(text, key) if text else None
+        return f"{source}:{line}" if line else source
+
     for key in settings:
         if key not in schema["properties"]:
             import difflib
 
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{source}: unknown key '{key}' in [tool.parallint]{hint}")
+            problems.append(f"{at(key)}: unknown key '{key}' in [tool.parallint]{hint}")
+    if problems:
+        raise ConfigError("\n".join(problems))
     from parallint.model.schemacheck import settles
 
     if settles(schema, settings):  # valid: jsonschema is not even imported
@@ -85,16 +105,18 @@ def validate(settings: dict, source: str) -> None:
 
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(settings), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
+    for e in errors:
         where = ".".join(str(p) for p in e.absolute_path) or "[tool.parallint]"
-        raise ConfigError(f"{source}: invalid value for '{where}': {e.message}")
+        top = str(e.absolute_path[0]) if e.absolute_path else ""
+        problems.append(f"{at(top) if top else source}: invalid value for '{where}': {e.message}")
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 MAX_CONFIG_BYTES = 1_000_000
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path, with_text: bool = False) -> Any:
     """The TOML at ``path``; every failure (unreadable, not a regular file, invalid UTF-8, too
     large or too deeply nested, invalid TOML) is a one-line ConfigError, never a traceback."""
     from parallint.util.guards import config_guard
@@ -123,7 +145,8 @@ def _read_toml(path: Path) -> dict:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
+        return (data, text) if with_text else data
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except (RecursionError, MemoryError, ValueError) as exc:
@@ -198,14 +221,14 @@ def _load_settings(path: Path, explicit: bool, chain: tuple[Path, ...], named: b
     files inside its repository (parallint.util.boundary): one outside is not read."""
     if named is None:
         named = explicit
-    data = _read_toml(path)
+    data, text = _read_toml(path, with_text=True)
     settings = _settings_from(path, data)
     if settings is None:
         if explicit or chain:
             raise ConfigError(f"{path}: no [tool.parallint] table")
         return None
     try:
-        validate(settings, str(path))
+        validate(settings, str(path), text)
     except RecursionError:
         raise ConfigError(f"{path}: [tool.parallint] nested too deeply") from None
     if "extend" not in settings:
