@@ -107,7 +107,7 @@ MODULES: dict[str, dict] = {
     'env.env009_flash_attention_unsupported_gpu': {'source': '5086:75b428f9', 'rules': [
         {'class': 'FlashAttentionUnsupportedGpu', 'code': 'ENV009', 'name': 'flash-attention-unsupported-gpu', 'severity': 'error', 'summary': 'FlashAttention requested on a GPU its version does not support.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
     ]},
-    'lay.lay001_parallel_product_mismatch': {'source': '14935:2ca154e7', 'rules': [
+    'lay.lay001_parallel_product_mismatch': {'source': '15898:88a82a1e', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [

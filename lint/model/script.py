@@ -81,6 +81,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "ds_initialize": ("deepspeed.initialize",),
     "ds_pipeline_module": ("deepspeed.pipe.PipelineModule", "deepspeed.runtime.pipe.PipelineModule",
                            "deepspeed.runtime.pipe.module.PipelineModule"),
+    # ColossalAI's booster plugin: HybridParallelPlugin(tp_size=, pp_size=, zero_stage=)
+    "colossal_hybrid": ("colossalai.booster.plugin.HybridParallelPlugin",
+                        "colossalai.booster.plugin.hybrid_parallel_plugin.HybridParallelPlugin",
+                        "colossalai.booster.plugin.MoeHybridParallelPlugin",
+                        "colossalai.booster.plugin.moe_hybrid_parallel_plugin.MoeHybridParallelPlugin"),
     "ds_init_distributed": ("deepspeed.init_distributed", "deepspeed.comm.init_distributed",
                             "deepspeed.comm.comm.init_distributed"),
     "fabric": ("lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",

@@ -154,7 +154,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.sp", "int", "Ulysses sequence-parallel degree (DeepSpeed, accelerate)", "ranks",
          producers=("accelerate", "deepspeed"), spec=False),
     Fact("parallel.zero_stage", "int", "ZeRO stage (0-3); FSDP full shard = 3",
-         producers=("accelerate", "deepspeed", "foundry", "hftrainargs", "megatron_args", "nanotron", "neox")),
+         producers=("accelerate", "deepspeed", "foundry", "hftrainargs", "megatron_args", "nanotron", "neox", "python")),
     Fact("parallel.sequence_parallel", "bool", "Megatron-style sequence parallelism (shards norms by sequence)",
          producers=_MEGATRON + ("nanotron", "neox", "torchtitan") + ("megatron_yaml",)),
     Fact("parallel.distributed_optimizer", "bool", "Megatron distributed optimizer (ZeRO-1)", producers=_MEGATRON),

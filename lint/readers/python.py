@@ -1336,6 +1336,16 @@ def _facts(s: Script, f: FileFacts) -> None:
         # Megatron-core's parallel state: its own world-size assertion (TP x PP x CP divides the
         # world) is the Megatron one the layout rules know
         f.facts.add("framework", Value("megatron", c.span, True, "", "initialize_model_parallel()"))
+    for c in s.by("colossal_hybrid"):
+        # ColossalAI asserts that TP x PP divides the world size when the plugin is built
+        for kw, key in (("tp_size", "parallel.tp"), ("pp_size", "parallel.pp")):
+            v = s.arg(c, kw, with_span=True)
+            if v is not None:
+                _fact(f, key, v, f"HybridParallelPlugin({kw}=...)", _int)
+        z = s.arg(c, "zero_stage", with_span=True)
+        if z is not None:
+            _fact(f, "parallel.zero_stage", z, "HybridParallelPlugin(zero_stage=...)", _int)
+        f.facts.add("framework", Value("colossalai", c.span, True, "", "HybridParallelPlugin()"))
     for c in s.by("ds_pipeline_module"):  # DeepSpeed's pipeline engine: PipelineModule(num_stages=N)
         v = s.arg(c, "num_stages", with_span=True)
         if v is not None:

@@ -8,7 +8,18 @@ from parallint.model.rule import Example
 from parallint.rules.lay._common import _nemo
 
 
-MEGATRON_LIKE = ("megatron", "nemo", "neox", "deepspeed")
+#: frameworks that assert TP × PP (× CP) divides the world size (ColossalAI's HybridParallelPlugin too)
+MEGATRON_LIKE = ("megatron", "nemo", "neox", "deepspeed", "colossalai")
+
+
+_COLOSSAL = """import colossalai
+from colossalai.booster import Booster
+from colossalai.booster.plugin import HybridParallelPlugin
+
+colossalai.launch_from_torch()
+plugin = HybridParallelPlugin(tp_size={tp}, pp_size={pp}, zero_stage=1, precision="bf16", microbatch_size=1)
+booster = Booster(plugin=plugin)
+"""
 
 
 def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> str:
@@ -39,7 +50,7 @@ class ParallelProductMismatch(FactRule):
     ## What it does
     Compares the model-parallel degrees with the job's world size, using the framework's own
     rule: Megatron, NeMo and DeepSpeed need `world % (TP×PP×CP) == 0` (the rest is data
-    parallel); torchtitan needs `dp_replicate·dp_shard·cp·tp·pp == world` exactly
+    parallel), and so does ColossalAI's `HybridParallelPlugin(tp_size=, pp_size=)`; torchtitan needs `dp_replicate·dp_shard·cp·tp·pp == world` exactly
     (`data_parallel_shard_degree = -1` is inferred, so the others must divide the world);
     nanotron needs `dp·tp·pp == world`; accelerate's `parallelism_config` needs
     `dp_replicate·dp_shard·tp·cp == num_processes`; torchtune's `ParallelDims` has torchtitan's
@@ -66,6 +77,10 @@ class ParallelProductMismatch(FactRule):
     """
     valid = (
         Example(_nemo(tp=4, pp=2), filename="conf/gpt.yaml"),
+        Example(files={
+            "run.sh": "torchrun --standalone --nproc_per_node 8 train.py\n",
+            "train.py": _COLOSSAL.format(tp=4, pp=2),
+        }, paths=("run.sh",)),
         Example(_toml("data_parallel_shard_degree = -1\ntensor_parallel_degree = 4"), filename="train.toml"),
         Example("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_machines: 1\nnum_processes: 8\n"
                 "parallelism_config:\n  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 2\n"
@@ -77,6 +92,11 @@ class ParallelProductMismatch(FactRule):
     )
     invalid = (
         Example(_nemo(tp=4, pp=4), filename="conf/gpt.yaml", line=8),
+        # ColossalAI: the booster plugin asks for TP 4 × PP 2 = 8 GPUs, torchrun starts 4
+        Example(files={
+            "run.sh": "torchrun --standalone --nproc_per_node 4 train.py\n",
+            "train.py": _COLOSSAL.format(tp=4, pp=2),
+        }, paths=("run.sh",)),
         Example(files={
             "run.sh": "torchrun --nnodes 1 --nproc_per_node 8 -m torchtitan.train --job.config_file llama.toml\n",
             "llama.toml": _toml("data_parallel_shard_degree = 4\ntensor_parallel_degree = 4"),
