@@ -7,7 +7,8 @@ Per case: the estimate of the same kind as the measurement (``allocated`` agains
 whole per-GPU total, CUDA context included), its low / high range, the measured number and the
 error. An ``oom`` case is *predicted* when the low end of the range exceeds the card.
 
-A case whose spec the job-spec schema rejects is "not expressible" and is left out of the
+A case marked ``incomplete`` (the source leaves a setting that moves the figure unstated) is
+printed but not scored. A case whose spec the job-spec schema rejects is "not expressible" and is left out of the
 accuracy figures. ``--nearest`` estimates such a case anyway with the fields the schema does not
 know dropped and unknown enumeration values replaced by the nearest older one (``recompute: op``
 -> ``selective``), which is how the first-run figures before issue 25 were taken.
@@ -79,13 +80,14 @@ def _of_kind(est, kind: str, which: str = "expected") -> float:
         base = est.allocated
     elif kind == "reserved" and hasattr(est, "reserved"):
         base = est.reserved
+    elif kind == "nvidia-smi" and rng is not None:
+        base = rng[1]
     else:
         base = est.total
     if rng is None or which == "expected":
         return base
-    low, _, high = rng
-    scale = (low if which == "low" else high) / est.total
-    return base * scale
+    low, expected, high = rng
+    return base * (low if which == "low" else high) / expected
 
 
 def run_case(case: dict, nearest: bool = False) -> dict:
@@ -95,6 +97,8 @@ def run_case(case: dict, nearest: bool = False) -> dict:
     spec = case["spec"]
     errors = validate(spec)
     row: dict = {"id": case["id"], "kind": case["measured"]["kind"], "expressible": not errors}
+    if case.get("incomplete"):
+        row["incomplete"] = case["incomplete"]
     if errors:
         row["why_not"] = errors[0]
         if not nearest:
@@ -120,11 +124,11 @@ def run_case(case: dict, nearest: bool = False) -> dict:
 
 
 def summary(rows: list[dict], nearest: bool = False) -> dict:
-    usable = [r for r in rows if "error" in r and (r["expressible"] or nearest)]
+    usable = [r for r in rows if "error" in r and (r["expressible"] or nearest) and "incomplete" not in r]
     errs = [r["error"] for r in usable]
     ooms = [r for r in rows if r["kind"] == "oom"]
     out = {"cases": len(rows), "expressible": sum(r["expressible"] for r in rows),
-           "compared": len(usable), "ooms": len(ooms),
+           "incomplete": sum("incomplete" in r for r in rows), "compared": len(usable), "ooms": len(ooms),
            "ooms_predicted": sum(bool(r.get("predicted")) for r in ooms)}
     if errs:
         out |= {"median_abs_error": statistics.median(abs(e) for e in errs),
@@ -157,11 +161,13 @@ def main(argv: list[str]) -> int:
         else:
             meas, err, card = f"{r['measured'] / gib:.2f}", f"{100 * r['error']:+.1f}%", ""
         note = "; ".join(x for x in (card, "nearest spec" if r.get("nearest") else "",
+                                      "config incomplete: not scored" if r.get("incomplete") else "",
                                       f"range: {r['dominant']}" if r.get("dominant") else "") if x)
         print(f"{r['id']:<52}{r['kind']:<11}{r['low'] / gib:>7.2f}{r['expected'] / gib:>8.2f}"
               f"{r['high'] / gib:>7.2f}{meas:>10}{err:>9}  {note}")
     print()
-    print(f"cases {summ['cases']}, expressible {summ['expressible']}, compared {summ['compared']}, "
+    print(f"cases {summ['cases']}, expressible {summ['expressible']}, config incomplete {summ['incomplete']}, "
+          f"compared {summ['compared']}, "
           f"OOM reports {summ['ooms']} (predicted by the low end: {summ['ooms_predicted']})")
     if "median_abs_error" in summ:
         print(f"median |error| {100 * summ['median_abs_error']:.1f}%, within ±10%: "
