@@ -27,8 +27,8 @@ class PredictedOom(Rule):
     et al. 2022 for the micro batch, sequence length, tensor/sequence parallelism and recompute
     mode times the microbatches a 1F1B first stage keeps in flight, plus the CUDA context and
     buffers — and reports the job when even the low end of the estimate's range exceeds the
-    GPU's memory. When only the expected value exceeds it (the range straddles the card), an
-    info names the margin and the term whose uncertainty decides. The message gives the
+    GPU's memory. When the expected peak exceeds it but the low end does not (the range
+    straddles the card), an info names the margin and the term whose uncertainty decides. The message gives the
     breakdown and the best layout `parallint plan` finds for the same number of GPUs. A job that
     MEM001 reports (pure data parallelism whose model states alone do not fit) is left to MEM001. Only
     values the job states count: an unknown micro batch or sequence length means no activations,
@@ -82,7 +82,7 @@ class PredictedOom(Rule):
         spec, est, gpu_name, mem = got
         low, expected, high = est.range
         if low <= mem:
-            if expected > mem and not _pure_dp_oversized(est, mem, ctx):
+            if est.total > mem and not _pure_dp_oversized(est, mem, ctx):
                 # a near miss: the range straddles the card; say by how much, do not fail the job
                 yield self.report(
                     _anchor(job),
