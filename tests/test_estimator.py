@@ -155,7 +155,7 @@ def test_estimate_json_has_exactly_the_issue_fields():
     j = e.to_json()
     assert set(j) == {"param_count", "gpu", "gpu_memory_bytes", "per_gpu",
                       "activation_per_layer_bytes", "layers_per_stage", "microbatches_in_flight",
-                      "fits"}
+                      "fits", "allocated_bytes", "reserved_bytes", "range"}
     assert set(j["per_gpu"]) == {"weights", "gradients", "optimizer", "activations", "other", "total"}
     assert j["per_gpu"]["total"] == sum(v for k, v in j["per_gpu"].items() if k != "total") or \
         abs(j["per_gpu"]["total"] - sum(v for k, v in j["per_gpu"].items() if k != "total")) <= 3

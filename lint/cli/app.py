@@ -220,7 +220,19 @@ def estimate(
     dp: Optional[int] = typer.Option(None, "--dp", help="Data-parallel degree."),
     zero_stage: Optional[int] = typer.Option(None, "--zero-stage", help="ZeRO stage (0-3; FSDP full shard = 3)."),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", help="Micro-batch size per GPU."),
-    recompute: Optional[str] = typer.Option(None, "--recompute", help="none, selective or full."),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="none, selective (Megatron), full or op (PyTorch op-level selective checkpointing)."),
+    recompute_every: Optional[int] = typer.Option(None, "--recompute-every", help="With full recompute: checkpoint every n-th layer."),
+    peft: Optional[str] = typer.Option(None, "--peft", help="none, lora or qlora."),
+    lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="LoRA rank r."),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Adapted layers: q,k,v,o,gate,up,down or all."),
+    base_quant: Optional[str] = typer.Option(None, "--base-quant", help="Frozen base weights: none, nf4, nf4_dq or int8."),
+    loss: Optional[str] = typer.Option(None, "--loss", help="Cross-entropy: standard, chunked or fused."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp16 or fp32."),
+    master_weights: Optional[bool] = typer.Option(None, "--master-weights/--pure-bf16", help="fp32 master weights (mixed precision) or pure 16-bit states."),
+    compile_: Optional[bool] = typer.Option(None, "--compile/--no-compile", help="torch.compile fuses pointwise ops."),
+    fp8: Optional[bool] = typer.Option(None, "--fp8/--no-fp8", help="float8 linears with float8 all-gather."),
+    offload_optimizer: Optional[bool] = typer.Option(None, "--offload-optimizer/--no-offload-optimizer", help="Optimizer states on the CPU."),
+    offload_params: Optional[bool] = typer.Option(None, "--offload-params/--no-offload-params", help="Parameters on the CPU."),
     output_format: str = typer.Option("text", "--format", help="text (with a bar of the memory against the card), json or svg (the bars as a picture)."),
     config_path: Optional[str] = typer.Option(None, "--config", help="Configuration file."),
 ) -> None:
@@ -230,15 +242,28 @@ def estimate(
     for option, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--micro-batch", micro_batch)):
         _positive(option, value)
     _positive("--zero-stage", zero_stage, 0, 3)
-    if recompute is not None and recompute not in ("none", "selective", "full"):
-        raise _fail(f"--recompute must be none, selective or full (got {recompute!r})")
+    if recompute is not None and recompute not in ("none", "selective", "full", "op"):
+        raise _fail(f"--recompute must be none, selective, full or op (got {recompute!r})")
+    _positive("--recompute-every", recompute_every)
+    _positive("--lora-rank", lora_rank)
+    for option, choice, allowed in (("--peft", peft, ("none", "lora", "qlora")),
+                                   ("--base-quant", base_quant, ("none", "nf4", "nf4_dq", "int8")),
+                                   ("--loss", loss, ("standard", "chunked", "fused")),
+                                   ("--precision", precision, ("bf16", "fp16", "fp32"))):
+        if choice is not None and choice not in allowed:
+            raise _fail(f"{option} must be {', '.join(allowed[:-1])} or {allowed[-1]} (got {choice!r})")
     if output_format not in ("text", "json", "svg"):
         raise _fail(f"unknown format '{output_format}' (expected text, json or svg)")
     config = _load_config(config_path)
     _check_gpu(gpu)
     extra = _presets(preset, paths, config.settings)
     overrides = {k: v for k, v in dict(gpu=gpu, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage,
-                                         micro_batch=micro_batch, recompute=recompute).items() if v is not None}
+                                         micro_batch=micro_batch, recompute=recompute,
+                                         recompute_every=recompute_every, peft=peft, lora_rank=lora_rank,
+                                         lora_targets=lora_targets, base_quant=base_quant, loss=loss,
+                                         precision=precision, master_weights=master_weights,
+                                         compile=compile_, fp8=fp8, offload_optimizer=offload_optimizer,
+                                         offload_params=offload_params).items() if v is not None}
     raise typer.Exit(estimate_main(list(paths or []), overrides, output_format, config.settings, extra=extra))
 
 

@@ -25,13 +25,16 @@ _BOUNDS = {
     "model": MODEL_BOUNDS,
     "training": TRAINING_BOUNDS,
 }
-_STRINGS = {"training": ("precision", "optimizer", "grad_dtype", "recompute"), "hardware": ("gpu",)}
+_STRINGS = {"training": ("precision", "optimizer", "grad_dtype", "recompute", "loss", "peft", "base_quant",
+                         "lora_targets"), "hardware": ("gpu",)}
 
 _OVERRIDE_KEYS = {
     "tp": ("parallel", "tp"), "pp": ("parallel", "pp"), "dp": ("parallel", "dp"),
     "zero_stage": ("parallel", "zero_stage"), "micro_batch": ("training", "micro_batch"),
     "recompute": ("training", "recompute"), "gpu": ("hardware", "gpu"),
-}
+} | {k: ("training", k) for k in ("recompute_every", "peft", "lora_rank", "lora_targets", "base_quant", "loss",
+                                  "precision", "master_weights", "compile", "fp8", "offload_optimizer",
+                                  "offload_params")}
 
 
 def _gib(x: float | None) -> str:
@@ -190,7 +193,7 @@ def _describe_layout(est) -> str:
         parts.append(f"VPP={lay['vpp']}")
     parts.append(f"ZeRO-{lay['zero_stage']}" if lay["zero_stage"] else "no ZeRO")
     parts.append({"none": "no recompute", "selective": "selective recompute",
-                  "full": "full recompute"}[lay["recompute"]])
+                  "full": "full recompute", "op": "op-level selective checkpointing"}[lay["recompute"]])
     if lay["sequence_parallel"]:
         parts.append("sequence parallel")
     parts.append(f"micro batch {lay['micro_batch'] if lay['micro_batch'] else '?'}")
@@ -210,7 +213,7 @@ def render_estimate(name: str, spec: dict, est, headroom: float = 0.9) -> str:
     rows.append(("activations", est.activations, note))
     rows.append(("other", est.other, "CUDA context, buffers, logits" if est.accounting == "zero"
                  else ""))
-    rows.append(("total", est.total, ""))
+    rows.append(("total", est.total, "allocated + CUDA context"))
     stage = "" if est.layout["pp"] == 1 else f" ({est.stage} pipeline stage)"
     gpu = (f"{est.gpu}, {_gib(est.gpu_memory_bytes)} GiB" if est.gpu_memory_bytes
            else (f"{est.gpu} (not in the catalogue: memory unknown)" if est.gpu else
@@ -224,6 +227,15 @@ def render_estimate(name: str, spec: dict, est, headroom: float = 0.9) -> str:
              f"  {'most loaded rank' + stage:<44}{'GiB':>8}"]
     for label, value, extra in rows:
         lines.append(f"  {label:<44}{_gib(value):>8}" + (f"   {extra}" if extra else ""))
+    if est.trainable_params is not None:
+        lines.append(f"  {'trainable parameters':<44}{est.trainable_params / 1e6:>7.1f}M   of "
+                     f"{est.param_count / 1e6:.0f}M (the frozen base keeps weights only)")
+    low, expected, high = est.range
+    if est.accounting == "zero":
+        lines.append(f"  {'allocated / reserved (peak)':<44}{_gib(est.allocated):>8}   "
+                     f"{_gib(est.reserved)} GiB reserved by the caching allocator")
+        lines.append(f"  {'range: low / expected / high':<44}{_gib(low):>8}   {_gib(expected)} / "
+                     f"{_gib(high)} GiB; the {est.uncertainty} dominates the uncertainty")
     if est.gpu_memory_bytes:
         lines.append(f"  {'GPU memory':<44}{_gib(est.gpu_memory_bytes):>8}")
         head = est.gpu_memory_bytes - est.total

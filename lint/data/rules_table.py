@@ -206,7 +206,7 @@ MODULES: dict[str, dict] = {
     'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'mem.mem002_predicted_oom': {'source': '5493:bb0a29d8', 'rules': [
+    'mem.mem002_predicted_oom': {'source': '6534:cf28d783', 'rules': [
         {'class': 'PredictedOom', 'code': 'MEM002', 'name': 'predicted-oom', 'severity': 'error', 'summary': "The estimated peak memory of the most loaded rank exceeds the GPU's memory.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
     'pg.pg001_nccl_without_set_device': {'source': '8081:9a7dd6c6', 'rules': [

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 SECTIONS = vocab.SECTIONS
+#: activation recomputation: none, Megatron selective, full, PyTorch op-level selective (``op``)
+RECOMPUTE = ("none", "selective", "full", "op")
 
 
 @lru_cache(maxsize=1)
@@ -102,7 +104,9 @@ _MODEL_INTS = ("param_count", "layers", "hidden", "heads", "kv_heads", "head_dim
                "shared_expert_ffn", "largest_layer_params", "num_labels", "type_vocab_size")
 _BOOLS = {"model": ("tied_embeddings", "bias"),
           "parallel": ("sequence_parallel", "distributed_optimizer", "fsdp"),
-          "training": ("flash_attention", "master_weights")}
+          "training": ("flash_attention", "master_weights", "compile", "fp8", "offload_optimizer",
+                       "offload_params", "lora_dropout"),
+          "hardware": ("expandable_segments",)}
 
 
 def normalize(spec: dict) -> dict:
@@ -150,7 +154,10 @@ def normalize(spec: dict) -> dict:
     zs = _int(par.get("zero_stage"))
     par["zero_stage"] = zs if zs is not None and 0 <= zs <= 3 else 0
     rc = str(tr.get("recompute") or "none").lower()
-    tr["recompute"] = rc if rc in ("none", "selective", "full") else "none"
+    tr["recompute"] = rc if rc in RECOMPUTE else "none"
+    for k in ("lora_rank", "trainable_params", "recompute_every"):
+        if k in tr:
+            tr[k] = _posint(tr[k])
     if not tr.get("precision"):
         assumptions.append("precision not stated: assumed bf16 mixed precision")
     if not tr.get("optimizer"):

@@ -177,7 +177,8 @@ VOCABULARY: tuple[Fact, ...] = (
          "GPipe, Interleaved1F1B...)", producers=("torchtitan",), spec=False),
     Fact("training.num_microbatches", "int", "microbatches per step per data-parallel rank", "microbatches",
          fact=False),
-    Fact("training.recompute", "enum", "activation recomputation", values=("none", "selective", "full"),
+    Fact("training.recompute", "enum", "activation recomputation (op = PyTorch op-level selective checkpointing, "
+         "torchtitan's 'op' policy)", values=("none", "selective", "full", "op"),
          producers=("jobspec", "megatron_args", "nanotron", "nemo", "neox", "torchtitan")),
     Fact("training.precision", "enum", "training precision (16-bit = mixed with fp32 master weights)",
          values=("bf16", "fp16", "fp32"),
@@ -190,6 +191,26 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("training.grad_accum_dtype", "enum", "a separate fp32 gradient-accumulation buffer",
          values=("same", "fp32"), fact=False),
     Fact("training.flash_attention", "bool", "attention without stored score matrices", fact=False),
+    Fact("training.recompute_every", "int", "with full recompute: every n-th layer is checkpointed "
+         "(torchtitan selective_ac_option n)", "layers", fact=False),
+    Fact("training.compile", "bool", "torch.compile fuses the layers' pointwise ops (they are recomputed in backward)",
+         fact=False),
+    Fact("training.loss", "enum", "cross-entropy: standard (fp32 logits), chunked (16-bit logits, fp32 per chunk), "
+         "fused (no logits tensor)", values=("standard", "chunked", "fused"), fact=False),
+    Fact("training.fp8", "bool", "float8 linear layers with float8 FSDP all-gather", fact=False),
+    Fact("training.peft", "enum", "parameter-efficient fine-tuning: a frozen base with LoRA adapters "
+         "(qlora: a 4-bit base)", values=("none", "lora", "qlora"), fact=False),
+    Fact("training.lora_rank", "int", "LoRA rank r", "features", fact=False),
+    Fact("training.lora_targets", "str", "adapted linear layers: q,k,v,o,gate,up,down or all (default q,v)",
+         fact=False),
+    Fact("training.lora_dropout", "bool", "LoRA dropout on the adapters' inputs (keeps a copy of each)", fact=False),
+    Fact("training.base_quant", "enum", "the frozen base's weights: none (training precision), nf4, nf4_dq "
+         "(double quantization), int8", values=("none", "nf4", "nf4_dq", "int8"), fact=False),
+    Fact("training.trainable_params", "int", "trainable parameters of a PEFT job; overrides the LoRA count",
+         "parameters", fact=False),
+    Fact("training.offload_optimizer", "bool", "optimizer states and fp32 gradients kept on the CPU (ZeRO-Offload, "
+         "FSDP CPU offload)", fact=False),
+    Fact("training.offload_params", "bool", "parameters kept on the CPU and gathered per layer", fact=False),
     Fact("training.offload", "bool", "optimizer state or parameters offloaded to CPU/NVMe",
          producers=("accelerate", "deepspeed", "foundry", "megatron_args", "nemo", "neox", "torchtitan"),
          spec=False),
@@ -197,6 +218,8 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("hardware.gpu", "str", "GPU type (H100-80GB, a100...)", producers=("cmdline", "kube", "ray", "shell", "skypilot")),
     Fact("hardware.gpu_memory_bytes", "int", "device memory; overrides the GPU catalogue", "bytes"),
     Fact("hardware.reserved_bytes", "int", "CUDA context and workspaces", "bytes", fact=False),
+    Fact("hardware.expandable_segments", "bool", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less "
+         "fragmentation)", fact=False),
     Fact("hardware.cluster_gpus", "int", "GPUs a Ray cluster offers in all (head and worker groups at their largest)",
          "GPUs", producers=("ray",), spec=False),
     Fact("hardware.node_gpus_max", "int", "GPUs of the largest node (pod) of a Ray cluster", "GPUs",

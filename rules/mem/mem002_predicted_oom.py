@@ -26,7 +26,9 @@ class PredictedOom(Rule):
     sharding (the first pipeline stage also holds the embeddings), activations after Korthikanti
     et al. 2022 for the micro batch, sequence length, tensor/sequence parallelism and recompute
     mode times the microbatches a 1F1B first stage keeps in flight, plus the CUDA context and
-    buffers — and reports the job when it exceeds the GPU's memory. The message gives the
+    buffers — and reports the job when even the low end of the estimate's range exceeds the
+    GPU's memory. When the expected peak exceeds it but the low end does not (the range
+    straddles the card), an info names the margin and the term whose uncertainty decides. The message gives the
     breakdown and the best layout `parallint plan` finds for the same number of GPUs. A job that
     MEM001 reports (pure data parallelism whose model states alone do not fit) is left to MEM001. Only
     values the job states count: an unknown micro batch or sequence length means no activations,
@@ -78,7 +80,18 @@ class PredictedOom(Rule):
         if got is None:
             return
         spec, est, gpu_name, mem = got
-        if est.total <= mem:
+        low, expected, high = est.range
+        if low <= mem:
+            if est.total > mem and not _pure_dp_oversized(est, mem, ctx):
+                # a near miss: the range straddles the card; say by how much, do not fail the job
+                yield self.report(
+                    _anchor(job),
+                    f"near miss: estimated peak {_gib(low)}-{_gib(high)} GiB (expected {_gib(expected)}) "
+                    f"on the most loaded rank against the {gpu_name}'s {_gib(mem)} GiB, a margin of "
+                    f"{_gib(mem - low)} GiB over the low end; the {est.uncertainty or 'estimate'} decides; "
+                    "lower the micro batch or recompute activations to leave a margin "
+                    "(`parallint estimate` prints the range)",
+                    severity=Severity.INFO)
             return
         if _pure_dp_oversized(est, mem, ctx):
             return  # MEM001 reports this job, with the better diagnosis
@@ -89,8 +102,8 @@ class PredictedOom(Rule):
                      f"{'es' if est.microbatches_in_flight != 1 else ''} in flight x "
                      f"{est.layers_per_stage} layers)")
         msg = (f"predicted peak {_gib(est.total)} GiB on the most loaded rank{where} exceeds the "
-               f"{gpu_name}'s {_gib(mem)} GiB: {_parts(est)}, {acts}, other "
-               f"{_gib(est.other)} GiB (buffers)")
+               f"{gpu_name}'s {_gib(mem)} GiB even at the low end of its range ({_gib(low)} GiB): "
+               f"{_parts(est)}, {acts}, other {_gib(est.other)} GiB (buffers)")
         from parallint.estimator.spec import normalize
 
         world = normalize(spec)["parallel"].get("world_size")
