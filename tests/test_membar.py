@@ -63,10 +63,12 @@ def test_plan_prints_the_layout_in_the_jobs_own_framework():
     assert "  set it (Megatron flags):\n    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 " \
            "--sequence-parallel --recompute-granularity full" in res.stdout
     res = run_cli("plan", "examples/torchtitan/", "--gpus", "8", "--gpu", "H100-80GB", cwd=ROOT)
-    best = re.search(r"best: TP=(\d+) x PP=(\d+) x DP=(\d+), ZeRO-3", res.stdout)
+    best = re.search(r"best: TP=(\d+) x PP=(\d+) x DP=(\d+), (ZeRO-3|no ZeRO)", res.stdout)
     assert best, res.stdout
-    assert f"    tensor_parallel_degree = {best.group(1)}\n" in res.stdout
-    assert f"    data_parallel_shard_degree = {best.group(3)}\n" in res.stdout
+    tp, pp, dp, zero = best.groups()
+    assert f"    tensor_parallel_degree = {tp}\n    pipeline_parallel_degree = {pp}\n" in res.stdout
+    shard, replicate = (dp, "1") if zero == "ZeRO-3" else ("1", dp)  # FSDP shards; no ZeRO replicates
+    assert f"    data_parallel_replicate_degree = {replicate}\n    data_parallel_shard_degree = {shard}\n" in res.stdout
     res = run_cli("plan", "examples/nemo_tp_pp/", "--gpus", "8", "--gpu", "A100-80GB", cwd=ROOT)
     assert "set it (NeMo overrides):\n    model.tensor_model_parallel_size=" in res.stdout
 
