@@ -251,3 +251,24 @@ def test_settings_key_ignores_order_and_tells_values_apart():
     for _ in range(100):
         deep = [deep]
     assert canonical(deep)  # bounded, no RecursionError
+
+
+def test_a_path_a_launch_only_names_is_no_folder_dependency(cli, repo, env, tmp_path):
+    """Issue 27: Megatron's launch scripts name `--save /tmp/checkpoints`; its folder (/tmp) was
+    recorded as a dependency, so any change there made the next run miss. A named path counts by
+    its own existence only: a new file beside it is still a hit, the path itself appearing is not."""
+    outside = tmp_path / "scratch"
+    (outside / "ckpt").mkdir(parents=True)
+    (repo / "run_save.sh").write_text(f"torchrun --nproc_per_node 8 launched.py --save {outside}/ckpt "
+                                      f"--deepspeed {outside}/ds.json\n")
+    _age(repo)
+    _age(outside)
+    before = _settled(cli, repo, env)
+    (outside / "other.log").write_text("a file the run never named\n")
+    _age(outside)
+    again, how = _check(cli, repo, env)
+    assert how == "hit" and again == before
+    (outside / "ds.json").write_text(DS_GOOD)  # what the launch names appears
+    _age(outside)
+    _, how = _check(cli, repo, env)
+    assert how.startswith("changed"), how

@@ -447,8 +447,9 @@ class RunCache:
             s = _fspath(raw)
             if s is not None and not s.startswith(skip) and not s.startswith(_SKIP_DEVICES):
                 folders.add(s)
-        for p in list(paths):
-            folders.add(os.path.dirname(p))
+        for p, content in list(paths.items()):
+            if content:  # a path only looked for (named on a launch line) is checked by its own
+                folders.add(os.path.dirname(p))  # existence, not by its folder's listing (/tmp)
         above: set[str] = set()
         for d in folders:
             parent = os.path.dirname(d)
