@@ -298,3 +298,16 @@ def test_the_environment_reaches_the_env_rules(node):
     node.env["FI_PROVIDER"] = "efa"
     p = node.run(*launch)
     assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+
+
+def test_ib_disabled_on_a_node_without_infiniband_is_silent(node):
+    """preflight reads /sys/class/infiniband: where the node has no RDMA device (a /sys/class
+    without it), NCCL_IB_DISABLE=1 changes nothing and ENV001 is silent; with a device it fires."""
+    node.env.update(SLURM_NNODES="2", NCCL_IB_DISABLE="1")
+    (node.host / "sys/class/net/eth0").mkdir(parents=True)
+    launch = ("preflight", "--", "torchrun", "--nnodes", "2", "--nproc_per_node", "8", "pretrain_gpt.py")
+    p = node.run(*launch)
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+    (node.host / "sys/class/infiniband/mlx5_0").mkdir(parents=True)
+    p = node.run(*launch)
+    assert _codes(p.stdout) == ["ENV001"], p.stdout + p.stderr

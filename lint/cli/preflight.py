@@ -155,6 +155,9 @@ def scheduler_facts(env: dict, host: Host, display: str, where: dict[str, int]):
         g = resolve_gpu(raw)
         facts.add("hardware.gpu", Value(g.name if g is not None else raw, at("#host"), True, "",
                                         f"host {host.gpu_source}: {raw}", Origin(How.HOST)))
+    if host.infiniband is not None:
+        facts.add("hardware.infiniband_devices", Value(len(host.infiniband), at("#host"), True, "",
+                                                       "host /sys/class/infiniband", Origin(How.HOST, "scheduler")))
     mems = [g.memory_bytes for g in host.gpus or ()]
     if mems and all(mems):
         low = min(m for m in mems if m)

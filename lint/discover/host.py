@@ -221,7 +221,9 @@ def probe(nvidia_smi: "tuple[Any, str] | None" = None, root: str | None = None,
     try:
         host.infiniband = sorted(os.listdir(_under(root, "/sys/class/infiniband")))[:64]
     except OSError:
-        host.infiniband = None
+        # no such folder under a /sys/class that is there: the node has no RDMA device (a /sys
+        # that cannot be read says nothing)
+        host.infiniband = [] if os.path.isdir(_under(root, "/sys/class/net")) else None
     modules = _text(_under(root, "/proc/modules"))
     if modules is not None:
         host.peermem = any(ln.split(" ", 1)[0] == "nvidia_peermem" for ln in modules.splitlines())

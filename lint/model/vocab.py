@@ -228,6 +228,8 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("python",), spec=False),
     Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
          producers=("cmdline", "kube", "ray", "shell", "skypilot", "torchx"), spec=False),
+    Fact("hardware.infiniband_devices", "int", "InfiniBand (RDMA) devices the node has (/sys/class/infiniband; "
+         "parallint preflight)", "devices", spec=False),
     # ------------------------------------------------------------------ versions
     # (parallint.model.versions: a specifier text per statement, origin.via the kind of source;
     # several statements of one package are alternatives)

@@ -28,6 +28,15 @@ def _net_plugin(la, f) -> bool:
     return any(k.startswith(("FI_", "OFI_NCCL_")) or k in ("NCCL_NET", "NCCL_NET_PLUGIN") for k in names)
 
 
+def _no_infiniband(la) -> bool:
+    """The node is known to have no InfiniBand device (``parallint preflight`` read
+    /sys/class/infiniband): disabling NCCL's IB transport changes nothing there."""
+    from parallint.model.launches import stated
+
+    v = stated(la, "hardware.infiniband_devices")
+    return v is not None and v.known and v.value == 0
+
+
 class NcclTransportDisabled(Rule):
     code = "ENV001"
     name = "nccl-transport-disabled"
@@ -41,7 +50,8 @@ class NcclTransportDisabled(Rule):
     not used anyway). `NCCL_IB_DISABLE=1` is not reported when the job uses a NCCL net plugin (AWS
     EFA through aws-ofi-nccl: `FI_PROVIDER`, `FI_EFA_*`, `OFI_NCCL_*`, or
     `NCCL_NET`/`NCCL_NET_PLUGIN`): the plugin, not NCCL's InfiniBand transport, carries the
-    inter-node traffic there.
+    inter-node traffic there, nor when `parallint preflight` finds that the node has no
+    InfiniBand device.
 
     ## Why it matters
     These switches are debugging workarounds. With P2P disabled, intra-node traffic goes through
@@ -101,7 +111,7 @@ class NcclTransportDisabled(Rule):
                     continue
                 if name == "NCCL_IB_DISABLE":
                     n = effective_nodes(la)
-                    if n is None or n <= 1 or _net_plugin(la, f):
+                    if n is None or n <= 1 or _net_plugin(la, f) or _no_infiniband(la):
                         continue
                 key = (name, v.span)
                 if key in seen:
