@@ -178,3 +178,19 @@ def test_a_runaway_command_is_not_followed():
     args = " ".join(f"--opt{i} {i}" for i in range(600))
     ff = read(f"torchrun --nproc_per_node 8 train.py {args}\n")
     assert ff.launches == []
+
+
+def test_an_escaped_string_comparison_in_a_test_parses(tmp_path):
+    """Issue 22 (TransformerEngine's qa scripts): `[ "$v" \\< "3.0.0" ]` is valid bash that
+    tree-sitter-bash does not parse; the launch after it is checked and no SYN001 is reported."""
+    from conftest import run_cli
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "test.sh").write_text(
+        'export NCCL_P2P_DISABLE=1\nfor fa_version in "${FA_VERSIONS[@]}"\ndo\n  if [ "${fa_version}" \\< "3.0.0" ]\n  then\n'
+        '    export A=1\n  elif [[ "${fa_version}" == 4.* ]]\n  then\n    export B=1\n  fi\ndone\n'
+        'torchrun --nproc_per_node 2 train.py\n')
+    res = run_cli("check", "--no-cache", "test.sh", cwd=tmp_path)
+    assert "SYN001" not in res.stdout
+    assert "ENV001" in res.stdout  # the launch after the test is read, with its environment
+    assert "\\<" in (tmp_path / "test.sh").read_text()  # the file itself is untouched

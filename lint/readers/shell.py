@@ -1428,6 +1428,10 @@ def _first_error(node):
     return None
 
 
+#: ``\<`` or ``\>`` as a word of its own inside ``[ ... ]``: test's string comparison
+ESCAPED_COMPARE = re.compile(rb"(?<=[ \t])\\[<>](?=[ \t])(?=[^\n]*\])")
+
+
 def parse_repaired(data: bytes):
     """Parse shell text; where tree-sitter cannot, replace what a template leaves for the user to
     fill in and parse again. Every replacement keeps the byte length, so positions stay exact.
@@ -1436,7 +1440,10 @@ def parse_repaired(data: bytes):
       the placeholder is filled with ``X`` and recorded; its value is unknown when evaluated;
     - a line-continuation backslash at the very end of the file (bash ignores it);
     - an inline comment written as an empty command substitution, `` `# QLoRA options` `` between
-      the continued lines of a command: it expands to nothing, so it is blanked.
+      the continued lines of a command: it expands to nothing, so it is blanked;
+    - a string comparison in a test, ``[ "$v" \< "3.0.0" ]`` (tree-sitter-bash takes ``\<`` for
+      a redirection): written ``==``, which it parses. Conditions are never evaluated (every branch
+      of an ``if`` counts), so what the test compares changes nothing.
 
     Returns (text as parsed, tree, placeholders as ``(start, end, original text)``).
     """
@@ -1466,6 +1473,13 @@ def parse_repaired(data: bytes):
         if tail.endswith(b"\\") and not tail.endswith(b"\\\\"):
             buf[len(tail) - 1] = 32
             tree = reparse()
+        compares = list(ESCAPED_COMPARE.finditer(data))
+        if compares:
+            for m in compares:
+                buf[m.start():m.end()] = b"=="
+            tree = reparse()
+            if not tree.root_node.has_error:
+                return good
         comments = list(BACKTICK_COMMENT.finditer(data))
         if comments:
             for m in comments:
