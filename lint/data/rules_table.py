@@ -254,7 +254,7 @@ MODULES: dict[str, dict] = {
     'syn.syn003_unused_noqa': {'source': '1911:af7e2e1d', 'rules': [
         {'class': 'UnusedNoqa', 'code': 'SYN003', 'name': 'unused-noqa', 'severity': 'warning', 'summary': 'A `# noqa` code that suppresses no finding, or names no parallint rule.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
     ]},
-    'tfd.tfd001_variables_outside_strategy_scope': {'source': '9964:50703d0b', 'rules': [
+    'tfd.tfd001_variables_outside_strategy_scope': {'source': '11113:7b8cf093', 'rules': [
         {'class': 'VariablesOutsideStrategyScope', 'code': 'TFD001', 'name': 'variables-outside-strategy-scope', 'severity': 'warning', 'summary': "a Keras model or optimizer built outside the tf.distribute strategy's scope", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
     ]},
     'tfd.tfd002_per_replica_mean_loss': {'source': '9862:71d327f6', 'rules': [

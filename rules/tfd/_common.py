@@ -61,14 +61,14 @@ def _own_nodes(root: Any):
 
 
 def name_uses(s: Script, frame: Frame, name: str) -> tuple[list[Any], bool]:
-    """The ``name.attr`` uses of ``name`` in ``frame``'s own body, and whether ``name`` is also used
-    in another way (passed to a call, stored in a container, returned, read by a nested function)."""
+    """The ``name.attr`` uses of ``name`` in ``frame``'s body (nested functions included), and whether
+    ``name`` is also used in another way (passed to a call, stored in a container, returned)."""
     root = frame_node(s, frame)
     if root is None:
         return [], True
     attrs: list[Any] = []
     as_value: set[int] = set()
-    for n in _own_nodes(root):
+    for n in ast.walk(root):  # nested step functions call strategy.run(...): attribute uses too
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name:
             attrs.append(n)
             as_value.add(id(n.value))

@@ -69,7 +69,12 @@ def _creates(s: Script, c: Call, hop: bool = True) -> str | None:
 
 
 def _trained(s: Script, name: str) -> bool:
-    """``name`` is trained, compiled or handed to compile as its optimizer somewhere in the script."""
+    """``name`` is trained, compiled or handed to compile as its optimizer somewhere in the script,
+    or its trainable variables are taken (a custom training loop's gradients)."""
+    tree = getattr(s, "_module", None)
+    if tree is not None and any(isinstance(n, ast.Attribute) and n.attr in ("trainable_variables", "trainable_weights")
+                                and isinstance(n.value, ast.Name) and n.value.id == name for n in ast.walk(tree)):
+        return True
     for c in s.calls:
         if c.method in _TRAINS and isinstance(c.receiver, ast.Name) and c.receiver.id == name:
             return True
@@ -197,6 +202,25 @@ class VariablesOutsideStrategyScope(Rule):
                                               model.trainable_variables))
             model.fit(ds)
         """, line=8),
+        # a custom training loop: the model is built before the scope it should be in
+        Example("""
+            import tensorflow as tf
+
+            strategy = tf.distribute.MirroredStrategy()
+            model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+            with strategy.scope():
+                optimizer = tf.keras.optimizers.Adam()
+
+            def train_step(x):
+                with tf.GradientTape() as tape:
+                    loss = model(x)
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            @tf.function
+            def distributed_train_step(x):
+                return strategy.run(train_step, args=(x,))
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
