@@ -46,15 +46,16 @@ def test_horovodrun_states_the_world_the_nodes_and_the_processes_per_node(cli, t
     assert f"gpus_per_node: {ppn}" in shown
 
 
-@pytest.mark.parametrize("line", [
-    "horovodrun -np 16 --hostfile hosts.txt python train.py",
-    "horovodrun -np $NP -H $HOSTS python train.py",
-    "horovodrun -np 32 -H node1:8,node2:8 python train.py",  # more than the slots: not stated
+@pytest.mark.parametrize("line,expected", [
+    ("horovodrun -np 16 --hostfile hosts.txt python train.py", []),
+    ("horovodrun -np $NP -H $HOSTS python train.py", []),
+    # more than the slots: no placement stated (DDP002 silent), and LCH021 says horovodrun refuses it
+    ("horovodrun -np 32 -H node1:8,node2:8 python train.py", [("LCH021", "run.sh", 2)]),
 ])
-def test_unknown_placements_state_no_node_count(cli, tmp_path, line):
+def test_unknown_placements_state_no_node_count(cli, tmp_path, line, expected):
     shown, found = _job(cli, tmp_path, line)
     assert "nodes: 2" not in shown and "nodes: 1" not in shown
-    assert found == []  # DDP002 needs a known node count
+    assert found == expected  # DDP002 needs a known node count
 
 
 @pytest.mark.parametrize("line,which,expected", [

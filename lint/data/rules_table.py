@@ -44,14 +44,14 @@ MODULES: dict[str, dict] = {
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
         {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '10752:cfe84038', 'rules': [
-        {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '12302:0bda3b92', 'rules': [
+        {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'hvd_init', 'hvd_optimizer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
     'ckp.ckp002_load_without_map_location': {'source': '9563:8791d6d1', 'rules': [
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
-    'dat.dat001_missing_distributed_sampler': {'source': '6902:39943e5b', 'rules': [
-        {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard'], 'file': True, 'job': False},
+    'dat.dat001_missing_distributed_sampler': {'source': '8404:f20215b6', 'rules': [
+        {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard', 'hvd_optimizer'], 'file': True, 'job': False},
     ]},
     'dat.dat002_sampler_set_epoch_missing': {'source': '11078:2c3c2a53', 'rules': [
         {'class': 'SamplerSetEpochMissing', 'code': 'DAT002', 'name': 'sampler-set-epoch-missing', 'severity': 'warning', 'summary': 'a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
@@ -203,6 +203,9 @@ MODULES: dict[str, dict] = {
     'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [
         {'class': 'LauncherNewerThanTorch', 'code': 'LCH020', 'name': 'launcher-newer-than-torch', 'severity': 'error', 'summary': 'torchrun or torch.distributed.run with a torch release that does not have it yet.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
+    'lch.lch021_processes_exceed_slots': {'source': '8371:4df54aa5', 'rules': [
+        {'class': 'ProcessesExceedSlots', 'code': 'LCH021', 'name': 'processes-exceed-slots', 'severity': 'error', 'summary': 'horovodrun or mpirun asks for more processes (-np) than the hosts, the hostfile or the MPIJob offer slots', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
@@ -221,8 +224,14 @@ MODULES: dict[str, dict] = {
     'pg.pg004_env_rendezvous_without_launcher': {'source': '4599:5b40f3ef', 'rules': [
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
     ]},
-    'pg.pg005_collective_in_rank_branch': {'source': '18986:3013836f', 'rules': [
-        {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'spawn'], 'file': True, 'job': False},
+    'pg.pg005_collective_in_rank_branch': {'source': '19808:e24a9c5a', 'rules': [
+        {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'hvd_collective', 'spawn'], 'file': True, 'job': False},
+    ]},
+    'pg.pg006_rpc_world_size_conflict': {'source': '5119:d1b88bf3', 'rules': [
+        {'class': 'RpcWorldSizeConflict', 'code': 'PG006', 'name': 'rpc-world-size-conflict', 'severity': 'error', 'summary': 'world_size=/rank= given to rpc.init_rpc disagree with the launcher', 'kinds': ['python'], 'calls': ['init_rpc'], 'file': False, 'job': True},
+    ]},
+    'pg.pg007_rpc_and_process_group_world_sizes': {'source': '5650:6c202e92', 'rules': [
+        {'class': 'RpcAndProcessGroupWorldSizes', 'code': 'PG007', 'name': 'rpc-and-process-group-world-sizes', 'severity': 'error', 'summary': 'rpc.init_rpc and init_process_group on one env:// rendezvous with different world sizes', 'kinds': ['python'], 'calls': ['init_process_group', 'init_rpc'], 'file': True, 'job': False},
     ]},
     'pip.pip001_partition_gap_or_overlap': {'source': '4162:2a5492b2', 'rules': [
         {'class': 'PartitionGapOrOverlap', 'code': 'PIP001', 'name': 'partition-gap-or-overlap', 'severity': 'error', 'summary': 'layer slices handed to pipeline ranks overlap, leave a gap, or miss the first/last layer', 'kinds': ['python', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': False},
@@ -244,5 +253,17 @@ MODULES: dict[str, dict] = {
     ]},
     'syn.syn003_unused_noqa': {'source': '1911:af7e2e1d', 'rules': [
         {'class': 'UnusedNoqa', 'code': 'SYN003', 'name': 'unused-noqa', 'severity': 'warning', 'summary': 'A `# noqa` code that suppresses no finding, or names no parallint rule.', 'kinds': [], 'calls': [], 'file': False, 'job': False},
+    ]},
+    'tfd.tfd001_variables_outside_strategy_scope': {'source': '11113:7b8cf093', 'rules': [
+        {'class': 'VariablesOutsideStrategyScope', 'code': 'TFD001', 'name': 'variables-outside-strategy-scope', 'severity': 'warning', 'summary': "a Keras model or optimizer built outside the tf.distribute strategy's scope", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
+    ]},
+    'tfd.tfd002_per_replica_mean_loss': {'source': '9862:71d327f6', 'rules': [
+        {'class': 'PerReplicaMeanLoss', 'code': 'TFD002', 'name': 'per-replica-mean-loss', 'severity': 'warning', 'summary': 'a custom training loop under a tf.distribute strategy averages its loss with reduce_mean per replica', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
+    ]},
+    'tfd.tfd003_single_machine_strategy_in_multi_worker_job': {'source': '3646:bf9692be', 'rules': [
+        {'class': 'SingleMachineStrategyInMultiWorkerJob', 'code': 'TFD003', 'name': 'single-machine-strategy-in-multi-worker-job', 'severity': 'error', 'summary': 'a MirroredStrategy script run by a TFJob of several workers, where each pod trains alone', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
+    ]},
+    'tfd.tfd004_mirrored_devices_exceed_gpus': {'source': '5765:60d4902a', 'rules': [
+        {'class': 'MirroredDevicesExceedGpus', 'code': 'TFD004', 'name': 'mirrored-devices-exceed-gpus', 'severity': 'error', 'summary': "MirroredStrategy(devices=[...]) names GPUs the job's pod or node does not have", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
     ]},
 }

@@ -59,6 +59,10 @@ PYTHON_NEEDLES: tuple[str, ...] = (
     "ScalingConfig", "update_parameters", "nemo_run", "mp.spawn", "Fabric(",
     # Horovod's wrappers (DDP005)
     "DistributedOptimizer", "DistributedGradientTape",
+    # Horovod's collectives (PG005)
+    "allreduce", "allgather", "alltoall", "broadcast_parameters", "broadcast_variables", "broadcast_object",
+    # TensorFlow tf.distribute strategies (TFD), PyTorch RPC (PG006, PG007)
+    "MirroredStrategy", "ParameterServerStrategy", "TPUStrategy", "CentralStorageStrategy", "init_rpc",
     # TorchX components (parallint.readers.torchx)
     "torchx.components", "torchx.specs", "torchx import",
 )

@@ -102,6 +102,23 @@ GROUPS: dict[str, tuple[str, ...]] = {
                    "horovod.tensorflow.keras.local_rank", "horovod.mxnet.local_rank"),
     "dcp_save": (_T + "checkpoint.save", _T + "checkpoint.save_state_dict",
                  _T + "checkpoint.state_dict_saver.save", _T + "checkpoint.async_save"),
+    # Horovod: its PyTorch set-up and wrapper (DAT001, CKP001), its collectives in each front end (PG005)
+    "hvd_init": ("horovod.torch.init",),
+    "hvd_optimizer": ("horovod.torch.DistributedOptimizer",),
+    "hvd_collective": tuple(f"horovod.{fe}.{n}"
+                            for fe in ("torch", "tensorflow", "keras", "tensorflow.keras", "mxnet")
+                            for n in ("allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+                                      "grouped_allreduce", "allgather", "allgather_object", "broadcast",
+                                      "broadcast_", "broadcast_object", "broadcast_parameters",
+                                      "broadcast_optimizer_state", "broadcast_variables", "alltoall",
+                                      "reducescatter", "join", "barrier")),
+    # TensorFlow's tf.distribute strategies (TF 2 names, their experimental and compat.v1 spellings)
+    "tf_strategy": tuple(f"tensorflow.{pre}distribute.{exp}{n}"
+                         for pre in ("", "compat.v1.", "compat.v2.") for exp in ("", "experimental.")
+                         for n in ("MirroredStrategy", "MultiWorkerMirroredStrategy", "ParameterServerStrategy",
+                                   "TPUStrategy", "CentralStorageStrategy")),
+    # PyTorch RPC
+    "init_rpc": (_T + "rpc.init_rpc", _T + "rpc.api.init_rpc"),
     "collective": tuple(_T + n for n in (
         "barrier", "monitored_barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
         "reduce_scatter", "reduce_scatter_tensor", "reduce", "gather", "scatter", "all_to_all",

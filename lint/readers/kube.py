@@ -1,10 +1,12 @@
-"""Kubernetes training jobs: Kubeflow PyTorchJob (v1), Kubeflow Trainer TrainJob, MPIJob and Volcano
-Job. Multi-document YAML through :func:`parallint.readers.yamlpos.load_all`.
+"""Kubernetes training jobs: Kubeflow PyTorchJob (v1), Kubeflow Trainer TrainJob, MPIJob, TFJob and
+Volcano Job. Multi-document YAML through :func:`parallint.readers.yamlpos.load_all`.
 
 Each job becomes a wrapper :class:`Launch` (``pytorchjob`` / ``trainjob`` / ``mpijob`` /
-``volcano``) whose facts are what the manifest states: nodes (replicas), processes per node
+``volcano`` / ``tfjob``) whose facts are what the manifest states: nodes (replicas), processes per node
 (``nprocPerNode``, ``numProcPerNode``, ``slotsPerWorker``), GPUs requested per node
-(``nvidia.com/gpu``) and the GPU model (``nvidia.com/gpu.product`` node selectors). The container
+(``nvidia.com/gpu``) and the GPU model (``nvidia.com/gpu.product`` node selectors). A TFJob's
+replicas (Chief, Worker, PS, Evaluator) are its options ``replicas.<type>`` (TensorFlow processes,
+not torch ranks: no ``parallel.*`` fact), each replica type's GPUs ``gpus.<type>``. The container
 command is parsed like a shell command line (``sh -c "..."`` scripts through the shell evaluator);
 a launcher found there is returned with the job as its ``wrapper``. Environment variables the
 operator injects (``MASTER_ADDR``, ``PET_NNODES``, ``WORLD_SIZE`` ...) are unknown.
@@ -167,6 +169,7 @@ OPERATOR_SETS: dict[str, tuple[str, ...]] = {
     "trainjob": ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
     "mpijob": ("OMPI_MCA_orte_default_hostfile", "K_MPI_JOB_ROLE"),
     "volcano": ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"),
+    "tfjob": ("TF_CONFIG",),
 }
 
 
@@ -352,6 +355,54 @@ def _mpijob(doc, path: str, abspath: Path) -> list[Launch]:
     return out or [job]
 
 
+#: the replica types of a TFJob whose pods train (the Evaluator only reads checkpoints)
+TFJOB_TRAINING = ("Chief", "Master", "Worker", "PS")
+
+
+def _tfjob(doc, path: str, abspath: Path) -> list[Launch]:
+    """Kubeflow's TFJob: ``tfReplicaSpecs`` of Chief (or the older Master), Worker, PS and Evaluator
+    replicas; the operator gives every pod a ``TF_CONFIG`` naming the whole cluster. The replica
+    counts and each type's GPUs are the job's options; the GPUs of the first training replica type
+    that asks for them are its ``hardware.gpus_per_node_requested`` (each pod runs one TensorFlow
+    process, which sees all of its pod's GPUs)."""
+    spec = _spec(doc)
+    if spec is None:
+        return []
+    replicas = spec.get("tfReplicaSpecs")
+    job = Launch("tfjob", doc.span)
+    if replicas is None or not replicas.is_map:
+        return [job]
+    for rtype, rspec in replicas.items():
+        if not rspec.is_map or not isinstance(rtype, str):
+            continue
+        r = rspec.get("replicas")
+        job.options[f"replicas.{rtype}"] = (
+            _int(r, f"TFJob {rtype}.replicas") if r is not None
+            else Value(1, rspec.span, True, "", f"TFJob {rtype} (default 1 replica)"))
+        g = _gpu_request(_main_container(_pod_spec(rspec.get("template")), "tensorflow"), f"TFJob {rtype}")
+        if g is not None:
+            job.options[f"gpus.{rtype}"] = g
+    out: list[Launch] = []
+    seen_cmds: set[str] = set()
+    gpus_added = False
+    for rtype in TFJOB_TRAINING:
+        rspec = replicas.get(rtype)
+        if rspec is None or not rspec.is_map:
+            continue
+        pod = _pod_spec(rspec.get("template"))
+        c = _main_container(pod, "tensorflow")
+        if c is None:
+            continue
+        if not gpus_added:
+            gpus_added = _gpu_facts(job, pod, c, f"TFJob {rtype}")
+        key = repr([c.get("command") and c.get("command").plain(), c.get("args") and c.get("args").plain()])
+        if key in seen_cmds:
+            continue
+        seen_cmds.add(key)
+        out.extend(_launches_of_container(c, job, path, abspath))
+    return out or [job]
+
+
 def _volcano(doc, path: str, abspath: Path) -> list[Launch]:
     spec = _spec(doc)
     if spec is None:
@@ -423,6 +474,8 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                 launches = _trainjob(doc, path, abspath)
             elif kind_s == "MPIJob":
                 launches = _mpijob(doc, path, abspath)
+            elif kind_s == "TFJob":
+                launches = _tfjob(doc, path, abspath)
             elif kind_s == "Job" and api_s.startswith("batch.volcano.sh"):
                 launches = _volcano(doc, path, abspath)
             elif kind_s == "Job" and api_s.startswith("batch/"):

@@ -1802,37 +1802,10 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     is not given, and the processes per node when --num_gpus is not given and every host has the
     same slots. Only for a hostfile that exists next to the script or in the repository."""
     hf = la.options.get("hostfile")
-    if hf is None or not hf.known or abspath is None:
-        return
-    root = _root_of(abspath)
-    bases = [abspath.parent] + ([root] if root is not None else [])
-    target = None
-    for b in bases:
-        c = Path(os.path.expanduser(str(hf.value)))
-        c = c if c.is_absolute() else b / c
-        try:
-            if c.is_file() and c.stat().st_size < 1_000_000:
-                target = c
-                break
-        except OSError:
-            continue
-    if target is None:
+    lines = _read_hostfile(la, abspath)
+    if lines is None:
         return
     hosts: list[int | None] = []
-    from parallint.util.boundary import read_inside
-
-    got = read_inside(target, abspath, 1_000_000)
-    if got is None:
-        return  # outside the repository (or not a regular file): its hosts are not read
-    lines = got.decode("utf-8", errors="replace").splitlines()
-    parsed: list[tuple[int, str, str | None, int | None]] = []
-    for no, raw in enumerate(lines, 1):  # as deepspeed.launcher.runner._parse_hostfile reads it
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        dm = re.search(r"^(\S+)\s+slots=(\d+)", text)
-        parsed.append((no, text[:200], dm.group(1), int(dm.group(2))) if dm else (no, text[:200], None, None))
-    la.hostfile = parsed
     for line in lines:
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -1846,6 +1819,44 @@ def _hostfile_facts(la, abspath: Path | None) -> None:
     if la.launcher == "deepspeed" and not any(k in la.options for k in ("num_gpus", "include", "exclude")):
         if all(h is not None for h in hosts) and len(set(hosts)) == 1:
             la.facts.add("parallel.procs_per_node", Value(hosts[0], hf.span, True, "", "deepspeed --hostfile slots"))
+
+
+def _read_hostfile(la, abspath: Path | None) -> list[str] | None:
+    """Read the launch's ``--hostfile`` (one ``host slots=N`` line per node, as DeepSpeed, Horovod
+    and Open MPI write it) into ``la.hostfile``; its lines, or None when it is not read (unknown,
+    missing, outside the repository)."""
+    hf = la.options.get("hostfile")
+    if hf is None or not hf.known or abspath is None:
+        return None
+    root = _root_of(abspath)
+    bases = [abspath.parent] + ([root] if root is not None else [])
+    target = None
+    for b in bases:
+        c = Path(os.path.expanduser(str(hf.value)))
+        c = c if c.is_absolute() else b / c
+        try:
+            if c.is_file() and c.stat().st_size < 1_000_000:
+                target = c
+                break
+        except OSError:
+            continue
+    if target is None:
+        return None
+    from parallint.util.boundary import read_inside
+
+    got = read_inside(target, abspath, 1_000_000)
+    if got is None:
+        return None  # outside the repository (or not a regular file): its hosts are not read
+    lines = got.decode("utf-8", errors="replace").splitlines()
+    parsed: list[tuple[int, str, str | None, int | None]] = []
+    for no, raw in enumerate(lines, 1):  # as deepspeed.launcher.runner._parse_hostfile reads it
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        dm = re.search(r"^(\S+)\s+slots=(\d+)", text)
+        parsed.append((no, text[:200], dm.group(1), int(dm.group(2))) if dm else (no, text[:200], None, None))
+    la.hostfile = parsed
+    return lines
 
 
 def read(path: str, abspath: Path, text: str, scheduler_facts: FactMap | None = None) -> FileFacts:
@@ -1871,6 +1882,11 @@ def read(path: str, abspath: Path, text: str, scheduler_facts: FactMap | None = 
     for la in ev.launches:
         if la.launcher in ("deepspeed", "colossalai"):
             _hostfile_facts(la, abspath)
+        w = la
+        while w is not None:  # horovodrun's hostfile: its slots only (the hosts -np fills stay unknown)
+            if w.launcher == "horovodrun" and w.hostfile is None and "hostfile" in w.options:
+                _read_hostfile(w, abspath)
+            w = w.wrapper
     ff.launches = ev.launches
     ff.data = ev.data
     if not ev.launches:

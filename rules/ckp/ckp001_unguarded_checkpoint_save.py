@@ -19,7 +19,15 @@ _BUFFER_NAME = re.compile(r"^(?:buf|buffer|bio|byte_?buf|bytes_?io|mem_?file|mem
 def _plain_distributed(s: Script) -> bool:
     """The script sets up distributed training itself (torch.distributed, deepspeed.init_distributed,
     Accelerator, Fabric, a device mesh); trainers that guard saves and map devices are left alone."""
-    return s.sets_up_distributed()
+    return s.sets_up_distributed() or _horovod(s)
+
+
+def _horovod(s: Script) -> bool:
+    """Horovod's PyTorch front end set up by the script (``hvd.init()`` run from its entry point
+    and a ``hvd.DistributedOptimizer``), with no trainer that guards saves itself."""
+    if s.has("hf_trainer", "training_args", "pl_trainer"):
+        return False
+    return s.runs_setup("hvd_init") and s.has("hvd_optimizer")
 
 
 def _in_memory(s: Script, dest, frame) -> bool:
@@ -58,7 +66,8 @@ def _writer(c) -> "tuple[str, tuple[str, int]]":
 class UnguardedCheckpointSave(Rule):
     code = "CKP001"
     calls = frozenset({"accelerator", "ddp", "ds_init_distributed", "fabric", "fsdp", "fully_shard", "hf_trainer",
-                       "init_device_mesh", "init_process_group", "pl_trainer", "save", "training_args"})
+                       "init_device_mesh", "init_process_group", "pl_trainer", "save", "training_args",
+                       "hvd_init", "hvd_optimizer"})
     name = "unguarded-checkpoint-save"
     severity = Severity.WARNING
     summary = "torch.save in a distributed script not guarded by a rank-0 condition"
@@ -66,14 +75,15 @@ class UnguardedCheckpointSave(Rule):
     doc = """
     ## What it does
     In a script that sets up distributed training itself (`init_process_group`, DDP/FSDP,
-    `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`),
+    `deepspeed.init_distributed()`, `Accelerator()`, `lightning.Fabric(...)`, `init_device_mesh`,
+    Horovod's `hvd.init()` with `hvd.DistributedOptimizer`),
     flags `torch.save(...)` (and the other writers of one file from tensors:
     `safetensors.torch.save_file(...)`, `np.save(...)`) reached from the script's entry point on a
     path with no rank condition.
     Rank conditions are followed through local variables and attributes
     (`save_logs = is_master(args)` then `if save_logs:`), helper predicates (`is_main_process()`,
     `is_rank_zero()`, `accelerator.is_main_process`, `trainer.is_global_zero`, any function or
-    flag whose name says main/master/rank 0), `if local_rank in [-1, 0]:`, early returns on the
+    flag whose name says main/master/rank 0), `if hvd.rank() == 0:`, `if local_rank in [-1, 0]:`, early returns on the
     other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
     paths (a file name built from the rank, directly or in the variable the path is built from,
     the data- or model-parallel rank included) and into an `io.BytesIO` buffer are fine. Scripts whose
@@ -180,6 +190,17 @@ class UnguardedCheckpointSave(Rule):
             if rank == 0:
                 np.save("labels.npy", labels)
         """),
+        # Horovod: rank 0 writes the checkpoint
+        Example("""
+            import torch
+            import horovod.torch as hvd
+            hvd.init()
+            optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size()))
+            for epoch in range(3):
+                train(epoch)
+                if hvd.rank() == 0:
+                    torch.save(model.state_dict(), f"checkpoint-{epoch}.pth.tar")
+        """),
     ]
     invalid = [
         Example("""
@@ -236,12 +257,22 @@ class UnguardedCheckpointSave(Rule):
                 train(model)
                 save_file(model.state_dict(), "model.safetensors")
         """, line=7),
+        Example("""
+            import torch
+            import horovod.torch as hvd
+            hvd.init()
+            optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01 * hvd.size()))
+            for epoch in range(3):
+                train(epoch)
+                torch.save(model.state_dict(), f"checkpoint-{epoch}.pth.tar")
+        """, line=7),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
         if s is None or not _plain_distributed(s):
             return
+        hvd = not s.sets_up_distributed()  # Horovod's set-up: its rank in the advice
         for c in s.by("save"):
             what, (kw, pos) = _writer(c)
             dest = c.arg_node(kw, pos)
@@ -258,5 +289,6 @@ class UnguardedCheckpointSave(Rule):
                 yield self.report(
                     c.span,
                     f"{what}() runs on every rank: all processes write the same file; "
-                    "guard it with `if rank == 0:` (or save per-rank files on purpose)",
+                    + ("guard it with `if hvd.rank() == 0:` (or save per-rank files on purpose)"
+                       if hvd else "guard it with `if rank == 0:` (or save per-rank files on purpose)"),
                 )

@@ -43,7 +43,7 @@ def _bound_text(s: Script, node, c: Call) -> str:
 
 class MissingDistributedSampler(Rule):
     code = "DAT001"
-    calls = frozenset({"dataloader", "ddp", "fsdp", "fully_shard"})
+    calls = frozenset({"dataloader", "ddp", "fsdp", "fully_shard", "hvd_optimizer"})
     name = "missing-distributed-sampler"
     severity = Severity.WARNING
     summary = "a DDP/FSDP script iterates a training DataLoader with no DistributedSampler"
@@ -54,7 +54,8 @@ class MissingDistributedSampler(Rule):
     shuffles, or whose name or dataset says `train`) built with no `sampler=`/`batch_sampler=`,
     when nothing in the script's code shards the data another way (`DistributedSampler`,
     `IterableDataset`, `split_dataset_by_node`, `.shard(...)`, `num_replicas=`, webdataset); a
-    comment or docstring that names one of them does not count. Scripts driven by accelerate,
+    comment or docstring that names one of them does not count. A script that trains with
+    Horovod's `hvd.DistributedOptimizer` is checked the same way. Scripts driven by accelerate,
     Lightning or the HF Trainer are left alone: those shard the data themselves.
 
     ## Why it matters
@@ -96,6 +97,16 @@ class MissingDistributedSampler(Rule):
             mine = Subset(train_set, range(dist.get_rank(), len(train_set), dist.get_world_size()))
             train_loader = DataLoader(mine, batch_size=32, shuffle=True)
         """),
+        # Horovod's recipe: the sampler is told Horovod's size and rank
+        Example("""
+            import torch
+            import horovod.torch as hvd
+            hvd.init()
+            sampler = torch.utils.data.distributed.DistributedSampler(
+                train_dataset, num_replicas=hvd.size(), rank=hvd.rank())
+            train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=64, sampler=sampler)
+            optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+        """),
     ]
     invalid = [
         Example("""
@@ -121,11 +132,21 @@ class MissingDistributedSampler(Rule):
             # TODO: switch to a DistributedSampler
             train_loader = DataLoader(train_set, batch_size=32, shuffle=True)
         """, line=5),
+        Example("""
+            import torch
+            import horovod.torch as hvd
+            hvd.init()
+            train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=64, shuffle=True)
+            optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+        """, line=4),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
         s = script_of(f)
-        if s is None or not s.has("ddp", "fsdp", "fully_shard") or s.framework_managed():
+        if s is None or s.framework_managed():
+            return
+        hvd = not s.has("ddp", "fsdp", "fully_shard")
+        if hvd and not s.has("hvd_optimizer"):
             return
         if _shards_otherwise(s):
             return
@@ -143,6 +164,14 @@ class MissingDistributedSampler(Rule):
                 continue  # the dataset is split by rank by hand (data[rank::world_size], shards[rank])
             trainish = bool(_TRAINISH.search(ds_text) or _TRAINISH.search(c.target or ""))
             if not ((shuffle is not None and shuffle.known and shuffle.value is True) or trainish):
+                continue
+            if hvd:
+                yield self.report(
+                    c.span,
+                    "DataLoader without a DistributedSampler in a script that trains with Horovod "
+                    "(hvd.DistributedOptimizer): every worker iterates the same samples; pass "
+                    "sampler=DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank()) to the DataLoader",
+                )
                 continue
             yield self.report(
                 c.span,

@@ -158,7 +158,7 @@ def _same_body(s, a, b) -> bool:
 
 class CollectiveInRankBranch(Rule):
     code = "PG005"
-    calls = frozenset({"collective", "dcp_save", "fsdp", "spawn"})
+    calls = frozenset({"collective", "dcp_save", "fsdp", "spawn", "hvd_collective"})
     name = "collective-in-rank-branch"
     severity = Severity.ERROR
     summary = "a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever"
@@ -175,6 +175,8 @@ class CollectiveInRankBranch(Rule):
     `group=` are left alone, and so are branches that a setting independent of the rank opens to
     every rank (`if ckpt_type != LEGACY or dp_rank == 0:`), and an FSDP model's `state_dict()` on
     the side of `x if args.fsdp else model.state_dict()` where the model is not wrapped.
+    Horovod's collectives (`hvd.allreduce`, `hvd.broadcast`, `hvd.broadcast_parameters`,
+    `hvd.join` ..., in every front end) are checked the same way, except on a `process_set=`.
 
     ## Why it matters
     Every rank of the group must enter the same collective. The ranks that skip the branch never
@@ -355,6 +357,15 @@ class CollectiveInRankBranch(Rule):
                     if dist.get_rank() == 0:
                         print(evaluate(model, loader))
         """, line=4),
+        # Horovod: the average of a metric computed on rank 0 only
+        Example("""
+            import torch
+            import horovod.torch as hvd
+            hvd.init()
+            if hvd.rank() == 0:
+                val = hvd.allreduce(torch.tensor(accuracy), name="val_acc")
+                print(val)
+        """, line=5),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -371,6 +382,10 @@ class CollectiveInRankBranch(Rule):
             if c.has_star() or any(a.keyword in ("process_group", "pg") for a in c.args):
                 continue
             cands.append((c, short))
+        for c in s.by("hvd_collective"):  # Horovod's: every worker (of the process set) must make them
+            if c.has_star() or any(a.keyword == "process_set" for a in c.args):
+                continue
+            cands.append((c, "hvd." + next(iter(c.qnames)).rsplit(".", 1)[-1]))
         for c in s.by("dcp_save"):
             cands.append((c, "checkpoint.save"))
         fsdp_calls = [c for c in s.by("fsdp") if c.target]
