@@ -1433,7 +1433,7 @@ ESCAPED_COMPARE = re.compile(rb"(?<=[ \t])\\[<>](?=[ \t])(?=[^\n]*\])")
 
 
 def parse_repaired(data: bytes):
-    """Parse shell text; where tree-sitter cannot, replace what a template leaves for the user to
+    r"""Parse shell text; where tree-sitter cannot, replace what a template leaves for the user to
     fill in and parse again. Every replacement keeps the byte length, so positions stay exact.
 
     - ``NAME=<placeholder> (e.g., /357m)`` and ``--opt=<placeholder>`` (Megatron's example scripts):
