@@ -198,7 +198,7 @@ def _literal_model(script: FileFacts) -> Value | None:
 
 
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
-                 resolve) -> None:
+                 resolve, where: str = "") -> None:
     """The model a complete launch line names (``--model_name_or_path``) and how its states are
     kept, added to ``view`` (the launch line's file) when every setting that could shrink them is
     known: a hub id in parallint's table (``lint/data/hub_models.yaml``) or a local folder with a
@@ -264,7 +264,8 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     hub = hub_shape(val.value)
     if hub is not None:
         hub_id, shape = hub
-        src = (f"--{name} {hub_id} on the launch line" if name != "model" else
+        src = (f"{name} {hub_id} in {where}" if where and name != "model" else
+               f"--{name} {hub_id} on the launch line" if name != "model" else
                f"from_pretrained(\"{hub_id}\") in {script.path}") + " (its config.json in parallint's hub table)"
         for key, v in shape.items():
             view.facts.add(f"model.{key}", Value(v, val.span, True, "", src))
@@ -320,6 +321,99 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
     return found[0] if len({id(f) for f in found}) == 1 else None
 
 
+#: the script parses a whole file of arguments: ``parser.parse_yaml_file(...)`` / ``parse_json_file``
+FILE_PARSE = re.compile(r"\bparse_(yaml|json)_file\s*\(")
+#: ... the one launch-line word: ``sys.argv[1]`` (``sys.argv[-1]``)
+ARGV_ONE = re.compile(r"\bsys\.argv\s*\[\s*-?1\s*\]")
+
+
+def _file_form(job, launch, script: FileFacts) -> FileFacts | None:
+    """The job's TrainingArguments file when the launch line is the one-argument form
+    ``sft.py args.yaml`` (``args.json``) and the script provably parses that word as a file of its
+    kind (``parse_yaml_file(sys.argv[1])``, the ``sys.argv[1].endswith(".yaml")`` idiom); None
+    otherwise."""
+    args = launch.args
+    if len(args) != 1 or not args[0].known or not isinstance(args[0].value, str):
+        return None
+    word = args[0].value
+    kind = "json" if word.lower().endswith(".json") else "yaml" if word.lower().endswith((".yaml", ".yml")) else ""
+    text = script.text or ""
+    if not kind or kind not in {m.group(1) for m in FILE_PARSE.finditer(text)} or not ARGV_ONE.search(text):
+        return None
+    want = word.replace("\\", "/").lstrip("./")
+    found = [f for f in job.files if f.kind == "hftrainargs" and "#" not in str(f.abspath)
+             and (f.path == want or f.path.endswith("/" + want) or str(f.abspath).endswith("/" + want))]
+    return found[0] if len(found) == 1 else None
+
+
+def _file_flags(f: FileFacts) -> "dict[str, tuple[Value, Value | None]] | None":
+    """The top-level keys of a TrainingArguments file as :func:`split` gives flags: ``{name: (key,
+    value)}`` with the spans of the file; None when it is not one flat mapping parallint reads."""
+    from parallint.model.diagnostics import Span
+
+    text = f.text or ""
+    try:
+        if str(f.path).lower().endswith(".json"):
+            import json
+
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                return None
+            lines = text.splitlines()
+            out: dict[str, tuple[Value, Value | None]] = {}
+            for k, v in data.items():
+                if isinstance(v, (dict, list)):
+                    continue
+                line = next((n for n, ln in enumerate(lines, 1) if f'"{k}"' in ln), 1)
+                span = Span(f.path, line, 1)
+                word = "true" if v is True else "false" if v is False else str(v)
+                out[k] = (Value(k, span, True, "", k), Value(word, span, True, "", k))
+            return out
+        import yaml
+
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # noqa: BLE001 - an unreadable file is an unknown one
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    out = {}
+    for k, v in root.value:
+        if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+            continue
+        ks = Span(f.path, k.start_mark.line + 1, k.start_mark.column + 1)
+        vs = Span(f.path, v.start_mark.line + 1, v.start_mark.column + 1)
+        out[str(k.value)] = (Value(str(k.value), ks, True, "", str(k.value)), Value(str(v.value), vs, True, "", str(k.value)))
+    return out
+
+
+def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, root, resolve) -> None:
+    """``sft.py args.yaml``: the file is the job's whole TrainingArguments. What it leaves out is
+    the dataclass default (BAT003 compares those too) and the model it names gives the shape, on
+    the conditions of a complete launch line."""
+    flags = _file_flags(args_file)
+    if flags is None:
+        return
+    parts = (flags, True, False)
+    ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts)
+    if ff is None:
+        return
+    _model_facts(job, launch, script, flags, ff, read, root, resolve, where=args_file.path)
+    copy = FileFacts(path=args_file.path, abspath=args_file.abspath, kind=args_file.kind, text=args_file.text,
+                     links=args_file.links, data=args_file.data, diagnostics=args_file.diagnostics,
+                     standalone_job=args_file.standalone_job)
+    copy.facts.extend(args_file.facts)
+    have = set(args_file.facts.keys())
+    for key, vs in ff.facts.items():
+        for v in vs:
+            if v.origin.how is How.DEFAULT and key not in have:
+                copy.facts.add(key, v)  # the Trainer's side: what the file leaves to the dataclass
+            elif key not in have and (key.startswith("model.") or key in (
+                    "training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage")):
+                copy.facts.add(key, v)
+                job.facts.add(key, v)
+    job.files = [copy if x is args_file else x for x in job.files]
+
+
 def attach(job, launch, script: FileFacts | None, read=None, root: Path | None = None, resolve=None) -> None:
     """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
     linker resolved) to ``job`` (a no-op otherwise), and the model it names (``read`` reads a
@@ -330,6 +424,10 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
     if script is not None and script.kind == "python" and not is_hf_cli_script(script.text or ""):
         script = _imported_cli(job, script)  # FastChat's train_mem.py: `from ...train import train`
     if script is None or script.kind != "python" or not is_hf_cli_script(script.text or ""):
+        return
+    args_file = _file_form(job, launch, script)
+    if args_file is not None:  # sft.py args.yaml
+        _attach_file(job, launch, script, args_file, read, root, resolve)
         return
     line = launch.span.line if launch.span is not None else 0
     # a distinct abspath: this is the launch line's view, not the launch file itself
