@@ -93,9 +93,15 @@ def split(args: list[Value]) -> tuple[dict[str, tuple[Value, Value | None]], boo
 
 
 def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, text: str,
-              parts: "tuple[dict[str, tuple[Value, Value | None]], bool, bool] | None" = None) -> FileFacts | None:
+              parts: "tuple[dict[str, tuple[Value, Value | None]], bool, bool] | None" = None,
+              where: str = "") -> FileFacts | None:
     """The TrainingArguments facts of an HF script's argument list, as an ``hftrainargs`` file
-    (``parts``: what :func:`split` gives for ``args``, when the caller has it already)."""
+    (``parts``: what :func:`split` gives for ``args``, when the caller has it already; ``where``:
+    the file the arguments come from, when not the launch line)."""
+
+    def absent(name: str) -> str:
+        return f"no {name} in {where}" if where else f"no --{name} on the launch line"
+
     flags, complete, config = split(args) if parts is None else parts
     ff = FileFacts(path=path, abspath=abspath, kind="hftrainargs", text=text)
     first = next(iter(flags.values()))[0].span if flags else None
@@ -117,7 +123,7 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
                 ff.facts.add(key, Value.unknown(f"--{name} {s!r} is not a fixed integer", val.span, src))
         elif complete and not config and first is not None:
             ff.facts.add(key, Value(default, first, True, "",
-                                    f"TrainingArguments default {name}={default} (no --{name} on the launch line)",
+                                    f"TrainingArguments default {name}={default} ({absent(name)})",
                                     Origin(How.DEFAULT)))
     for name in BOOL_ARGS:
         if name not in flags or _redefines(script_text, name):
@@ -143,8 +149,10 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
             and not _redefines(script_text, "fp16") and not _redefines(script_text, "bf16")):
         # neither flag on a complete argument list: the Trainer runs in fp32 (fp16=bf16=False)
         ff.facts.add("training.precision", Value("fp32", first, True, "",
-                                                 "TrainingArguments default fp16=False, bf16=False (neither --fp16 "
-                                                 "nor --bf16 on the launch line)", Origin(How.DEFAULT)))
+                                                 "TrainingArguments default fp16=False, bf16=False ("
+                                                 + (f"neither fp16 nor bf16 in {where})" if where else
+                                                    "neither --fp16 nor --bf16 on the launch line)"),
+                                                 Origin(How.DEFAULT)))
     ds = flags.get("deepspeed")
     if ds is not None and ds[1] is not None and ds[1].known and ds[1].value:
         ff.links.append(Value(str(ds[1].value), ds[1].span, True, "", "--deepspeed on the launch line"))
@@ -327,7 +335,7 @@ FILE_PARSE = re.compile(r"\bparse_(yaml|json)_file\s*\(")
 ARGV_ONE = re.compile(r"\bsys\.argv\s*\[\s*-?1\s*\]")
 
 
-def _file_form(job, launch, script: FileFacts) -> FileFacts | None:
+def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = None, resolve=None) -> FileFacts | None:
     """The job's TrainingArguments file when the launch line is the one-argument form
     ``sft.py args.yaml`` (``args.json``) and the script provably parses that word as a file of its
     kind (``parse_yaml_file(sys.argv[1])``, the ``sys.argv[1].endswith(".yaml")`` idiom); None
@@ -343,7 +351,48 @@ def _file_form(job, launch, script: FileFacts) -> FileFacts | None:
     want = word.replace("\\", "/").lstrip("./")
     found = [f for f in job.files if f.kind == "hftrainargs" and "#" not in str(f.abspath)
              and (f.path == want or f.path.endswith("/" + want) or str(f.abspath).endswith("/" + want))]
-    return found[0] if len(found) == 1 else None
+    if len(found) == 1:
+        return found[0]
+    if found or resolve is None or root is None:
+        return None
+    return _read_args_file(job, args[0], read, root, resolve)
+
+
+def _read_args_file(job, word: Value, read, root: Path, resolve) -> FileFacts | None:
+    """The file the one launch-line word names, read as TrainingArguments (the script parses it as
+    such whatever keys it holds, so the sniffer's guess does not decide) inside the repository,
+    with the DeepSpeed config it names."""
+    target = resolve(word, job.root.abspath.parent, root)
+    if target is None or any(getattr(f, "abspath", None) == target for f in job.files):
+        return None
+    from parallint.util.boundary import read_inside
+
+    raw = read_inside(target, job.root.abspath, 1_000_000)
+    if raw is None:
+        return None
+    import os
+
+    from parallint.readers import hftrainargs
+
+    try:
+        shown = os.path.relpath(target, Path.cwd()).replace(os.sep, "/")
+    except ValueError:
+        shown = str(target)
+    f = hftrainargs.read(shown, target, raw.decode("utf-8", errors="replace"))
+    if f.diagnostics and not len(f.facts):
+        return None
+    job.files.append(f)
+    job.facts.extend(f.facts)
+    for link in f.links:
+        if read is None:
+            break
+        ds = resolve(link, target.parent, root)
+        if ds is not None and not any(getattr(x, "abspath", None) == ds for x in job.files):
+            linked = read(ds)
+            if linked is not None:
+                job.files.append(linked)
+                job.facts.extend(linked.facts)
+    return f
 
 
 def _file_flags(f: FileFacts) -> "dict[str, tuple[Value, Value | None]] | None":
@@ -394,7 +443,7 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
     if flags is None:
         return
     parts = (flags, True, False)
-    ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts)
+    ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts, args_file.path)
     if ff is None:
         return
     _model_facts(job, launch, script, flags, ff, read, root, resolve, where=args_file.path)
@@ -425,7 +474,7 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
         script = _imported_cli(job, script)  # FastChat's train_mem.py: `from ...train import train`
     if script is None or script.kind != "python" or not is_hf_cli_script(script.text or ""):
         return
-    args_file = _file_form(job, launch, script)
+    args_file = _file_form(job, launch, script, read, root, resolve)
     if args_file is not None:  # sft.py args.yaml
         _attach_file(job, launch, script, args_file, read, root, resolve)
         return
