@@ -463,10 +463,149 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
     job.files = [copy if x is args_file else x for x in job.files]
 
 
+#: optimizers whose states parallint sizes (``torch.optim``), by the call's last name
+PLAIN_OPTIMIZERS = {"AdamW": "adamw", "Adam": "adamw", "SGD": "sgd"}
+#: LlamaConfig's defaults (transformers), for the fields a literal ``LlamaConfig(...)`` leaves out
+LLAMA_DEFAULTS = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "num_key_value_heads": None, "tie_word_embeddings": False}
+LLAMA_FIELDS = {"vocab_size": "vocab", "hidden_size": "hidden", "intermediate_size": "ffn",
+                "num_hidden_layers": "layers", "num_attention_heads": "heads", "num_key_value_heads": "kv_heads",
+                "tie_word_embeddings": "tied_embeddings"}
+
+
+def _llama_config(script: FileFacts, tree) -> tuple[dict, Value] | None:
+    """The shape of the one ``LlamaConfig(...)`` of the script whose every keyword is a literal,
+    when the model is built from it (``LlamaForCausalLM(config)``, ``from_config(config)``)."""
+    import ast
+
+    from parallint.model.diagnostics import Span
+
+    made = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _last(n.func) == "LlamaConfig"]
+    if len(made) != 1:
+        return None
+    call = made[0]
+    if call.args or any(k.arg is None for k in call.keywords):
+        return None
+    fields = dict(LLAMA_DEFAULTS)
+    for k in call.keywords:
+        try:
+            v = ast.literal_eval(k.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return None
+        if k.arg in ("mlp_bias", "attention_bias", "head_dim") or (k.arg == "hidden_act" and v != "silu"):
+            return None  # biases, a head width or an MLP the table's shape does not carry
+        if k.arg in ("hidden_act", "rope_scaling", "rope_theta", "max_position_embeddings", "rms_norm_eps",
+                     "initializer_range", "pad_token_id", "bos_token_id", "eos_token_id", "use_cache",
+                     "attention_dropout", "torch_dtype", "pretraining_tp"):
+            continue
+        if k.arg not in fields:
+            return None
+        fields[k.arg] = v
+    builders = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+        _last(n.func) == "LlamaForCausalLM" or (_last(n.func) == "from_config"))]
+    if len(builders) != 1:
+        return None
+    shape = {LLAMA_FIELDS[k]: v for k, v in fields.items() if v is not None}
+    shape.setdefault("kv_heads", shape["heads"])
+    shape["mlp"] = "swiglu"
+    if not all(isinstance(shape[k], int) and not isinstance(shape[k], bool) and shape[k] > 0
+               for k in ("vocab", "hidden", "ffn", "layers", "heads", "kv_heads")):
+        return None
+    span = Span(script.path, call.lineno, call.col_offset + 1)
+    return shape, Value("LlamaConfig", span, True, "", f"LlamaConfig(...) in {script.path}")
+
+
+def _last(func) -> str:
+    import ast
+
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _script_model(job, launch, script: FileFacts) -> None:
+    """A script that names its model itself (``from_pretrained("meta-llama/Llama-2-70b-hf")``,
+    ``AutoConfig.from_pretrained`` then ``from_config``, a literal ``LlamaConfig(...)``) and
+    provably trains all of it with an optimizer parallint sizes (``torch.optim`` AdamW, Adam, SGD
+    over ``model.parameters()``, or the HF Trainer's own): the job gets the shape, on the
+    conditions of :func:`_model_facts` (no PEFT, quantization, freezing, device map, offload,
+    sharding; a plain launcher)."""
+    import ast
+
+    text = script.text or ""
+    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text) or is_hf_cli_script(text):
+        return
+    if any(k.startswith("model.") for k in job.facts.keys()):
+        return  # the job states its model elsewhere
+    if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim") or \
+            re.search(r"\b(?:ZeroRedundancyOptimizer|DeepSpeed|deepspeed|accelerate|Accelerator|fabric|Fabric)\b", text):
+        return
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    from parallint.model.diagnostics import Span
+
+    optim = None
+    optim_at: Span | None = None
+    trainer = False
+    imported = re.search(r"from\s+torch\.optim\s+import", text) is not None
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        name = _last(n.func)
+        dotted = ast.unparse(n.func)
+        if name in ("Trainer", "SFTTrainer", "Seq2SeqTrainer"):
+            trainer = True
+            continue
+        torch_optim = (dotted.startswith(("torch.optim.", "optim.")) or (imported and dotted == name)) and \
+            "lr_scheduler" not in dotted and name[:1].isupper()
+        if not torch_optim and re.search(r"Adam|SGD|Lion|Adafactor|Optimizer|Lamb|LAMB|Sophia|Muon", name):
+            return  # an optimizer parallint does not size (8-bit Adam, Adafactor, a fused or sharded one)
+        if not torch_optim:
+            continue
+        kind = PLAIN_OPTIMIZERS.get(name)
+        first = n.args[0] if n.args else None
+        if kind is None or not (isinstance(first, ast.Call) and _last(first.func) == "parameters" and not first.args):
+            return  # another optimizer, parameter groups, a filtered list: not provably every parameter
+        if optim is not None and optim != kind:
+            return
+        optim = kind
+        optim_at = Span(script.path, n.lineno, n.col_offset + 1)
+    if optim is None and not trainer:
+        return  # not provably training
+    lit = _literal_model(script)
+    if lit is not None:
+        from parallint.estimator.spec import hub_shape
+
+        hub = hub_shape(lit.value)
+        if hub is None:
+            return
+        hub_id, shape = hub
+        span, src = lit.span, f"from_pretrained(\"{hub_id}\") in {script.path} (its config.json in parallint's hub table)"
+    else:
+        if "from_pretrained(" in text:
+            return
+        got = _llama_config(script, tree)
+        if got is None:
+            return
+        shape, v = got
+        span, src = v.span, v.source
+    for key, val in shape.items():
+        job.facts.add(f"model.{key}", Value(val, span, True, "", src))
+    if optim is not None:
+        job.facts.add("training.optimizer", Value(optim, optim_at or span, True, "", f"torch.optim in {script.path}"))
+    if HALF_LOAD.search(text):
+        job.facts.add("training.master_weights", Value(
+            False, span, True, "", "the script may load the weights in 16 bits (torch_dtype): "
+            "pure 16-bit states counted, the smaller figure"))
+
+
 def attach(job, launch, script: FileFacts | None, read=None, root: Path | None = None, resolve=None) -> None:
     """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
     linker resolved) to ``job`` (a no-op otherwise), and the model it names (``read`` reads a
     local model folder's ``config.json`` inside ``root``, found with the linker's ``resolve``)."""
+    if launch is not None and launch.script is not None and script is not None and script.kind == "python" \
+            and not is_hf_cli_script(script.text or ""):
+        _script_model(job, launch, script)  # the script names its model itself
     if launch is None or launch.script is None or not launch.args:
         return
     root_file = job.root
