@@ -222,3 +222,24 @@ def test_argparse_unknown_word_never_falls_back_to_the_default(tmp_path, cli):
     assert len(_findings(cli, tmp_path, {"train.py": ARGPARSE, "run.sh": _run("--seed 1")})) == 1
     for args in ("$EXTRA", '"$@"', "--tp 4 ${ARGS}"):
         assert _findings(cli, tmp_path, {"train.py": ARGPARSE, "run.sh": _run(args)}) == [], args
+
+
+def test_hydra_show_cites_the_launch_line_and_the_config_read_is_a_cached_side_read(tmp_path, cli):
+    files = {"pyproject.toml": "[project]\nname = 'x'\n", "train.py": HYDRA, "conf/config.yaml": HYDRA_CONFIG,
+             "run.sh": _run("model.tp=4")}
+    write_tree(tmp_path, files)
+    p = cli("show", ".", cwd=tmp_path)
+    assert "tp: 4  # run.sh:2 " in p.stdout and "model.tp=4 on the launch line" in p.stdout, p.stdout
+    (tmp_path / ".git").mkdir()
+
+    def standalone():
+        q = cli("check", "--select", "LAY001", "--format", "json", "train.py", cwd=tmp_path)
+        return [d["message"] for d in json.loads(q.stdout)]
+
+    # checked on its own, the config's values are the script's: TP 4 × PP 4 needs a world of 16
+    (tmp_path / "conf" / "config.yaml").write_text(HYDRA_CONFIG.replace("tp: 2", "tp: 4"))
+    write_tree(tmp_path, {"run.sh": _run("")})
+    assert len(standalone()) == 1
+    assert len(standalone()) == 1  # from the cache
+    (tmp_path / "conf" / "config.yaml").write_text(HYDRA_CONFIG)
+    assert standalone() == []

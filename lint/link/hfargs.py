@@ -505,7 +505,7 @@ def _llama_config(script: FileFacts, tree) -> tuple[dict, Value] | None:
         _last(n.func) == "LlamaForCausalLM" or (_last(n.func) == "from_config"))]
     if len(builders) != 1:
         return None
-    shape = {LLAMA_FIELDS[k]: v for k, v in fields.items() if v is not None}
+    shape: dict = {LLAMA_FIELDS[k]: v for k, v in fields.items() if v is not None}
     shape.setdefault("kv_heads", shape["heads"])
     shape["mlp"] = "swiglu"
     if not all(isinstance(shape[k], int) and not isinstance(shape[k], bool) and shape[k] > 0
