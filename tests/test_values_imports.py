@@ -96,3 +96,51 @@ def test_a_cached_result_is_dropped_when_the_imported_module_changes(tmp_path, c
     (tmp_path / "models" / "mlp.py").write_text(MLP.format(body=SKIPS_ONE))
     assert _ddp001(cli, tmp_path, "train.py")[0] == [("info", "train.py", 15)]
     assert _ddp001(cli, tmp_path, ".")[0] == [("info", "train.py", 15)]
+
+
+# ------------------------------------------------------------ sys.path tweaks
+TWEAKS = {
+    "insert": 'sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))',
+    "pathlib": 'sys.path.append(str(Path(__file__).resolve().parents[1] / "lib"))',
+    "constant": 'LIB = os.path.abspath(os.path.join(os.path.dirname(__file__), "../lib"))\nsys.path.insert(0, LIB)',
+    "relative": 'sys.path.append("lib")',
+}
+
+
+def _tweaked_tree(tmp_path, tweak: str, where: str = "lib/models/mlp.py"):
+    imp = f"import sys\nfrom pathlib import Path\n\n{tweak}\n\nfrom models.mlp import MLP"
+    write_tree(tmp_path, {"pyproject.toml": "[project]\nname = 'x'\n", "lib/models/__init__.py": "",
+                          where: MLP.format(body=ALL_LAYERS), "scripts/train.py": TRAIN.format(imp=imp)})
+
+
+def test_a_sys_path_tweak_is_followed_to_the_repository_folder(tmp_path, cli):
+    for name, tweak in TWEAKS.items():
+        _tweaked_tree(tmp_path, tweak)
+        got, raw = _ddp001(cli, tmp_path, "--no-cache", "scripts/train.py")
+        assert [g[0] for g in got] == ["warning"], (name, raw)
+        assert "MLP from ../lib/models/mlp.py" in raw[0]["message"], raw
+
+
+def test_without_the_tweak_or_outside_the_repository_the_module_is_not_read(tmp_path, cli):
+    _tweaked_tree(tmp_path, "")
+    got, _ = _ddp001(cli, tmp_path, "--no-cache", "scripts/train.py")
+    assert [g[0] for g in got] == ["info"]
+    repo = tmp_path / "b" / "repo"
+    outside = tmp_path / "b" / "lib" / "models"
+    outside.mkdir(parents=True)
+    (outside / "mlp.py").write_text(MLP.format(body=ALL_LAYERS))
+    (outside / "__init__.py").write_text("")
+    imp = ("import sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lib'))\n\n"
+           "from models.mlp import MLP")
+    write_tree(repo, {"pyproject.toml": "[project]\nname = 'x'\n", "train.py": TRAIN.format(imp=imp)})
+    got, _ = _ddp001(cli, repo, "--no-cache", "train.py")
+    assert [g[0] for g in got] == ["info"]
+
+
+def test_a_cached_result_is_dropped_when_the_module_a_tweak_reaches_changes(tmp_path, cli):
+    _tweaked_tree(tmp_path, TWEAKS["insert"])
+    (tmp_path / ".git").mkdir()
+    assert [g[0] for g in _ddp001(cli, tmp_path, "scripts/train.py")[0]] == ["warning"]
+    assert [g[0] for g in _ddp001(cli, tmp_path, "scripts/train.py")[0]] == ["warning"]
+    (tmp_path / "lib" / "models" / "mlp.py").write_text(MLP.format(body=SKIPS_ONE))
+    assert [g[0] for g in _ddp001(cli, tmp_path, "scripts/train.py")[0]] == ["info"]

@@ -231,3 +231,67 @@ def test_a_literal_hub_id_in_the_script_gives_the_shape(tmp_path, cli, tok, peft
     assert [d["code"] for d in got] == expected, got
     if expected:
         assert any(r["path"] == "sft.py" and r["line"] == 7 for r in got[0].get("related", [])), got[0]
+
+
+# ------------------------------------------------------------ the script names its model itself
+LOOP = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+dist.init_process_group("nccl")
+torch.cuda.set_device(dist.get_rank() % 8)
+tok = AutoTokenizer.from_pretrained("meta-llama/Llama-2-70b-hf")
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf").cuda()
+model = DDP(model)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+for batch in []:
+    model(**batch).loss.backward()
+    opt.step()
+"""
+LLAMA_CONFIG = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers import LlamaConfig, LlamaForCausalLM
+
+config = LlamaConfig(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                     num_attention_heads=64, num_key_value_heads=8)
+model = DDP(LlamaForCausalLM(config).cuda())
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+"""
+TORCHRUN8 = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py\n"
+
+
+def test_literal_from_pretrained_in_a_training_loop_is_mem001(tmp_path, cli):
+    got = _findings(cli, tmp_path, {"train.py": LOOP, "run.sh": TORCHRUN8})
+    assert [d["code"] for d in got] == ["MEM001"], got
+    assert got[0]["path"] == "train.py" and got[0]["line"] == 9 and "69.0B-parameter model" in got[0]["message"]
+    p = cli("show", ".", cwd=tmp_path)
+    assert 'from_pretrained("meta-llama/Llama-2-70b-hf") in train.py' in p.stdout
+
+
+def test_literal_llama_config_is_mem001(tmp_path, cli):
+    got = _findings(cli, tmp_path, {"train.py": LLAMA_CONFIG, "run.sh": TORCHRUN8})
+    assert [d["code"] for d in got] == ["MEM001"], got
+    assert got[0]["line"] == 5
+
+
+def test_literal_model_twins_that_do_not_provably_train_it_all_are_silent(tmp_path, cli):
+    twins = {
+        "small": LOOP.replace("meta-llama/Llama-2-70b-hf", "gpt2"),
+        "not in the table": LOOP.replace("meta-llama/Llama-2-70b-hf", "acme/secret-70b"),
+        "8-bit Adam": LOOP.replace("torch.optim.AdamW(", "bnb.optim.AdamW8bit("),
+        "parameter groups": LOOP.replace("AdamW(model.parameters()", "AdamW([{'params': model.parameters()}]"),
+        "LoRA": LOOP.replace("model = DDP(model)", "from peft import get_peft_model\nmodel = DDP(get_peft_model(model, cfg))"),
+        "device map": LOOP.replace('"meta-llama/Llama-2-70b-hf").cuda()', '"meta-llama/Llama-2-70b-hf", device_map="auto")'),
+        "FSDP": LOOP.replace("model = DDP(model)", "model = FullyShardedDataParallel(model)"),
+        "no optimizer": LOOP.replace("opt = torch.optim.AdamW(model.parameters(), lr=1e-5)\n", ""),
+        "two models": LOOP.replace('AutoTokenizer.from_pretrained("meta-llama/Llama-2-70b-hf")',
+                                   'AutoTokenizer.from_pretrained("gpt2")'),
+        "config with biases": LLAMA_CONFIG.replace("num_key_value_heads=8", "num_key_value_heads=8, attention_bias=True"),
+        "small config": LLAMA_CONFIG.replace("num_hidden_layers=80", "num_hidden_layers=2").replace(
+            "hidden_size=8192", "hidden_size=512").replace("intermediate_size=28672", "intermediate_size=1024"),
+    }
+    for name, script in twins.items():
+        assert _findings(cli, tmp_path, {"train.py": script, "run.sh": TORCHRUN8}) == [], name

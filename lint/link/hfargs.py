@@ -93,9 +93,15 @@ def split(args: list[Value]) -> tuple[dict[str, tuple[Value, Value | None]], boo
 
 
 def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, text: str,
-              parts: "tuple[dict[str, tuple[Value, Value | None]], bool, bool] | None" = None) -> FileFacts | None:
+              parts: "tuple[dict[str, tuple[Value, Value | None]], bool, bool] | None" = None,
+              where: str = "") -> FileFacts | None:
     """The TrainingArguments facts of an HF script's argument list, as an ``hftrainargs`` file
-    (``parts``: what :func:`split` gives for ``args``, when the caller has it already)."""
+    (``parts``: what :func:`split` gives for ``args``, when the caller has it already; ``where``:
+    the file the arguments come from, when not the launch line)."""
+
+    def absent(name: str) -> str:
+        return f"no {name} in {where}" if where else f"no --{name} on the launch line"
+
     flags, complete, config = split(args) if parts is None else parts
     ff = FileFacts(path=path, abspath=abspath, kind="hftrainargs", text=text)
     first = next(iter(flags.values()))[0].span if flags else None
@@ -117,7 +123,7 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
                 ff.facts.add(key, Value.unknown(f"--{name} {s!r} is not a fixed integer", val.span, src))
         elif complete and not config and first is not None:
             ff.facts.add(key, Value(default, first, True, "",
-                                    f"TrainingArguments default {name}={default} (no --{name} on the launch line)",
+                                    f"TrainingArguments default {name}={default} ({absent(name)})",
                                     Origin(How.DEFAULT)))
     for name in BOOL_ARGS:
         if name not in flags or _redefines(script_text, name):
@@ -143,8 +149,10 @@ def cli_facts(args: list[Value], script_text: str, path: str, abspath: Path, tex
             and not _redefines(script_text, "fp16") and not _redefines(script_text, "bf16")):
         # neither flag on a complete argument list: the Trainer runs in fp32 (fp16=bf16=False)
         ff.facts.add("training.precision", Value("fp32", first, True, "",
-                                                 "TrainingArguments default fp16=False, bf16=False (neither --fp16 "
-                                                 "nor --bf16 on the launch line)", Origin(How.DEFAULT)))
+                                                 "TrainingArguments default fp16=False, bf16=False ("
+                                                 + (f"neither fp16 nor bf16 in {where})" if where else
+                                                    "neither --fp16 nor --bf16 on the launch line)"),
+                                                 Origin(How.DEFAULT)))
     ds = flags.get("deepspeed")
     if ds is not None and ds[1] is not None and ds[1].known and ds[1].value:
         ff.links.append(Value(str(ds[1].value), ds[1].span, True, "", "--deepspeed on the launch line"))
@@ -198,7 +206,7 @@ def _literal_model(script: FileFacts) -> Value | None:
 
 
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
-                 resolve) -> None:
+                 resolve, where: str = "") -> None:
     """The model a complete launch line names (``--model_name_or_path``) and how its states are
     kept, added to ``view`` (the launch line's file) when every setting that could shrink them is
     known: a hub id in parallint's table (``lint/data/hub_models.yaml``) or a local folder with a
@@ -264,7 +272,8 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     hub = hub_shape(val.value)
     if hub is not None:
         hub_id, shape = hub
-        src = (f"--{name} {hub_id} on the launch line" if name != "model" else
+        src = (f"{name} {hub_id} in {where}" if where and name != "model" else
+               f"--{name} {hub_id} on the launch line" if name != "model" else
                f"from_pretrained(\"{hub_id}\") in {script.path}") + " (its config.json in parallint's hub table)"
         for key, v in shape.items():
             view.facts.add(f"model.{key}", Value(v, val.span, True, "", src))
@@ -320,16 +329,293 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
     return found[0] if len({id(f) for f in found}) == 1 else None
 
 
+#: the script parses a whole file of arguments: ``parser.parse_yaml_file(...)`` / ``parse_json_file``
+FILE_PARSE = re.compile(r"\bparse_(yaml|json)_file\s*\(")
+#: ... the one launch-line word: ``sys.argv[1]`` (``sys.argv[-1]``)
+ARGV_ONE = re.compile(r"\bsys\.argv\s*\[\s*-?1\s*\]")
+
+
+def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = None, resolve=None) -> FileFacts | None:
+    """The job's TrainingArguments file when the launch line is the one-argument form
+    ``sft.py args.yaml`` (``args.json``) and the script provably parses that word as a file of its
+    kind (``parse_yaml_file(sys.argv[1])``, the ``sys.argv[1].endswith(".yaml")`` idiom); None
+    otherwise."""
+    args = launch.args
+    if len(args) != 1 or not args[0].known or not isinstance(args[0].value, str):
+        return None
+    word = args[0].value
+    kind = "json" if word.lower().endswith(".json") else "yaml" if word.lower().endswith((".yaml", ".yml")) else ""
+    text = script.text or ""
+    if not kind or kind not in {m.group(1) for m in FILE_PARSE.finditer(text)} or not ARGV_ONE.search(text):
+        return None
+    want = word.replace("\\", "/").lstrip("./")
+    found = [f for f in job.files if f.kind == "hftrainargs" and "#" not in str(f.abspath)
+             and (f.path == want or f.path.endswith("/" + want) or str(f.abspath).endswith("/" + want))]
+    if len(found) == 1:
+        return found[0]
+    if found or resolve is None or root is None:
+        return None
+    return _read_args_file(job, args[0], read, root, resolve)
+
+
+def _read_args_file(job, word: Value, read, root: Path, resolve) -> FileFacts | None:
+    """The file the one launch-line word names, read as TrainingArguments (the script parses it as
+    such whatever keys it holds, so the sniffer's guess does not decide) inside the repository,
+    with the DeepSpeed config it names."""
+    target = resolve(word, job.root.abspath.parent, root)
+    if target is None or any(getattr(f, "abspath", None) == target for f in job.files):
+        return None
+    from parallint.util.boundary import read_inside
+
+    raw = read_inside(target, job.root.abspath, 1_000_000)
+    if raw is None:
+        return None
+    import os
+
+    from parallint.readers import hftrainargs
+
+    try:
+        shown = os.path.relpath(target, Path.cwd()).replace(os.sep, "/")
+    except ValueError:
+        shown = str(target)
+    f = hftrainargs.read(shown, target, raw.decode("utf-8", errors="replace"))
+    if f.diagnostics and not len(f.facts):
+        return None
+    job.files.append(f)
+    job.facts.extend(f.facts)
+    for link in f.links:
+        if read is None:
+            break
+        ds = resolve(link, target.parent, root)
+        if ds is not None and not any(getattr(x, "abspath", None) == ds for x in job.files):
+            linked = read(ds)
+            if linked is not None:
+                job.files.append(linked)
+                job.facts.extend(linked.facts)
+    return f
+
+
+def _file_flags(f: FileFacts) -> "dict[str, tuple[Value, Value | None]] | None":
+    """The top-level keys of a TrainingArguments file as :func:`split` gives flags: ``{name: (key,
+    value)}`` with the spans of the file; None when it is not one flat mapping parallint reads."""
+    from parallint.model.diagnostics import Span
+
+    text = f.text or ""
+    try:
+        if str(f.path).lower().endswith(".json"):
+            import json
+
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                return None
+            lines = text.splitlines()
+            out: dict[str, tuple[Value, Value | None]] = {}
+            for k, v in data.items():
+                if isinstance(v, (dict, list)):
+                    continue
+                line = next((n for n, ln in enumerate(lines, 1) if f'"{k}"' in ln), 1)
+                span = Span(f.path, line, 1)
+                word = "true" if v is True else "false" if v is False else str(v)
+                out[k] = (Value(k, span, True, "", k), Value(word, span, True, "", k))
+            return out
+        import yaml
+
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # noqa: BLE001 - an unreadable file is an unknown one
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    out = {}
+    for k, v in root.value:
+        if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+            continue
+        ks = Span(f.path, k.start_mark.line + 1, k.start_mark.column + 1)
+        vs = Span(f.path, v.start_mark.line + 1, v.start_mark.column + 1)
+        out[str(k.value)] = (Value(str(k.value), ks, True, "", str(k.value)), Value(str(v.value), vs, True, "", str(k.value)))
+    return out
+
+
+def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, root, resolve) -> None:
+    """``sft.py args.yaml``: the file is the job's whole TrainingArguments. What it leaves out is
+    the dataclass default (BAT003 compares those too) and the model it names gives the shape, on
+    the conditions of a complete launch line."""
+    flags = _file_flags(args_file)
+    if flags is None:
+        return
+    parts = (flags, True, False)
+    ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts, args_file.path)
+    if ff is None:
+        return
+    _model_facts(job, launch, script, flags, ff, read, root, resolve, where=args_file.path)
+    copy = FileFacts(path=args_file.path, abspath=args_file.abspath, kind=args_file.kind, text=args_file.text,
+                     links=args_file.links, data=args_file.data, diagnostics=args_file.diagnostics,
+                     standalone_job=args_file.standalone_job)
+    copy.facts.extend(args_file.facts)
+    have = set(args_file.facts.keys())
+    for key, vs in ff.facts.items():
+        for v in vs:
+            if v.origin.how is How.DEFAULT and key not in have:
+                copy.facts.add(key, v)  # the Trainer's side: what the file leaves to the dataclass
+            elif key not in have and (key.startswith("model.") or key in (
+                    "training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage")):
+                copy.facts.add(key, v)
+                job.facts.add(key, v)
+    job.files = [copy if x is args_file else x for x in job.files]
+
+
+#: optimizers whose states parallint sizes (``torch.optim``), by the call's last name
+PLAIN_OPTIMIZERS = {"AdamW": "adamw", "Adam": "adamw", "SGD": "sgd"}
+#: LlamaConfig's defaults (transformers), for the fields a literal ``LlamaConfig(...)`` leaves out
+LLAMA_DEFAULTS = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "num_key_value_heads": None, "tie_word_embeddings": False}
+LLAMA_FIELDS = {"vocab_size": "vocab", "hidden_size": "hidden", "intermediate_size": "ffn",
+                "num_hidden_layers": "layers", "num_attention_heads": "heads", "num_key_value_heads": "kv_heads",
+                "tie_word_embeddings": "tied_embeddings"}
+
+
+def _llama_config(script: FileFacts, tree) -> tuple[dict, Value] | None:
+    """The shape of the one ``LlamaConfig(...)`` of the script whose every keyword is a literal,
+    when the model is built from it (``LlamaForCausalLM(config)``, ``from_config(config)``)."""
+    import ast
+
+    from parallint.model.diagnostics import Span
+
+    made = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _last(n.func) == "LlamaConfig"]
+    if len(made) != 1:
+        return None
+    call = made[0]
+    if call.args or any(k.arg is None for k in call.keywords):
+        return None
+    fields = dict(LLAMA_DEFAULTS)
+    for k in call.keywords:
+        try:
+            v = ast.literal_eval(k.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return None
+        if k.arg in ("mlp_bias", "attention_bias", "head_dim") or (k.arg == "hidden_act" and v != "silu"):
+            return None  # biases, a head width or an MLP the table's shape does not carry
+        if k.arg in ("hidden_act", "rope_scaling", "rope_theta", "max_position_embeddings", "rms_norm_eps",
+                     "initializer_range", "pad_token_id", "bos_token_id", "eos_token_id", "use_cache",
+                     "attention_dropout", "torch_dtype", "pretraining_tp"):
+            continue
+        if k.arg not in fields:
+            return None
+        fields[k.arg] = v
+    builders = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+        _last(n.func) == "LlamaForCausalLM" or (_last(n.func) == "from_config"))]
+    if len(builders) != 1:
+        return None
+    shape: dict = {LLAMA_FIELDS[k]: v for k, v in fields.items() if v is not None}
+    shape.setdefault("kv_heads", shape["heads"])
+    shape["mlp"] = "swiglu"
+    if not all(isinstance(shape[k], int) and not isinstance(shape[k], bool) and shape[k] > 0
+               for k in ("vocab", "hidden", "ffn", "layers", "heads", "kv_heads")):
+        return None
+    span = Span(script.path, call.lineno, call.col_offset + 1)
+    return shape, Value("LlamaConfig", span, True, "", f"LlamaConfig(...) in {script.path}")
+
+
+def _last(func) -> str:
+    import ast
+
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _script_model(job, launch, script: FileFacts) -> None:
+    """A script that names its model itself (``from_pretrained("meta-llama/Llama-2-70b-hf")``,
+    ``AutoConfig.from_pretrained`` then ``from_config``, a literal ``LlamaConfig(...)``) and
+    provably trains all of it with an optimizer parallint sizes (``torch.optim`` AdamW, Adam, SGD
+    over ``model.parameters()``, or the HF Trainer's own): the job gets the shape, on the
+    conditions of :func:`_model_facts` (no PEFT, quantization, freezing, device map, offload,
+    sharding; a plain launcher)."""
+    import ast
+
+    text = script.text or ""
+    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text) or is_hf_cli_script(text):
+        return
+    if any(k.startswith("model.") for k in job.facts.keys()):
+        return  # the job states its model elsewhere
+    if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim") or \
+            re.search(r"\b(?:ZeroRedundancyOptimizer|DeepSpeed|deepspeed|accelerate|Accelerator|fabric|Fabric)\b", text):
+        return
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    from parallint.model.diagnostics import Span
+
+    optim = None
+    optim_at: Span | None = None
+    trainer = False
+    imported = re.search(r"from\s+torch\.optim\s+import", text) is not None
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        name = _last(n.func)
+        dotted = ast.unparse(n.func)
+        if name in ("Trainer", "SFTTrainer", "Seq2SeqTrainer"):
+            trainer = True
+            continue
+        torch_optim = (dotted.startswith(("torch.optim.", "optim.")) or (imported and dotted == name)) and \
+            "lr_scheduler" not in dotted and name[:1].isupper()
+        if not torch_optim and re.search(r"Adam|SGD|Lion|Adafactor|Optimizer|Lamb|LAMB|Sophia|Muon", name):
+            return  # an optimizer parallint does not size (8-bit Adam, Adafactor, a fused or sharded one)
+        if not torch_optim:
+            continue
+        kind = PLAIN_OPTIMIZERS.get(name)
+        first = n.args[0] if n.args else None
+        if kind is None or not (isinstance(first, ast.Call) and _last(first.func) == "parameters" and not first.args):
+            return  # another optimizer, parameter groups, a filtered list: not provably every parameter
+        if optim is not None and optim != kind:
+            return
+        optim = kind
+        optim_at = Span(script.path, n.lineno, n.col_offset + 1)
+    if optim is None and not trainer:
+        return  # not provably training
+    lit = _literal_model(script)
+    if lit is not None:
+        from parallint.estimator.spec import hub_shape
+
+        hub = hub_shape(lit.value)
+        if hub is None:
+            return
+        hub_id, shape = hub
+        span, src = lit.span, f"from_pretrained(\"{hub_id}\") in {script.path} (its config.json in parallint's hub table)"
+    else:
+        if "from_pretrained(" in text:
+            return
+        got = _llama_config(script, tree)
+        if got is None:
+            return
+        shape, v = got
+        span, src = v.span, v.source
+    for key, val in shape.items():
+        job.facts.add(f"model.{key}", Value(val, span, True, "", src))
+    if optim is not None:
+        job.facts.add("training.optimizer", Value(optim, optim_at or span, True, "", f"torch.optim in {script.path}"))
+    if HALF_LOAD.search(text):
+        job.facts.add("training.master_weights", Value(
+            False, span, True, "", "the script may load the weights in 16 bits (torch_dtype): "
+            "pure 16-bit states counted, the smaller figure"))
+
+
 def attach(job, launch, script: FileFacts | None, read=None, root: Path | None = None, resolve=None) -> None:
     """Add the TrainingArguments a launch passes to its HF script (``script``, the job's file the
     linker resolved) to ``job`` (a no-op otherwise), and the model it names (``read`` reads a
     local model folder's ``config.json`` inside ``root``, found with the linker's ``resolve``)."""
+    if launch is not None and launch.script is not None and script is not None and script.kind == "python" \
+            and not is_hf_cli_script(script.text or ""):
+        _script_model(job, launch, script)  # the script names its model itself
     if launch is None or launch.script is None or not launch.args:
         return
     root_file = job.root
     if script is not None and script.kind == "python" and not is_hf_cli_script(script.text or ""):
         script = _imported_cli(job, script)  # FastChat's train_mem.py: `from ...train import train`
     if script is None or script.kind != "python" or not is_hf_cli_script(script.text or ""):
+        return
+    args_file = _file_form(job, launch, script, read, root, resolve)
+    if args_file is not None:  # sft.py args.yaml
+        _attach_file(job, launch, script, args_file, read, root, resolve)
         return
     line = launch.span.line if launch.span is not None else 0
     # a distinct abspath: this is the launch line's view, not the launch file itself

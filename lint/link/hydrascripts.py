@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     import ast
 
 MAX_BYTES = 1_000_000  # an entry script is small; a larger .py next to a config is not one
-DECORATORS = ("hydra_runner", "main")  # nemo.core.config.hydra_runner, hydra.main
 
 #: per folder: its entry scripts, as (script, [(config_path, config_name, [(key, line)])])
 _SCRIPTS: dict[Path, list[tuple[Path, list[tuple[str, str, list[tuple[str, int]]]]]]] = {}
@@ -114,6 +113,8 @@ def _entries(text: str) -> list[tuple[str, str, list[tuple[str, int]]]]:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+    from parallint.readers.pycli import dotted_under as _dotted_under, hydra_names as _hydra_names
+
     out: list[tuple[str, str, list[tuple[str, int]]]] = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
@@ -136,43 +137,3 @@ def _entries(text: str) -> list[tuple[str, str, list[tuple[str, int]]]]:
                         keys.append((dotted, el.lineno))
         out.extend((cpath, cname, keys) for cpath, cname in named)
     return out
-
-
-def _hydra_names(dec: ast.expr) -> tuple[str, str] | None:
-    """``(config_path, config_name)`` of ``@hydra_runner(...)`` / ``@hydra.main(...)`` when both are
-    literal strings, else None."""
-    import ast
-
-    if not isinstance(dec, ast.Call):
-        return None
-    f = dec.func
-    fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    if fname not in DECORATORS or (fname == "main" and not (isinstance(f, ast.Attribute)
-                                                            and isinstance(f.value, ast.Name) and f.value.id == "hydra")):
-        return None
-    kw = {k.arg: k.value for k in dec.keywords if k.arg}
-    cpath, cname = kw.get("config_path"), kw.get("config_name")
-    if not (isinstance(cpath, ast.Constant) and isinstance(cpath.value, str)
-            and isinstance(cname, ast.Constant) and isinstance(cname.value, str)):
-        return None
-    return cpath.value, cname.value
-
-
-def _dotted_under(node: ast.expr, root: str) -> str:
-    """``cfg.a.b`` / ``cfg.a["b"]`` -> ``"a.b"`` when the chain starts at the name ``root``."""
-    import ast
-
-    parts: list[str] = []
-    while True:
-        if isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                and isinstance(node.slice.value, str):
-            parts.append(node.slice.value)
-            node = node.value
-        else:
-            break
-    if not parts or not (isinstance(node, ast.Name) and node.id == root):
-        return ""
-    return ".".join(reversed(parts))

@@ -11,8 +11,10 @@ processes), and each finding stays where it is written.
 
 Static and bounded: read with ``ast``, never imported; only files inside the repository
 (``site-packages`` and third-party packages are never read); at most :data:`MAX_HOPS` imports
-deep, :data:`MAX_MODULES` files per entry script and :data:`MAX_BYTES` per file. ``sys.path``
-changes are not followed: a module found only through one stays out.
+deep, :data:`MAX_MODULES` files per entry script and :data:`MAX_BYTES` per file. The folders the
+entry script (or a module on the way) adds to ``sys.path`` with static paths
+(:func:`parallint.readers.pyparser_import.path_tweaks`) are searched too, inside the repository
+only.
 """
 
 from __future__ import annotations
@@ -98,9 +100,10 @@ def modules(entry: Path, top: Path | None = None) -> list[Path]:
     """The repository files the entry script at ``entry`` imports, transitively (see the module
     doc), nearest first; ``entry`` itself is not among them. ``top``: the folder a ``-m`` launch
     runs in, searched too for absolute imports."""
-    from parallint.readers.pyparser_import import resolve
+    from parallint.readers.pyparser_import import path_tweaks, resolve
 
     seen = {entry}
+    tweaks = path_tweaks(entry)  # sys.path is the process's: the entry's tweaks hold for every module
     out: list[Path] = []
     frontier = [entry]
     for _hop in range(MAX_HOPS):
@@ -108,7 +111,7 @@ def modules(entry: Path, top: Path | None = None) -> list[Path]:
         for here in frontier:
             for module, level in _imports(here):
                 try:
-                    target = resolve(here, module, level)
+                    target = resolve(here, module, level, tweaks + [t for t in path_tweaks(here) if t not in tweaks])
                     if target is None and top is not None and not level:
                         target = _under(top, module, entry)
                 except (OSError, ValueError, RecursionError):

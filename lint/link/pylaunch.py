@@ -589,46 +589,106 @@ def torchx_config(job, root: Path | None = None) -> None:
         return
 
 
+#: LightningCLI ``--trainer.<key>`` flags -> the fact of the lightning_cli reader they set
+LIGHTNING_FLAGS = {"devices": "parallel.procs_per_node", "num_nodes": "parallel.nodes",
+                   "accumulate_grad_batches": "training.grad_accum", "precision": "training.precision"}
+
+
+def _lightning_value(key: str, val: Value, flag: str) -> Value:
+    """A ``--trainer.<key>`` word as the lightning_cli reader would read it from the config."""
+    from parallint.readers.lightning_cli import PRECISION, _devices
+    from parallint.readers.cfgutil import as_int
+
+    src = f"{flag} on the launch line"
+    if not val.known:
+        return Value.unknown(val.why, val.span, src)
+    word = str(val.value).strip()
+    try:
+        if key == "precision":
+            if word not in PRECISION:
+                return Value.unknown(f"precision {word!r}", val.span, src)
+            got: object = PRECISION[word]
+        elif key == "devices":
+            got = _devices(word)
+        else:
+            got = as_int(word)
+    except (ValueError, TypeError):
+        return Value.unknown(f"{flag} {word!r} is not a fixed count", val.span, src)
+    return Value(got, val.span, True, "", src)
+
+
 def lightning_overrides(job) -> None:
     """``python main.py fit --config cfg.yaml --trainer.devices 2``: LightningCLI flags beat the
-    config. Device and node counts become facts of the launch (read first); a strategy override, or
-    a word parallint cannot read, leaves the config's parallel sizes unknown."""
+    config. jsonargparse applies the words in order, so a flag after the last ``--config`` wins over
+    it, one before it only where the config does not set the key. Devices, node counts, gradient
+    accumulation and precision become facts of the launch (read first); a strategy override
+    leaves the config's parallel sizes and DDP switch unknown unless it names one; a word parallint
+    cannot read may set any of them: the config's values of those keys become unknown."""
     la = getattr(job, "launch", None)
     if la is None or not any(f.kind == "lightning_cli" for f in job.files):
         return
     args = la.args or []
-    unsure = auto_stale = False
-    front: list[tuple[str, Value]] = []
+    last_config = -1
+    unknown_at = -1
+    given: dict[str, tuple[int, str, Value | None]] = {}  # key -> (position, flag, value word)
     for i, a in enumerate(args):
         if not a.known or not isinstance(a.value, str):
-            unsure = True
+            unknown_at = i
             continue
         t = a.value
+        if t in ("--config", "-c") or t.startswith("--config="):
+            last_config = i
+            continue
         if not t.startswith("--trainer."):
             continue
         k, eq, v = t.partition("=")
         val = Value(v, a.span, True, "", k) if eq else (args[i + 1] if i + 1 < len(args) else None)
-        if k.startswith("--trainer.strategy"):
-            unsure = True
-        for name, fact in (("--trainer.devices", "parallel.procs_per_node"), ("--trainer.num_nodes", "parallel.nodes")):
-            if k == name and val is not None:
-                iv = val.as_int() if val.known else val
-                ov = Value(iv.value, iv.span, iv.known, iv.why, f"{name} on the launch line")
-                la.facts.add(fact, ov)
-                front.append((fact, ov))
-                auto_stale = True  # "auto" strategy sizes were resolved from the config's counts
-    if unsure or auto_stale or front:
-        kept = FactMap()
-        for fkey, fv in front:
-            kept.add(fkey, fv)
-        for key, vs in job.facts.items():
-            for v in vs:
-                src = v.source or ""
-                if key in ("parallel.dp", "parallel.tp") and "trainer.strategy" in src and (
-                        unsure or '"auto"' in src):
-                    continue
-                kept.add(key, v)
-        job.facts = kept
+        given[k[len("--trainer."):]] = (i, k, val)
+    if not given and unknown_at < 0:
+        return
+    configs = [f for f in job.files if f.kind == "lightning_cli"]
+    paths = {f.path for f in configs}
+    config_keys = {key: any(v.origin.how is not How.DEFAULT for f in configs for v in f.facts.all(key))
+                   for key in LIGHTNING_FLAGS.values()}
+    front = FactMap()
+    replaced: set[str] = set()
+    for name, key in LIGHTNING_FLAGS.items():
+        hit = given.get(name)
+        if hit is not None and hit[2] is not None and (hit[0] > last_config or not config_keys[key]):
+            ov = _lightning_value(name, hit[2], hit[1])
+            if hit[0] < unknown_at:
+                ov = Value.unknown(f"{hit[1]} may be set again by an unknown word", ov.span, ov.source)
+            front.add(key, ov)
+            la.facts.add(key, ov)
+            replaced.add(key)
+        elif unknown_at >= 0:
+            replaced.add(key)
+            front.add(key, Value.unknown("a word on the launch line parallint cannot read may set it",
+                                         args[unknown_at].span, f"--trainer.{name} on the launch line"))
+    strategy = [k for k in given if k == "strategy" or k.startswith("strategy.")]
+    in_config = any("trainer.strategy" in (v.source or "") for f in configs for _k, vs in f.facts.items() for v in vs)
+    strategy_set = unknown_at >= 0 or any(given[k][0] > last_config or not in_config for k in strategy)
+    if strategy_set:
+        replaced.add("ddp.find_unused_parameters")
+        hit = given.get("strategy")
+        if hit is not None and hit[2] is not None and hit[2].known and unknown_at < hit[0] and \
+                str(hit[2].value).startswith("ddp_find_unused_parameters_"):
+            word = str(hit[2].value)
+            front.add("ddp.find_unused_parameters", Value(word.endswith("_true"), hit[2].span, True, "",
+                                                          "--trainer.strategy on the launch line"))
+    auto_stale = any(k in replaced for k in ("parallel.procs_per_node", "parallel.nodes"))
+    kept = FactMap()
+    kept.extend(front)
+    for key, vs in job.facts.items():
+        for v in vs:
+            src = v.source or ""
+            if key in ("parallel.dp", "parallel.tp") and "trainer.strategy" in src and (
+                    strategy_set or (auto_stale and '"auto"' in src)):
+                continue
+            if key in replaced and v.span is not None and v.span.path in paths:
+                continue  # the config's value, overridden by the launch line
+            kept.add(key, v)
+    job.facts = kept
 
 
 def attach(job, script: FileFacts | None = None, root: Path | None = None) -> None:

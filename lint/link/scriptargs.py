@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from parallint.model.launch import Launch
     from parallint.model.script import Script
 
+#: the key of :func:`bind`'s result for every option the launch line may give through a word
+#: parallint cannot read (the same as :data:`parallint.readers.pycli.ANY`)
+ANY = "*"
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -44,6 +47,8 @@ def bind(script: "Script", words: list[Value]) -> dict[str, Value]:
             # an unreadable word may set any option: what came before it is no longer certain
             for k, v in list(out.items()):
                 out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
+            # ... and so may every option not given after it: never its default
+            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
             i += 1
             continue
         if text == "--":
@@ -100,9 +105,16 @@ def rebind(job: "Job", launch: "Launch", script_file: FileFacts | None) -> None:
     if script_file is None or not launch.args:
         return
     script = script_file.data
-    if not isinstance(script, Script) or not script.argparse:
+    if not isinstance(script, Script):
         return
-    bound = bind(script, launch.args)
+    if script.argparse:
+        bound = bind(script, launch.args)
+    elif script.cli_entry is not None:  # click, fire, Hydra
+        from parallint.readers import pycli
+
+        bound = pycli.bind(script.cli_entry, launch.args)
+    else:
+        return
     if not bound:
         return
     from parallint.readers import python

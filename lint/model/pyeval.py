@@ -168,10 +168,72 @@ class Evaluator:
     def _name(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         binding = self.script.binding(node.id, frame)
         if binding is None:
+            got = self._entry_param(node.id, frame, depth)
+            if got is not None:
+                return got
             raise _Unknown(f"{node.id} is not a constant")
         expr, bframe = binding
         v, src = self._eval(expr, bframe, depth + 1)
         return v, src or f"constant {node.id}"
+
+    def _entry_frame(self, name: str, frame: "Frame") -> Any:
+        """The script's command-line entry (:mod:`parallint.readers.pycli`) when ``name`` in
+        ``frame`` is a parameter of its function that the function never rebinds."""
+        entry = getattr(self.script, "cli_entry", None)
+        if entry is None:
+            return None
+        f: Frame | None = frame
+        while f is not None and name not in f.params:
+            if name in f.bindings:
+                return None
+            f = f.parent
+        if f is None or f is not entry.frame or name in f.bindings:
+            return None
+        return entry
+
+    def _entry_param(self, name: str, frame: "Frame", depth: int) -> tuple[Any, str] | None:
+        """A click option's or fire parameter's value: the launch line's word, else its default."""
+        entry = self._entry_frame(name, frame)
+        if entry is None or entry.kind == "hydra":
+            return None
+        param = entry.params.get(name)
+        if param is None:
+            return None
+        ov = self.script.cli_overrides
+        if ov is not None:
+            bound = ov.get(name)
+            if bound is None:
+                bound = ov.get("*")
+            if bound is not None:
+                if not bound.known:
+                    raise _Unknown(bound.why or f"{name} on the launch line", bound.source)
+                if self._bound_span is None:
+                    self._bound_span = bound.span
+                return bound.value, bound.source
+        if param.why or param.default is None:
+            raise _Unknown(param.why or f"{name} has no default")
+        v, _ = self._eval(param.default, param.dframe, depth + 1)
+        if param.typ in ("int", "float") and isinstance(v, str):
+            v = int(v) if param.typ == "int" else float(v)
+        return v, f"{entry.kind} default of {param.flag or name}"
+
+    def _hydra_key(self, node: Any, frame: "Frame") -> tuple[Any, str] | None:
+        """``cfg.a.b`` in a Hydra entry function: the launch line's override, else the config's."""
+        parts: list[str] = []
+        while type(node) is ast.Attribute:
+            parts.append(node.attr)
+            node = node.value
+        if type(node) is not ast.Name or not parts:
+            return None
+        entry = self._entry_frame(node.id, frame)
+        if entry is None or entry.kind != "hydra" or node.id != entry.cfg:
+            return None
+        v = entry.key_value(".".join(reversed(parts)), self.script.cli_overrides)
+        if not v.known:
+            raise _Unknown(v.why, v.source)
+        if v.span is not None and self._bound_span is None:
+            self._bound_span = v.span
+        return v.value, v.source
 
     def _dataclass_field(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str] | None:
         """``cfg.tp`` where ``cfg = Config(...)`` builds a @dataclass of this file: the keyword
@@ -205,6 +267,10 @@ class Evaluator:
         got = self._dataclass_field(node, frame, depth)
         if got is not None:
             return got
+        if getattr(self.script, "cli_entry", None) is not None:
+            got = self._hydra_key(node, frame)
+            if got is not None:
+                return got
         # args.x where args came from argparse: the default of --x
         if type(node.value) is ast.Name and self.script.is_args_name(node.value.id, frame):
             arg = self.script.argparse.get(node.attr)
@@ -213,6 +279,8 @@ class Evaluator:
                     raise _Unknown(f"argument {node.attr} defined more than once")
                 flag, default, dframe, action, typ = arg
                 ov = self.script.cli_overrides
+                if ov is not None and node.attr not in ov and "*" in ov:
+                    raise _Unknown(ov["*"].why or f"{flag} may be given on the launch line", ov["*"].source)
                 if ov is not None and node.attr in ov:
                     if self.script.attr_bindings.get(f"{node.value.id}.{node.attr}"):
                         raise _Unknown(f"{node.value.id}.{node.attr} is reassigned after parsing")

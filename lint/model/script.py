@@ -485,6 +485,8 @@ class Script:
         self.argparse_abbrev: bool | None = True  # allow_abbrev (None: not a literal)
         #: set by the linker while a job's facts are computed: dest -> the launch line's Value
         self.cli_overrides: dict[str, Value] | None = None
+        #: the function a click, fire or Hydra command line binds to (``readers.pycli.Entry``)
+        self.cli_entry: Any = None
         self.args_names: set[str] = set()
         self.attr_bindings: dict[str, list[Any]] = {}
         self.rank_subscripts: list[tuple[str, Span]] = []  # (name, span) of name[<rank>]

@@ -39,8 +39,117 @@ def _note(p: Path) -> None:
         deps.note_probe(p)
 
 
-def resolve(script_path: Path, module: str, level: int) -> Path | None:
-    """The repository file that ``from <level dots><module> import ...`` names, or None."""
+#: per file: (its stat signature, the folders its ``sys.path`` tweaks add)
+_TWEAKS: dict[Path, tuple[tuple[int, int], list[Path]]] = {}
+
+
+def path_tweaks(script_path: Path) -> list[Path]:
+    """The folders inside the repository that the file at ``script_path`` adds to ``sys.path``
+    (``sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))``,
+    ``sys.path.append("src")``, ``Path(__file__).resolve().parents[1]``, a module constant bound
+    once to such a path), read with ``ast`` through the repository boundary. A relative literal
+    is tried against the file's folder and the repository root (the folders it is run from)."""
+    try:
+        st = os.stat(script_path)
+    except (OSError, ValueError):
+        return []
+    sig = (st.st_mtime_ns, st.st_size)
+    got = _TWEAKS.get(script_path)
+    if got is not None and got[0] == sig:
+        return got[1]
+    out: list[Path] = []
+    from parallint.util.boundary import inside_repository, read_inside
+
+    raw = read_inside(script_path, script_path, MAX_BYTES)
+    if raw is not None and b"sys.path" in raw:
+        try:
+            tree = ast.parse(raw.decode("utf-8", errors="replace"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        if tree is not None:
+            root = _root(script_path.parent) or script_path.parent
+            for cand in _tweaked(tree, script_path, root):
+                try:
+                    real = cand.resolve()
+                except (OSError, ValueError, RuntimeError):
+                    continue
+                if real.is_dir() and real not in out and inside_repository(real, script_path):
+                    top = root.resolve()
+                    if real == top or top in real.parents:
+                        out.append(real)
+    _TWEAKS[script_path] = (sig, out)
+    return out
+
+
+def _tweaked(tree: ast.Module, script_path: Path, root: Path) -> list[Path]:
+    consts: dict[str, list[ast.expr]] = {}
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            consts.setdefault(st.targets[0].id, []).append(st.value)
+    out: list[Path] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("insert", "append") and ast.unparse(node.func.value) == "sys.path"):
+            continue
+        arg = node.args[-1] if node.args and len(node.args) == (2 if node.func.attr == "insert" else 1) else None
+        if arg is None:
+            continue
+        for p in _path_of(arg, script_path, consts, 0):
+            if os.path.isabs(p):
+                out.append(Path(p))
+            else:  # relative to the folder it is run from
+                out.extend((script_path.parent / p, root / p))
+    return out
+
+
+def _path_of(node: ast.expr, script_path: Path, consts: dict[str, list[ast.expr]], depth: int) -> list[str]:
+    """The path texts ``node`` may stand for ('' items dropped); [] when it is not static."""
+    if depth > 12:
+        return []
+    def one(n: ast.expr) -> list[str]:
+        return _path_of(n, script_path, consts, depth + 1)
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Name):
+        if node.id == "__file__":
+            return [str(script_path)]
+        vals = consts.get(node.id, [])
+        return one(vals[0]) if len(vals) == 1 else []
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        return [os.path.dirname(os.path.normpath(p)) for p in one(node.value)]
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) and node.slice.value >= 0:
+        out = []
+        for p in one(node.value.value):
+            for _ in range(node.slice.value + 1):
+                p = os.path.dirname(os.path.normpath(p))
+            out.append(p)
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return [os.path.join(a, b) for a in one(node.left) for b in one(node.right)]
+    if isinstance(node, ast.Call):
+        name = ast.unparse(node.func)
+        tail = name.rsplit(".", 1)[-1]
+        if name in ("os.path.dirname", "path.dirname", "osp.dirname", "dirname") and len(node.args) == 1:
+            return [os.path.dirname(os.path.normpath(p)) for p in one(node.args[0])]
+        if tail in ("abspath", "realpath", "normpath", "expanduser") and name.startswith(("os.path", "osp", "path")) \
+                and len(node.args) == 1 or name in ("str", "Path", "pathlib.Path", "os.fspath") and len(node.args) == 1:
+            return [p for p in one(node.args[0]) if not p.startswith("~")]
+        if tail == "join" and name.startswith(("os.path", "osp", "path")) and node.args and not node.keywords:
+            parts = [one(a) for a in node.args]
+            if any(len(x) != 1 for x in parts):
+                return []
+            return [os.path.join(*[x[0] for x in parts])]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+            return one(node.func.value)
+    return []
+
+
+def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | None" = None) -> Path | None:
+    """The repository file that ``from <level dots><module> import ...`` names, or None;
+    ``extra``: folders the entry script added to ``sys.path`` (by default the file's own,
+    :func:`path_tweaks`), searched after the usual ones."""
     here = script_path.parent
     root = _root(here)
     parts = [p for p in module.split(".") if p] if module else []
@@ -58,6 +167,7 @@ def resolve(script_path: Path, module: str, level: int) -> Path | None:
                 break
         if root is not None:
             bases.append(root / "src")
+        bases.extend(b for b in (path_tweaks(script_path) if extra is None else extra) if b not in bases)
     if not parts:
         return None
     for b in bases:

@@ -1,0 +1,612 @@
+"""The entry function a script's command line binds to, besides argparse: ``click``, ``fire`` and
+Hydra.
+
+- ``@click.command()`` with ``@click.option("--tp", default=2)`` (and ``click.argument``): the
+  function's parameter ``tp`` is the option's value;
+- ``fire.Fire(main)`` over ``def main(tp=2, pp=4)``: ``--tp 4`` / ``--tp=4`` set ``tp``;
+- ``@hydra.main(config_path="conf", config_name="config")`` (or NeMo's ``@hydra_runner``) over
+  ``def main(cfg)``: ``cfg.model.tp`` is ``model.tp`` of ``conf/config.yaml``, and an override
+  ``model.tp=2`` on the launch line wins over it.
+
+:func:`find` records the entry (:class:`Entry`) on the Script, from the syntax tree only; nothing is
+imported or run. :func:`bind` reads a launch line's words into ``{name: Value}`` the way the
+library does, each Value pointing at the launch-line word; the evaluator
+(:mod:`parallint.model.pyeval`) gives a parameter the bound value, else its default. A word
+parallint cannot read (``$ARGS``, ``"$@"``) may set any option: every option it does not see given
+after it is unknown (the ``*`` entry), never its default. Where a default is not certain (an
+``envvar``, a callable default, a Hydra key the config composes from elsewhere) it is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from parallint.model.facts import Value
+from parallint.model.origin import Origin
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from parallint.model.script import Frame, Script
+
+#: the key of :func:`bind`'s result that stands for every name the line does not give
+ANY = "*"
+#: the largest Hydra config read for its defaults
+MAX_CONFIG_BYTES = 400_000
+_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "INT": "int", "FLOAT": "float",
+          "STRING": "str", "BOOL": "bool"}
+
+
+class Param:
+    """One parameter of the entry function: its default expression (None: none, or not certain,
+    with ``why``), the frame it is evaluated in, and the type a launch-line word converts to."""
+
+    __slots__ = ("name", "default", "dframe", "typ", "why", "flag")
+
+    def __init__(self, name: str, default: "ast.expr | None", dframe: "Frame | None", typ: str | None,
+                 why: str = "", flag: str = "") -> None:
+        self.name, self.default, self.dframe, self.typ, self.why, self.flag = name, default, dframe, typ, why, flag
+
+
+class Entry:
+    """The function the command line binds to. ``options``: word -> (parameter, action, type), the
+    action ``store``, ``true``, ``false`` or ``many`` (takes a number of words parallint does not
+    follow); ``positionals``: click arguments in order; for Hydra, ``config`` holds the primary
+    config's scalars by dotted key (``certain`` says whether they are what runs) and ``groups`` the
+    config groups (folders beside the config)."""
+
+    def __init__(self, kind: str, frame: "Frame", name: str) -> None:
+        self.kind = kind
+        self.frame = frame
+        self.name = name
+        self.params: dict[str, Param] = {}
+        self.options: dict[str, tuple[str, str, str | None]] = {}
+        self.positionals: list[str] = []
+        self.cfg = ""  # the Hydra config parameter
+        self.config: dict[str, tuple[object, int]] = {}
+        self.config_path = ""  # the primary config, relative to the script's folder
+        self.certain = False
+        self.groups: set[str] = set()
+        self.assigned: list[str] = []  # Hydra keys the function sets itself
+
+    def key_value(self, key: str, overrides: "dict[str, Value] | None") -> Value:
+        """The value of ``cfg.<key>`` in the entry function: the launch line's override, else the
+        primary config's scalar when it is certain to be what runs; unknown otherwise."""
+        for done in self.assigned:
+            if not done or key == done or key.startswith(done + ".") or done.startswith(key + "."):
+                return Value.unknown(f"cfg.{key} is changed in {self.name}()", None, f"cfg.{key}")
+        if overrides:
+            for k, v in overrides.items():
+                if k == key:
+                    return v
+                if k != ANY and (key.startswith(k + ".") or k.startswith(key + ".")):
+                    return Value.unknown(f"{k} on the launch line", v.span, v.source)
+            if ANY in overrides:
+                return overrides[ANY]
+        got = self.config.get(key)
+        if got is None or not self.certain or got[0] is _UNKNOWN:
+            return Value.unknown(f"{key} of {self.config_path}", None, f"cfg.{key}")
+        return Value(got[0], None, True, "", f"{self.config_path}.yaml {key}")
+
+
+def _tail(node: "ast.expr") -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _is(script: "Script", node: "ast.expr", names: "set[str]") -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return bool(script.qnames(target) & names)
+
+
+def _literal(node: "ast.expr | None") -> "tuple[bool, Any]":
+    if node is None:
+        return False, None
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False, None
+
+
+def _calls_of(tree: "ast.Module", name: str) -> "list[ast.Call]":
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+
+
+def _only_function(script: "Script", tree: "ast.Module", name: str) -> "Frame | None":
+    """The module-level function ``name`` when it is defined once and its name bound only by that."""
+    frames = script.functions.get(name, [])
+    if len(frames) != 1 or frames[0].parent is not script.module_frame:
+        return None
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                   ast.Assign, ast.Import, ast.ImportFrom))
+            and name in _bound_names(n)]
+    return frames[0] if len(defs) == 1 else None
+
+
+def _bound_names(n: "ast.stmt") -> "set[str]":
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {n.name}
+    if isinstance(n, ast.Assign):
+        return {t.id for t in n.targets if isinstance(t, ast.Name)}
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in n.names}
+    return set()
+
+
+def find(script: "Script", tree: "ast.Module | None", abspath: "Path | None") -> None:
+    """Set ``script.cli_entry`` when the script's command line binds to one function by click,
+    fire or Hydra (and the script has no argparse parser of its own)."""
+    if tree is None or script.argparse:
+        return
+    text = script.text
+    found: list[Entry] = []
+    if "click" in text:
+        found.extend(e for e in (_click(script, tree, n) for n in tree.body
+                                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))) if e is not None)
+    if "Fire" in text:
+        found.extend(e for e in (_fire(script, tree, n) for n in ast.walk(tree)
+                                 if isinstance(n, ast.Call) and _is(script, n, {"fire.Fire"})) if e is not None)
+    if "hydra" in text:
+        found.extend(e for e in (_hydra(script, tree, n, abspath) for n in tree.body
+                                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))) if e is not None)
+    if len(found) == 1:
+        script.cli_entry = found[0]
+
+
+# ---------------------------------------------------------------- click
+def _click(script: "Script", tree: "ast.Module", node: "ast.FunctionDef | ast.AsyncFunctionDef") -> Entry | None:
+    decs = node.decorator_list
+    if not any(_is(script, d, {"click.command"}) for d in decs):
+        return None
+    frame = _only_function(script, tree, node.name)
+    if frame is None:
+        return None
+    for call in _calls_of(tree, node.name):  # main() / main(obj={}): click reads sys.argv
+        if call.args or any(k.arg != "obj" for k in call.keywords):
+            return None
+    entry = Entry("click", frame, node.name)
+    for d in decs:
+        if isinstance(d, ast.Call) and _is(script, d, {"click.command"}):
+            if any(k.arg in ("context_settings", "cls") or k.arg is None for k in d.keywords):
+                return None  # auto_envvar_prefix, ignore_unknown_options, a custom command class
+    args = node.args
+    if args.vararg is not None or args.kwarg is not None:
+        return None
+    declared = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    # decorators apply bottom up: click arguments are ordered as written (top first)
+    for d in decs:
+        if not isinstance(d, ast.Call):
+            continue
+        if _is(script, d, {"click.option"}):
+            if not _click_option(script, entry, d):
+                return None
+        elif _is(script, d, {"click.argument"}):
+            if not _click_argument(entry, d):
+                return None
+        elif _is(script, d, {"click.version_option", "click.help_option", "click.pass_context",
+                             "click.pass_obj", "click.command"}):
+            continue
+        else:
+            return None  # a decorator parallint does not know may add or change parameters
+    if not set(entry.params) <= declared:
+        return None
+    return entry
+
+
+def _click_type(node: "ast.expr | None", default: "ast.expr | None") -> str | None:
+    if node is not None:
+        t = _TYPES.get(_tail(node)) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if t is None and isinstance(node, ast.Call) and _tail(node) == "Choice":
+            return "str"
+        return t or "?"
+    ok, v = _literal(default)
+    if not ok or v is None:
+        return "str"
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), "?")
+
+
+def _click_option(script: "Script", entry: Entry, d: "ast.Call") -> bool:
+    names: list[str] = []
+    for a in d.args:
+        if not (isinstance(a, ast.Constant) and isinstance(a.value, str)):
+            return False
+        names.append(a.value)
+    kw = {k.arg: k.value for k in d.keywords if k.arg}
+    if any(k.arg is None for k in d.keywords):
+        return False
+    plain = [n for n in names if n.isidentifier()]
+    words: list[str] = []
+    off: list[str] = []
+    for n in names:
+        if n.isidentifier():
+            continue
+        on, sep, no = n.partition("/")
+        words.append(on.strip())
+        if sep:
+            off.append(no.strip())
+    if not words:
+        return False
+    longs = [w for w in words if w.startswith("--")]
+    name = plain[0] if plain else (longs[0] if longs else words[0]).lstrip("-").replace("-", "_").lower()
+    default = kw.get("default")
+    why = ""
+    if "envvar" in kw:
+        why = f"{words[0]} may come from the environment (envvar)"
+    elif isinstance(default, (ast.Lambda, ast.Name, ast.Attribute, ast.Call)) and not _literal(default)[0]:
+        why = f"the default of {words[0]} is computed when the command runs"
+    elif "prompt" in kw:
+        why = f"{words[0]} is asked for when missing (prompt)"
+    elif "required" in kw and default is None:
+        why = f"{words[0]} is required"
+    flag = kw.get("is_flag")
+    is_flag = bool(off) or (isinstance(flag, ast.Constant) and flag.value is True)
+    many = any(k in kw for k in ("multiple", "count", "nargs", "flag_value", "callback"))
+    if is_flag:
+        if default is None:
+            default = ast.Constant(False)
+        if many:
+            why = why or f"{words[0]} is not a plain flag"
+    entry.params[name] = Param(name, default, script.module_frame, "bool" if is_flag else _click_type(kw.get("type"), default),
+                               why, words[0])
+    for w in words:
+        entry.options[w] = (name, "many" if many else ("true" if is_flag else "store"), entry.params[name].typ)
+    for w in off:
+        entry.options[w] = (name, "false", "bool")
+    return True
+
+
+def _click_argument(entry: Entry, d: "ast.Call") -> bool:
+    if not d.args or not (isinstance(d.args[0], ast.Constant) and isinstance(d.args[0].value, str)):
+        return False
+    kw = {k.arg: k.value for k in d.keywords if k.arg}
+    name = d.args[0].value.replace("-", "_").lower()
+    why = "" if "default" in kw else f"the argument {name} is given on the command line"
+    if "nargs" in kw or "envvar" in kw:
+        return False
+    entry.params[name] = Param(name, kw.get("default"), entry.frame.parent, _click_type(kw.get("type"), kw.get("default")),
+                               why, name)
+    entry.positionals.append(name)
+    return True
+
+
+# ---------------------------------------------------------------- fire
+def _fire(script: "Script", tree: "ast.Module", call: "ast.Call") -> Entry | None:
+    if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
+        return None  # fire.Fire(), a class, a dict, command=...: not one function
+    name = call.args[0].id
+    frame = _only_function(script, tree, name)
+    if frame is None or _calls_of(tree, name):
+        return None  # called elsewhere too: its parameters are not only the command line's
+    node = frame.node
+    entry = Entry("fire", frame, name)
+    a = node.args
+    regular = a.posonlyargs + a.args
+    first = len(regular) - len(a.defaults)
+    for i, prm in enumerate(regular):
+        dflt = a.defaults[i - first] if i >= first else None
+        entry.params[prm.arg] = Param(prm.arg, dflt, frame.parent, None,
+                                      "" if dflt is not None else f"{prm.arg} is given on the command line")
+    for prm, dflt in zip(a.kwonlyargs, a.kw_defaults):
+        entry.params[prm.arg] = Param(prm.arg, dflt, frame.parent, None,
+                                      "" if dflt is not None else f"{prm.arg} is given on the command line")
+    for p in entry.params.values():
+        entry.options[f"--{p.name}"] = (p.name, "store", None)
+        if "_" in p.name:
+            entry.options[f"--{p.name.replace('_', '-')}"] = (p.name, "store", None)
+    return entry
+
+
+# ---------------------------------------------------------------- Hydra
+DECORATORS = ("hydra_runner", "main")  # nemo.core.config.hydra_runner, hydra.main
+
+
+def hydra_names(dec: ast.expr) -> tuple[str, str] | None:
+    """``(config_path, config_name)`` of ``@hydra_runner(...)`` / ``@hydra.main(...)`` when both are
+    literal strings, else None."""
+    if not isinstance(dec, ast.Call):
+        return None
+    f = dec.func
+    fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if fname not in DECORATORS or (fname == "main" and not (isinstance(f, ast.Attribute)
+                                                            and isinstance(f.value, ast.Name) and f.value.id == "hydra")):
+        return None
+    kw = {k.arg: k.value for k in dec.keywords if k.arg}
+    cpath, cname = kw.get("config_path"), kw.get("config_name")
+    if not (isinstance(cpath, ast.Constant) and isinstance(cpath.value, str)
+            and isinstance(cname, ast.Constant) and isinstance(cname.value, str)):
+        return None
+    return cpath.value, cname.value
+
+
+def dotted_under(node: ast.expr, root: str) -> str:
+    """``cfg.a.b`` / ``cfg.a["b"]`` -> ``"a.b"`` when the chain starts at the name ``root``."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, str):
+            parts.append(node.slice.value)
+            node = node.value
+        else:
+            break
+    if not parts or not (isinstance(node, ast.Name) and node.id == root):
+        return ""
+    return ".".join(reversed(parts))
+
+
+def _hydra(script: "Script", tree: "ast.Module", node: "ast.FunctionDef | ast.AsyncFunctionDef",
+           abspath: "Path | None") -> Entry | None:
+    named = [n for n in map(hydra_names, node.decorator_list) if n is not None]
+    if len(named) != 1 or len(node.decorator_list) != 1 or not node.args.args:
+        return None
+    frame = _only_function(script, tree, node.name)
+    if frame is None:
+        return None
+    entry = Entry("hydra", frame, node.name)
+    entry.cfg = node.args.args[0].arg
+    for sub in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(sub, ast.Assign):
+            targets = list(sub.targets)
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
+            targets = [sub.target]
+        elif isinstance(sub, ast.Call) and _tail(sub.func) in ("update", "merge", "merge_with", "unsafe_merge",
+                                                                   "set_struct", "open_dict"):
+            entry.assigned.append("")  # the config is changed wholesale
+        for t in targets:
+            for el in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                if isinstance(el, ast.Name) and el.id == entry.cfg:
+                    entry.assigned.append("")
+                dotted = dotted_under(el, entry.cfg)
+                if dotted:
+                    entry.assigned.append(dotted)
+    cpath, cname = named[0]
+    entry.config_path = f"{cpath.rstrip('/')}/{cname}" if cpath else cname
+    if abspath is not None:
+        _hydra_config(entry, abspath)
+    return entry
+
+
+def _hydra_config(entry: Entry, abspath: "Path") -> None:
+    """The primary config's scalars, read inside the repository (a side read of the script)."""
+    from parallint.util.boundary import read_inside
+
+    folder = abspath.parent
+    name = entry.config_path if entry.config_path.endswith((".yaml", ".yml")) else entry.config_path + ".yaml"
+    path = folder / name
+    raw = read_inside(path, abspath, MAX_CONFIG_BYTES)
+    if raw is None:
+        return
+    import yaml
+
+    try:
+        root = yaml.compose(raw.decode("utf-8", errors="replace"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError, MemoryError, ValueError):
+        return
+    if not isinstance(root, yaml.MappingNode):
+        return
+    try:
+        entry.groups = {p.name for p in path.parent.iterdir() if p.is_dir()}
+    except OSError:
+        entry.groups = set()
+    certain = True
+    for k, v in root.value:
+        if isinstance(k, yaml.ScalarNode) and k.value == "defaults":
+            items = v.value if isinstance(v, yaml.SequenceNode) else None
+            if items is None:
+                certain = False
+                continue
+            words = [i.value if isinstance(i, yaml.ScalarNode) else "" for i in items]
+            if any(w != "_self_" for w in words) and (not words or words[-1] != "_self_"):
+                certain = False  # another config may override the primary's keys
+    entry.certain = certain
+    _flatten(root, "", entry.config)
+
+
+def _flatten(node: "Any", prefix: str, out: "dict[str, tuple[object, int]]") -> None:
+    import yaml
+
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode) or k.value == "defaults":
+            continue
+        key = f"{prefix}{k.value}"
+        if isinstance(v, yaml.MappingNode):
+            _flatten(v, key + ".", out)
+        elif isinstance(v, yaml.ScalarNode):
+            out[key] = (_scalar(v.value, v.tag), v.start_mark.line + 1)
+
+
+_UNKNOWN = object()
+
+
+def _scalar(text: str, tag: str = "") -> object:
+    """A YAML or Hydra-override scalar: int, float, bool, null or a plain string; ``_UNKNOWN`` for
+    an interpolation (``${...}``), a sweep, a function or a quoted or structured value."""
+    if "${" in text or "???" == text:
+        return _UNKNOWN
+    if tag and not tag.endswith((":int", ":float", ":bool", ":null", ":str")):
+        return _UNKNOWN
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "~", ""):
+        return None
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if any(c in text for c in ",()[]{}*'\"") or text.startswith(("interval", "choice", "range", "glob")):
+        return _UNKNOWN
+    return text
+
+
+# ---------------------------------------------------------------- the launch line
+def _launched(v: Value, source: str, value: object) -> Value:
+    return Value(value, v.span, True, "", source, Origin(via="launcher"))
+
+
+def _convert(word: str, typ: str | None) -> object:
+    if typ == "int":
+        return int(word)
+    if typ == "float":
+        return float(word)
+    if typ == "bool":
+        low = word.lower()
+        if low in ("1", "true", "t", "yes", "y", "on"):
+            return True
+        if low in ("0", "false", "f", "no", "n", "off"):
+            return False
+        raise ValueError(word)
+    if typ in (None, "str"):
+        return word
+    raise ValueError(word)
+
+
+def _fire_value(word: str) -> object:
+    """What fire makes of a word: a Python literal where it is one, else the string."""
+    try:
+        v = ast.literal_eval(word)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return word
+    return v if isinstance(v, (int, float, bool, str)) or v is None else _UNKNOWN
+
+
+def bind(entry: Entry, words: list[Value]) -> dict[str, Value]:
+    """``{parameter or dotted key: Value}`` for what the launch line gives the entry; ``ANY``
+    (unknown) when a word parallint cannot read may give any of the others."""
+    if entry.kind == "hydra":
+        return _bind_hydra(entry, words)
+    out: dict[str, Value] = {}
+    pos = 0
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        text = w.value if w.known and isinstance(w.value, str) else None
+        if text is None:
+            for k, v in list(out.items()):
+                out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
+            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
+            i += 1
+            continue
+        if text == "--":
+            if entry.kind == "fire":
+                break  # fire's own flags follow
+            for k in entry.positionals[pos:]:
+                out[k] = Value.unknown("positional arguments after --", w.span, "the launch line")
+            break
+        if not text.startswith("-") or text == "-" or text[1:2].isdigit():
+            if entry.kind == "fire":  # fills the parameters not named, or calls what main returns
+                for k in entry.params:
+                    out.setdefault(k, Value.unknown(f"a positional word {text!r} on the launch line", w.span,
+                                                    "the launch line"))
+                break
+            if pos < len(entry.positionals):
+                p = entry.params[entry.positionals[pos]]
+                pos += 1
+                try:
+                    out[p.name] = _launched(w, f"{p.name} on the launch line", _convert(text, p.typ))
+                except ValueError:
+                    out[p.name] = Value.unknown(f"{p.name} {text!r} does not convert", w.span, "the launch line")
+            i += 1
+            continue
+        flag, eq, rest = text.partition("=") if text.startswith("--") else (text, "", "")
+        opt = entry.options.get(flag)
+        if opt is None and entry.kind == "fire" and flag.startswith("--no") and eq == "":
+            base = entry.options.get("--" + flag[4:])
+            if base is not None:
+                out[base[0]] = _launched(w, f"{flag} on the launch line", False)
+                i += 1
+                continue
+        if opt is None:
+            # click stops on an option it does not know; fire may take a short flag for any name
+            out.setdefault(ANY, Value.unknown(f"{flag} on the launch line", w.span, "the launch line"))
+            break
+        name, action, typ = opt
+        source = f"{flag} on the launch line"
+        if action in ("true", "false"):
+            if eq:
+                break
+            out[name] = _launched(w, source, action == "true")
+            i += 1
+            continue
+        if action == "many":
+            out[name] = Value.unknown(f"{flag} takes words parallint does not follow", w.span, source)
+            break
+        if eq:
+            word: Value | None = Value(rest, w.span, True, "", source)
+            i += 1
+        elif entry.kind == "fire" and (i + 1 >= n or (words[i + 1].known and str(words[i + 1].value).startswith("--"))):
+            out[name] = _launched(w, source, True)  # fire: a flag alone is True
+            i += 1
+            continue
+        else:
+            word = words[i + 1] if i + 1 < n else None
+            i += 2
+        if word is None:
+            break
+        if not word.known or not isinstance(word.value, str):
+            out[name] = Value.unknown(word.why or f"{flag} value", word.span, source)
+            continue
+        try:
+            val = _fire_value(word.value) if entry.kind == "fire" else _convert(word.value, typ)
+        except ValueError:
+            val = _UNKNOWN
+        if val is _UNKNOWN:
+            out[name] = Value.unknown(f"{flag} {word.value!r} is not read", word.span, source)
+            continue
+        out[name] = _launched(word, source, val)
+    return out
+
+
+def _bind_hydra(entry: Entry, words: list[Value]) -> dict[str, Value]:
+    out: dict[str, Value] = {}
+    multirun = False
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        text = w.value if w.known and isinstance(w.value, str) else None
+        i += 1
+        if text is None:
+            for k, v in list(out.items()):
+                out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
+            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
+            continue
+        if text in ("-m", "--multirun"):
+            multirun = True
+            continue
+        if text.startswith("-"):
+            flag, eq, _rest = text.partition("=")
+            if flag in ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir"):
+                out[ANY] = Value.unknown(f"{flag}: another config", w.span, "the launch line")
+                i += 0 if eq else 1
+                continue
+            out[ANY] = Value.unknown(f"{flag} on the launch line", w.span, "the launch line")
+            continue
+        if text.startswith("~"):
+            out[text[1:].partition("=")[0]] = Value.unknown(f"{text} deletes the key", w.span, "the launch line")
+            continue
+        key, eq, rest = text.lstrip("+").partition("=")
+        if not eq or not key:
+            continue
+        source = f"{key}={rest} on the launch line"
+        sub = Value(rest, w.span, True, "", source)
+        val = _scalar(rest)
+        if key.split(".")[0] in entry.groups or (multirun and "," in rest):
+            out[key] = Value.unknown(f"{key}={rest} picks a config or sweeps", w.span, source)
+            continue
+        if val is _UNKNOWN:
+            out[key] = Value.unknown(f"{key}={rest} is not read", w.span, source)
+            continue
+        out[key] = _launched(sub, source, val)
+    return out
