@@ -80,7 +80,7 @@ MODULES: dict[str, dict] = {
     'ddp.ddp005_horovod_parameters_not_broadcast': {'source': '7709:4a7789b3', 'rules': [
         {'class': 'HorovodParametersNotBroadcast', 'code': 'DDP005', 'name': 'horovod-parameters-not-broadcast', 'severity': 'warning', 'summary': "Horovod training whose workers never receive rank 0's initial weights", 'kinds': ['python'], 'calls': ['horovod.keras.DistributedGradientTape', 'horovod.keras.DistributedOptimizer', 'horovod.keras.DistributedTrainer', 'horovod.mxnet.DistributedGradientTape', 'horovod.mxnet.DistributedOptimizer', 'horovod.mxnet.DistributedTrainer', 'horovod.tensorflow.DistributedGradientTape', 'horovod.tensorflow.DistributedOptimizer', 'horovod.tensorflow.DistributedTrainer', 'horovod.tensorflow.keras.DistributedGradientTape', 'horovod.tensorflow.keras.DistributedOptimizer', 'horovod.tensorflow.keras.DistributedTrainer', 'horovod.torch.DistributedGradientTape', 'horovod.torch.DistributedOptimizer', 'horovod.torch.DistributedTrainer'], 'file': True, 'job': False},
     ]},
-    'env.env001_nccl_transport_disabled': {'source': '5413:9fd2d444', 'rules': [
+    'env.env001_nccl_transport_disabled': {'source': '5468:0c0cd08b', 'rules': [
         {'class': 'NcclTransportDisabled', 'code': 'ENV001', 'name': 'nccl-transport-disabled', 'severity': 'warning', 'summary': 'NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'env.env002_visible_devices_fewer_than_procs': {'source': '3510:64ae1564', 'rules': [

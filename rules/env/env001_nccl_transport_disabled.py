@@ -43,6 +43,7 @@ class NcclTransportDisabled(Rule):
     severity = Severity.WARNING
     summary = "NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch."
     kinds = LAUNCH_FILE_KINDS
+    facts = frozenset({"hardware.infiniband_devices"})
     doc = """
     ## What it does
     Reports `NCCL_P2P_DISABLE=1` or `NCCL_SHM_DISABLE=1` in the environment of a training launch,
