@@ -107,6 +107,9 @@ MODULES: dict[str, dict] = {
     'env.env009_flash_attention_unsupported_gpu': {'source': '5086:75b428f9', 'rules': [
         {'class': 'FlashAttentionUnsupportedGpu', 'code': 'ENV009', 'name': 'flash-attention-unsupported-gpu', 'severity': 'error', 'summary': 'FlashAttention requested on a GPU its version does not support.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': False, 'job': True},
     ]},
+    'env.env010_torch_api_newer_than_pin': {'source': '5279:7d13c1d5', 'rules': [
+        {'class': 'TorchApiNewerThanPin', 'code': 'ENV010', 'name': 'torch-api-newer-than-pin', 'severity': 'error', 'summary': 'A script calls a torch API that the torch the job pins does not have.', 'kinds': ['python'], 'calls': ['torch.compile', 'torch.distributed.device_mesh.init_device_mesh', 'torch.func.functional_call', 'torch.func.grad', 'torch.func.vmap', 'torch.nn.functional.scaled_dot_product_attention'], 'file': True, 'job': False},
+    ]},
     'lay.lay001_parallel_product_mismatch': {'source': '15898:88a82a1e', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
