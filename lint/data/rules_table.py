@@ -206,7 +206,7 @@ MODULES: dict[str, dict] = {
     'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [
         {'class': 'LauncherNewerThanTorch', 'code': 'LCH020', 'name': 'launcher-newer-than-torch', 'severity': 'error', 'summary': 'torchrun or torch.distributed.run with a torch release that does not have it yet.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch021_processes_exceed_slots': {'source': '8371:4df54aa5', 'rules': [
+    'lch.lch021_processes_exceed_slots': {'source': '7505:e2690abf', 'rules': [
         {'class': 'ProcessesExceedSlots', 'code': 'LCH021', 'name': 'processes-exceed-slots', 'severity': 'error', 'summary': 'horovodrun or mpirun asks for more processes (-np) than the hosts, the hostfile or the MPIJob offer slots', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'mem.mem001_pure_data_parallel_oversized': {'source': '7786:16053f30', 'rules': [

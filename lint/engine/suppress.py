@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import re
 
+from parallint.model.fixes import syntax_of  # noqa: F401 - the comment syntax of a file, shared with the fixes
 from parallint.util.record import EqRecord
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
@@ -57,18 +58,7 @@ def _codes(group: str | None) -> tuple[str, ...]:
 
 
 # -------------------------------------------------------------------------------- comments
-def syntax_of(path: str) -> str | None:
-    """The comment syntax of a file: python, shell, yaml, toml, or None (JSON: no comments)."""
-    low = path.lower()
-    if low.endswith((".py", ".pyi")):
-        return "python"
-    if low.endswith(".json"):
-        return None
-    if low.endswith((".yaml", ".yml")):
-        return "yaml"
-    if low.endswith(".toml"):
-        return "toml"
-    return "shell"  # shell scripts, sbatch files, extensionless launchers, Makefiles
+
 
 
 #: where each syntax breaks lines: Python, TOML and shell at LF, CRLF and a lone CR only (a form

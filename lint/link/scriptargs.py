@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from parallint.model.script import Script
 
 #: the key of :func:`bind`'s result for every option the launch line may give through a word
-#: parallint cannot read (the same as :data:`parallint.readers.pycli.ANY`)
+#: parallint cannot read (:func:`parallint.readers.pycli.unknown_word` writes it)
 ANY = "*"
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -44,11 +44,9 @@ def bind(script: "Script", words: list[Value]) -> dict[str, Value]:
         w = words[i]
         text = w.value if w.known and isinstance(w.value, str) else None
         if text is None:
-            # an unreadable word may set any option: what came before it is no longer certain
-            for k, v in list(out.items()):
-                out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
-            # ... and so may every option not given after it: never its default
-            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
+            from parallint.readers.pycli import unknown_word
+
+            unknown_word(out, w)
             i += 1
             continue
         if text == "--":

@@ -48,8 +48,8 @@ def edit_between(old: str, new: str) -> Edit | None:
 
 
 def syntax_of(path: str) -> str | None:
-    """The line-break syntax of a file (as :func:`parallint.engine.suppress.syntax_of`): python,
-    yaml, toml, json (None) or shell."""
+    """The syntax of a file, for its comments and line breaks: python, yaml, toml, json (None: no
+    comments) or shell (scripts, sbatch files, extensionless launchers, Makefiles)."""
     low = path.lower()
     if low.endswith((".py", ".pyi")):
         return "python"

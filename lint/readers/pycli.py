@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 
 #: the key of :func:`bind`'s result that stands for every name the line does not give
 ANY = "*"
+
+
+def unknown_word(out: dict[str, Value], w: Value) -> None:
+    """A launch-line word parallint cannot read (``$ARGS``, ``"$@"``) may set any option: what
+    ``out`` holds so far is no longer certain, and neither is any option not given after it
+    (:data:`ANY`: never its default). Shared by every parser binding (argparse, click, fire, Hydra)."""
+    for k, v in list(out.items()):
+        out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
+    out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
 #: the largest Hydra config read for its defaults
 MAX_CONFIG_BYTES = 400_000
 _TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "INT": "int", "FLOAT": "float",
@@ -494,9 +503,7 @@ def bind(entry: Entry, words: list[Value]) -> dict[str, Value]:
         w = words[i]
         text = w.value if w.known and isinstance(w.value, str) else None
         if text is None:
-            for k, v in list(out.items()):
-                out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
-            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
+            unknown_word(out, w)
             i += 1
             continue
         if text == "--":
@@ -578,9 +585,7 @@ def _bind_hydra(entry: Entry, words: list[Value]) -> dict[str, Value]:
         text = w.value if w.known and isinstance(w.value, str) else None
         i += 1
         if text is None:
-            for k, v in list(out.items()):
-                out[k] = Value.unknown(f"{v.source} may be set again by {w.why or 'an unknown word'}", v.span, v.source)
-            out[ANY] = Value.unknown(w.why or "an unknown word on the launch line", w.span, "the launch line")
+            unknown_word(out, w)
             continue
         if text in ("-m", "--multirun"):
             multirun = True

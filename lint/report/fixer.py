@@ -133,9 +133,9 @@ def still_parses(path: str, before: str, after: str) -> bool:
     return ok(after) or not ok(before)
 
 
-def file_text(path: str, cwd: "Path") -> str | None:
-    """The text of a checked file as fixes read it (its declared encoding for Python); None for
-    a link, a file that is not regular, or one that does not decode."""
+def _read(path: str, cwd: "Path") -> "tuple[Path, tuple[str, str] | str]":
+    """(absolute path, (text, encoding)) of a checked file as fixes read it (its declared encoding
+    for Python), or (absolute path, why it is not read): a link, not a regular file, no decoding."""
     import os
     from pathlib import Path
 
@@ -146,20 +146,23 @@ def file_text(path: str, cwd: "Path") -> str | None:
     p = Path(path)
     p = p if p.is_absolute() else Path(cwd) / p
     if os.path.islink(p):
-        return None
+        return p, "the file is a link"
     raw = read_regular(p)
     got = _decode(raw, syntax_of(path)) if raw is not None else None
-    return got[0] if got is not None else None
+    return p, got if got is not None else "the file cannot be read or decoded"
+
+
+def file_text(path: str, cwd: "Path") -> str | None:
+    """The text of a checked file as fixes read it; None where :func:`_read` does not read it."""
+    got = _read(path, cwd)[1]
+    return got[0] if isinstance(got, tuple) else None
 
 
 def plan(diags: "Iterable[Diagnostic]", cwd: "Path", unsafe: bool) -> list[FileFix]:
     """The fixes of ``diags`` per file, computed and checked, nothing written."""
-    import os
     from pathlib import Path
 
-    from parallint.report.noqa import _decode
     from parallint.engine.suppress import syntax_of
-    from parallint.util.safeio import read_regular
 
     all_diags = list(diags)
     broken = {d.span.path for d in all_diags if d.code == "SYN001"}
@@ -169,19 +172,9 @@ def plan(diags: "Iterable[Diagnostic]", cwd: "Path", unsafe: bool) -> list[FileF
             by_path.setdefault(d.span.path, []).append(d)
     out = []
     for path, ds in sorted(by_path.items()):
-        p = Path(path)
-        p = p if p.is_absolute() else Path(cwd) / p
-        why = None
-        if path in broken:
-            why = "the file does not parse"
-        elif os.path.islink(p):
-            why = "the file is a link"
-        raw = None if why else read_regular(p)
-        got = _decode(raw, syntax_of(path)) if raw is not None else None
-        if why is None and got is None:
-            why = "the file cannot be read or decoded"
-        if why is not None or got is None:
-            out.append(FileFix(path, p, "", "", "utf-8", [], [(d, why or "") for d in ds]))
+        p, got = _read(path, cwd) if path not in broken else (Path(path), "the file does not parse")
+        if not isinstance(got, tuple):
+            out.append(FileFix(path, p, "", "", "utf-8", [], [(d, got) for d in ds]))
             continue
         text, encoding = got
         edits, skipped = [], []

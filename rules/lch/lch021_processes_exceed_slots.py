@@ -28,6 +28,33 @@ def _chain(la):
         la = la.wrapper
 
 
+def _mpijob(slots: int, np: int) -> str:
+    """Kubeflow's MPIJob recipe (two workers, ``slotsPerWorker`` each) whose launcher runs ``mpirun -np``."""
+    return f"""apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: tensorflow-mnist
+spec:
+  slotsPerWorker: {slots}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - image: horovod/horovod:0.28.1
+            name: mpi-launcher
+            command: ["mpirun", "-np", "{np}", "-bind-to", "none", "python", "tensorflow_mnist.py"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - image: horovod/horovod:0.28.1
+            name: mpi-worker
+"""
+
+
 class ProcessesExceedSlots(Rule):
     code = "LCH021"
     name = "processes-exceed-slots"
@@ -62,30 +89,7 @@ class ProcessesExceedSlots(Rule):
             "run.sh": "horovodrun -np 8 --hostfile myhostfile python train.py\n",
             "myhostfile": "server1 slots=4\nserver2 slots=4\n",
         }),
-        Example("""
-            apiVersion: kubeflow.org/v2beta1
-            kind: MPIJob
-            metadata:
-              name: tensorflow-mnist
-            spec:
-              slotsPerWorker: 1
-              mpiReplicaSpecs:
-                Launcher:
-                  replicas: 1
-                  template:
-                    spec:
-                      containers:
-                      - image: horovod/horovod:0.28.1
-                        name: mpi-launcher
-                        command: ["mpirun", "-np", "2", "-bind-to", "none", "python", "tensorflow_mnist.py"]
-                Worker:
-                  replicas: 2
-                  template:
-                    spec:
-                      containers:
-                      - image: horovod/horovod:0.28.1
-                        name: mpi-worker
-        """, filename="mpijob.yaml"),
+        Example(_mpijob(slots=1, np=2), filename="mpijob.yaml"),
     ]
     invalid = [
         Example("horovodrun -np 32 -H node1:8,node2:8 python train.py\n", filename="run.sh", line=1),
@@ -93,30 +97,7 @@ class ProcessesExceedSlots(Rule):
             "run.sh": "horovodrun -np 16 --hostfile myhostfile python train.py\n",
             "myhostfile": "server1 slots=4\nserver2 slots=4\n",
         }, line=1),
-        Example("""
-            apiVersion: kubeflow.org/v2beta1
-            kind: MPIJob
-            metadata:
-              name: tensorflow-mnist
-            spec:
-              slotsPerWorker: 4
-              mpiReplicaSpecs:
-                Launcher:
-                  replicas: 1
-                  template:
-                    spec:
-                      containers:
-                      - image: horovod/horovod:0.28.1
-                        name: mpi-launcher
-                        command: ["mpirun", "-np", "16", "-bind-to", "none", "python", "tensorflow_mnist.py"]
-                Worker:
-                  replicas: 2
-                  template:
-                    spec:
-                      containers:
-                      - image: horovod/horovod:0.28.1
-                        name: mpi-worker
-        """, filename="mpijob.yaml", line=15),
+        Example(_mpijob(slots=4, np=16), filename="mpijob.yaml", line=15),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
