@@ -503,6 +503,24 @@ def test_newer_f_string_syntax_is_still_not_a_syntax_error(tmp_path):
     assert r.returncode == 0, r.stdout
 
 
+def test_type_parameters_of_a_newer_python_are_not_a_syntax_error(tmp_path):
+    """Found on held-out set J (huggingface/lerobot's processor pipeline): PEP 695 generics
+    (``class Pipeline[TIn, TOut](Base):``, Python 3.12) were reported as SYN001 under an older
+    Python. A real syntax error in the same shape of file is still one."""
+    import sys
+
+    if sys.version_info >= (3, 12):
+        pytest.skip("PEP 695 type parameters are valid for this Python's own parser")
+    head = "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n\n"
+    write_tree(tmp_path, {"a.py": head + "class Pipeline[TIn, TOut](dict):\n    pass\n",
+                          "b.py": head + "def first[T](xs: list[T]) -> T:\n    return xs[0]\n",
+                          "c.py": head + "type Vector = list[float]\n",
+                          "d.py": head + "class Pipeline[TIn, TOut](dict):\n    x = = 1\n"})
+    r = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
+    found = [(d["path"].rsplit("/", 1)[-1], d["code"]) for d in json.loads(r.stdout)]
+    assert found == [("d.py", "SYN001")], found
+
+
 def test_a_zero_world_has_no_data_parallel_size(tmp_path):
     """Found by the mutation fuzzer (shell inputs 23908/seed 1, 34099, 37573, 43524/seed 2): an
     `#SBATCH --nodes=0` made the world size 0, and BAT002/PIP004 divided by a data-parallel size of

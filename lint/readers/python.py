@@ -393,13 +393,17 @@ class _SyntaxProblem(Exception):
 #: an f-string prefix (f, rf, fr, any case): PEP 701's newer f-strings are the syntax that CPython
 #: before 3.12 rejects and LibCST accepts
 _FSTRING_START = re.compile(r"(?<![\w])(?:[rR]?[fF]|[fF][rR])[\"']")
+#: PEP 695 type parameters and aliases (3.12): ``class Pipeline[T](Base):``, ``def f[T](x: T)``,
+#: ``type Vector = list[float]``
+_TYPE_PARAMS = re.compile(r"^\s*(?:(?:async\s+)?def\s+\w+\s*\[|class\s+\w+\s*\[|type\s+\w+\s*(?:\[[^\]]*\]\s*)?=)")
 
 
 def _newer_python(text: str, error: SyntaxError | None = None) -> bool:
     """True when CPython here rejects ``text`` but LibCST's grammar (which follows newer Pythons)
     accepts it: code for a newer Python than the one running parallint, such as PEP 701 f-strings
-    (``f"{d["k"]}"``, 3.12), is not a syntax error. Only where CPython's error is at an f-string
-    (on its line or the two before), and only for mild text: LibCST's native parser must not meet
+    (``f"{d["k"]}"``, 3.12) and PEP 695 type parameters (``class Pipeline[T]:``, 3.12), is not a
+    syntax error. Only where CPython's error is at an f-string or a type-parameter header (on its
+    line or the two before), and only for mild text: LibCST's native parser must not meet
     the pathological text the CPython parse normally screens out (its error recovery on thousands
     of chained subscripts in an unclosed call runs for minutes)."""
     import sys
@@ -409,7 +413,8 @@ def _newer_python(text: str, error: SyntaxError | None = None) -> bool:
     if error is not None:
         lines = text.splitlines()
         at = (error.lineno or 1) - 1
-        if not any(_FSTRING_START.search(ln) for ln in lines[max(0, at - 2):at + 1]):
+        near = lines[max(0, at - 2):at + 1]
+        if not any(_FSTRING_START.search(ln) or _TYPE_PARAMS.match(ln) for ln in near):
             return False
     depth = top = 0
     for ch in text:  # bracket depth, strings included: an overestimate is only more cautious
