@@ -163,3 +163,51 @@ def test_ckp002_on_a_function_with_bare_returns_does_not_crash(tmp_path):
     """
     found = [d for d in check(tmp_path, {"trainer.py": src}) if d["code"] == "CKP002"]
     assert len(found) == 1
+
+
+SINGLE_BRANCH = """
+    import os
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def train_epoch(model, epoch):
+        if epoch % 10 == 0:
+            if ddp:
+                {ddp_save}
+            else:
+                torch.save(model.state_dict(), "out/iter.pth")
+
+    if __name__ == "__main__":
+        ddp = int(os.environ.get("RANK", -1)) != -1  # is this a ddp run?
+        if ddp:
+            dist.init_process_group(backend="nccl")
+            local_rank = int(os.environ["LOCAL_RANK"])
+            torch.cuda.set_device(local_rank)
+        model = torch.nn.Linear(4, 4).cuda()
+        if ddp:
+            model = DDP(model, device_ids=[local_rank])
+        for epoch in range(3):
+            train_epoch(model, epoch)
+        if ddp:
+            if dist.get_rank() == 0:
+                torch.save(model.module.state_dict(), "out/epoch.pth")
+        else:
+            torch.save(model.state_dict(), "out/epoch.pth")
+        if args_local_rank == -1:
+            state = torch.load("out/epoch.pth")
+"""
+
+
+def test_the_not_distributed_branch_of_a_ddp_flag_runs_on_one_process(tmp_path):
+    """Found on held-out set J's first run (DLLXW/baby-llama2-chinese pretrain.py and sft.py, the
+    nanoGPT idiom ``ddp = int(os.environ.get("RANK", -1)) != -1``): a save in the ``else:`` of
+    ``if ddp:`` runs only when the script is not distributed, one process. Three false CKP001
+    there. The twin that saves in the ``if ddp:`` branch without a rank guard still fires."""
+    ok = SINGLE_BRANCH.replace("{ddp_save}", 'if dist.get_rank() == 0:\n                    torch.save(model.module.state_dict(), "out/iter.pth")')
+    ok = ok.replace("args_local_rank", "int(os.environ.get('LOCAL_RANK', -1))")
+    assert [d["code"] for d in check(tmp_path, {"pretrain.py": ok})] == []
+    bad = SINGLE_BRANCH.replace("{ddp_save}", 'torch.save(model.module.state_dict(), "out/iter.pth")')
+    bad = bad.replace("args_local_rank", "int(os.environ.get('LOCAL_RANK', -1))")
+    got = [(d["code"], d["line"]) for d in check(tmp_path, {"pretrain.py": bad})]
+    assert got == [("CKP001", 9)], got

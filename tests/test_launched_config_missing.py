@@ -41,3 +41,21 @@ def test_paths_that_may_be_right_at_run_time_are_silent(tmp_path, cli):
     (tmp_path / ".git").mkdir()
     r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
     assert _found(r) == [], r.stdout
+
+
+def test_a_config_written_through_the_variable_that_holds_its_path_is_silent(tmp_path, cli):
+    """Found on held-out set J's first run (THUDM/CodeGeeX's pretrain and finetune scripts:
+    ``DS_CONFIG=ds_config.json``, ``cat <<EOT > $DS_CONFIG``, then ``--deepspeed_config=$DS_CONFIG``).
+    The twin that never writes through the variable is still reported."""
+    body = ('DS_CONFIG=ds_config.json\n{write}'
+            'deepspeed --num_gpus 8 pretrain.py --deepspeed --deepspeed_config=$DS_CONFIG\n')
+    write_tree(tmp_path, {
+        "heredoc.sh": "#!/bin/bash\n" + body.format(write='cat <<EOT > $DS_CONFIG\n{"train_batch_size": 8}\nEOT\n'),
+        "tee.sh": "#!/bin/bash\n" + body.format(write='echo \'{"train_batch_size": 8}\' | tee "${DS_CONFIG}"\n'),
+        "copy.sh": "#!/bin/bash\n" + body.format(write="cp configs/base.json $DS_CONFIG\n"),
+        "bad.sh": "#!/bin/bash\n" + body.format(write="echo using $DS_CONFIG > log.txt\n"),
+        "configs/base.json": '{"train_batch_size": 8}\n',
+        "pretrain.py": "import torch\n",
+    })
+    r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
+    assert [(p, line) for p, line, _ in _found(r)] == [("bad.sh", 2)]  # where the path is written

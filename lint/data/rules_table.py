@@ -44,13 +44,13 @@ MODULES: dict[str, dict] = {
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
         {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '12302:0bda3b92', 'rules': [
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '12314:7b9fb145', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'hvd_init', 'hvd_optimizer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
-    'ckp.ckp002_load_without_map_location': {'source': '9563:8791d6d1', 'rules': [
+    'ckp.ckp002_load_without_map_location': {'source': '9587:47da3a1e', 'rules': [
         {'class': 'LoadWithoutMapLocation', 'code': 'CKP002', 'name': 'load-without-map-location', 'severity': 'warning', 'summary': 'torch.load without map_location in a distributed script', 'kinds': ['python'], 'calls': ['ddp', 'ds_init_distributed', 'fsdp', 'fully_shard', 'hf_trainer', 'init_process_group', 'load', 'pl_trainer', 'training_args'], 'file': True, 'job': False},
     ]},
-    'dat.dat001_missing_distributed_sampler': {'source': '8404:f20215b6', 'rules': [
+    'dat.dat001_missing_distributed_sampler': {'source': '8416:cfb2dcc2', 'rules': [
         {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard', 'hvd_optimizer'], 'file': True, 'job': False},
     ]},
     'dat.dat002_sampler_set_epoch_missing': {'source': '11078:2c3c2a53', 'rules': [
@@ -200,7 +200,7 @@ MODULES: dict[str, dict] = {
     'lch.lch018_deepspeed_resource_filter': {'source': '9488:ff3fb20b', 'rules': [
         {'class': 'DeepspeedResourceFilter', 'code': 'LCH018', 'name': 'deepspeed-resource-filter', 'severity': 'error', 'summary': 'A deepspeed command whose --include/--exclude, --num_gpus/--num_nodes or hostfile the launcher refuses.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch019_launched_config_missing': {'source': '4846:325f9c20', 'rules': [
+    'lch.lch019_launched_config_missing': {'source': '6092:c85dc6a8', 'rules': [
         {'class': 'LaunchedConfigMissing', 'code': 'LCH019', 'name': 'launched-config-missing', 'severity': 'warning', 'summary': 'A launch line names a config file (--deepspeed, --config_file ...) that is not in the repository.', 'kinds': ['makefile', 'shell'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [

@@ -159,15 +159,19 @@ class Guard:
 
     ``rank``: the condition depends on the rank (so only some ranks take this branch).
     ``zero``: True when this branch is taken by rank 0 only (a rank-0 guard), False when rank 0
-    does not take it, None when it cannot be said. ``text``/``span`` are computed on demand.
+    does not take it, None when it cannot be said. ``single``: this branch runs only when the
+    script is not distributed (``else:`` of ``if ddp:`` where ``ddp = int(os.environ.get("RANK",
+    -1)) != -1``), so one process takes it; every rank agrees on such a test, so it is not a rank
+    guard. ``text``/``span`` are computed on demand.
     """
 
-    __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main")
+    __slots__ = ("_script", "_node", "rank", "zero", "if_id", "branch", "early", "main", "single")
 
     def __init__(self, script: "Script", node: ast.AST, rank: bool, zero: bool | None, if_id: int, branch: bool,
-                 early: bool = False, main: bool = False) -> None:
+                 early: bool = False, main: bool = False, single: bool = False) -> None:
         self._script, self._node = script, node
         self.rank, self.zero, self.if_id, self.branch, self.early, self.main = rank, zero, if_id, branch, early, main
+        self.single = single
 
     @property
     def text(self) -> str:
@@ -960,6 +964,40 @@ class Script:
             if bs:
                 return self._classify_all([b[0] for b in bs], bs[0][1], depth, [b[1] for b in bs])
         return False, None
+
+    def single_test(self, node: ast.AST, frame: Frame | None = None, depth: int = 0) -> bool | None:
+        """True when the test's True branch runs only in a run that is not distributed (a rank of
+        -1: ``int(os.environ.get("RANK", -1)) == -1``, ``args.local_rank == -1``), False when its
+        False branch does (``ddp = ... != -1`` then ``if ddp:``), None when it says neither."""
+        if depth > 6:
+            return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            r = self.single_test(node.operand, frame, depth + 1)
+            return None if r is None else not r
+        if isinstance(node, ast.BoolOp):
+            got = [self.single_test(v, frame, depth + 1) for v in node.values]
+            if isinstance(node.op, ast.And):  # taken only when a single-process test holds
+                return True if True in got else None
+            return False if False in got else None  # `not (a or b)`: needs `not a`
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right, op = node.left, node.comparators[0], node.ops[0]
+            if self.rankish(right, frame) and not self.rankish(left, frame):
+                left, right, op = right, left, _flip(op)
+            if not self.rankish(left, frame):
+                return None
+            ints = _int_literals(right)
+            if ints != [-1]:
+                return None
+            if isinstance(op, (ast.Eq, ast.LtE)):
+                return True
+            if isinstance(op, (ast.NotEq, ast.Gt)):
+                return False
+            return None
+        if isinstance(node, ast.Name) and frame is not None:
+            b = self.binding(node.id, frame)
+            if b is not None:
+                return self.single_test(b[0], b[1], depth + 1)
+        return None
 
     def _classify_bool(self, conj: bool, values: list[Any], frame: Frame | None,
                        depth: int) -> tuple[bool, bool | None]:

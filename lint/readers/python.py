@@ -806,8 +806,10 @@ class _Collector:
         t = node.test
         is_main = type(t) is ast.Compare and type(t.left) is ast.Name and t.left.id == "__name__"
         rank, zero = self.s.classify_test(t, self.frame)
-        g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main)
-        g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main)
+        single = None if rank or is_main else self.s.single_test(t, self.frame)
+        g_true = Guard(self.s, t, rank, zero, id(node), True, main=is_main, single=single is True)
+        g_false = Guard(self.s, t, rank, (None if zero is None else not zero), id(node), False, main=is_main,
+                        single=single is False)
         self.guards.append(g_true)
         self.block(node.body)
         self.guards.pop()
@@ -821,7 +823,7 @@ class _Collector:
             self.guards.pop()
         elif _exits(node.body) and (rank or not is_main):
             # `if rank != 0: return` -> the rest of the block runs on the other ranks only
-            early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True)
+            early = Guard(self.s, t, rank, g_false.zero, id(node), False, early=True, single=g_false.single)
             pending.append(early)
             self.guards.append(early)
             self.block_early[-1] += 1
@@ -1186,6 +1188,17 @@ def _post(script: Script) -> None:
             for g in guards:
                 g.rank = True
                 g.zero = zero if g.branch else (None if zero is None else not zero)
+                g.single = False
+            continue
+        if guards and guards[0].main:
+            continue
+        try:
+            single = script.single_test(test, frame)
+        except RecursionError:  # pragma: no cover
+            continue
+        if single is not None:  # a flag bound further down (`ddp = ... != -1` after the function)
+            for g in guards:
+                g.single = g.branch is single
     script._pending_guards = []
     for p in script.partitions:
         key = p.base.rsplit(".", 1)[-1]

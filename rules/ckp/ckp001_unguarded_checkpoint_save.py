@@ -285,7 +285,7 @@ class UnguardedCheckpointSave(Rule):
             paths = s.effective_guards(c)
             if not paths:
                 continue  # the file never calls the function that saves: unknown
-            if any(not any(g.rank for g in p) for p in paths):
+            if any(not any(g.rank or g.single for g in p) for p in paths):
                 yield self.report(
                     c.span,
                     f"{what}() runs on every rank: all processes write the same file; "

@@ -31,7 +31,7 @@ def _rank_only(s, frame, seen: frozenset[int] = frozenset()) -> bool:
     if not sites:
         return False
     for _call, guards, caller in sites:
-        if any(g.rank for g in caller.base_guards + guards):
+        if any(g.rank or g.single for g in caller.base_guards + guards):
             continue
         if not _rank_only(s, caller, seen | {id(frame)}):
             return False
@@ -188,7 +188,7 @@ class LoadWithoutMapLocation(Rule):
         for c in loads:
             if c in mapped:
                 continue
-            if any(g.rank for g in c.frame.base_guards + c.guards) or _rank_only(s, c.frame):
+            if any(g.rank or g.single for g in c.frame.base_guards + c.guards) or _rank_only(s, c.frame):
                 continue
             if _per_rank_file(s, c):  # `torch.load(f"part-{rank}.pt")`: each rank its own shard
                 continue

@@ -155,7 +155,7 @@ class MissingDistributedSampler(Rule):
                 continue
             if _passed_not_none(s, c, "batch_sampler", 4) is not False:
                 continue
-            if any(g.rank for g in c.guards):
+            if any(g.rank or g.single for g in c.guards):
                 continue
             shuffle = s.arg(c, "shuffle", 2)
             ds = c.arg_node("dataset", 0)

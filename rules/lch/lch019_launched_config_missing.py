@@ -12,6 +12,21 @@ from parallint.model.rule import Example, Rule
 _CHDIR = re.compile(r"(?m)(?:^|[;&|(]|\bthen\b|\bdo\b)\s*(?:cd|pushd)\b")
 
 
+
+def _written_through_variable(text: str, name: str) -> bool:
+    """The script assigns the path to a variable and writes a file through it first
+    (``DS_CONFIG=ds_config.json`` ... ``cat <<EOT > $DS_CONFIG``, ``tee``, ``cp``/``mv`` onto it)."""
+    for m in re.finditer(r"(?m)^\s*(?:export\s+|local\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=[\"']?([^\s\"';]+)", text):
+        if m.group(2).rsplit("/", 1)[-1] != name:
+            continue
+        var = re.escape(m.group(1))
+        ref = r"[\"']?\$(?:" + var + r"\b|\{" + var + r"\})"
+        if re.search(r">>?\|?\s*" + ref + r"|\btee\s+(?:-\w+\s+)*" + ref +
+                     r"|\b(?:cp|mv|ln|install)\b[^\n;|&]*\s" + ref + r"[\"']?\s*(?:$|[;&|])", text, re.M):
+            return True
+    return False
+
+
 class LaunchedConfigMissing(Rule):
     code = "LCH019"
     name = "launched-config-missing"
@@ -31,7 +46,8 @@ class LaunchedConfigMissing(Rule):
     `~`, an absolute path (a container or cluster path), a path inside a git submodule (not
     checked out), a launch file that changes its working directory (`cd`, `pushd`), and a file
     whose name appears elsewhere in the launch file (it may be written there first, as with
-    `cat > ds.json <<EOF`).
+    `cat > ds.json <<EOF`), or a path held in a variable that the file writes through
+    (`DS_CONFIG=ds.json` then `cat <<EOT > $DS_CONFIG`, `tee $DS_CONFIG`, `cp base.json $DS_CONFIG`).
 
     ## Why it matters
     The launcher or the training script opens the file at start-up: DeepSpeed and the HF Trainer
@@ -55,6 +71,14 @@ class LaunchedConfigMissing(Rule):
         {"train_batch_size": 64}
         EOF
         deepspeed train.py --deepspeed ds_config.json
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        DS_CONFIG=ds_config.json
+        cat <<EOT > $DS_CONFIG
+        {"train_batch_size": 64}
+        EOT
+        deepspeed pretrain_gpt.py --deepspeed --deepspeed_config=$DS_CONFIG
         """, filename="run.sh"),
         Example("""
         #!/bin/bash
@@ -98,8 +122,8 @@ class LaunchedConfigMissing(Rule):
         for v, close in missing:
             raw = str(v.value).strip().strip("'\"")
             name = raw.rsplit("/", 1)[-1]
-            if text.count(name) > 1:
-                continue  # named elsewhere too: it may be written before the launch
+            if text.count(name) > 1 or _written_through_variable(text, name):
+                continue  # named elsewhere too, or written through a variable: it may exist by the launch
             at = v.span or job.launch.span
             what = "deepspeed_config_file" if str(v.source).endswith("deepspeed_config_file") else v.source
             yield self.report(at,
