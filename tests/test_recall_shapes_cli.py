@@ -102,3 +102,35 @@ def test_every_rank_writing_one_safetensors_file(cli, tmp_path, guard, found):
     write_tree(tmp_path, {"train.py": SAVE.format(guard=guard)})
     res = cli("check", "--no-cache", "train.py", cwd=tmp_path)
     assert ("CKP001 safetensors.torch.save_file() runs on every rank" in res.stdout) is found, res.stdout
+
+
+ACCEL_NODE2 = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+gpu_ids: {gpu_ids}
+machine_rank: 1
+main_process_ip: 10.0.0.1
+main_process_port: 5000
+main_training_function: main
+mixed_precision: fp16
+num_machines: 2
+num_processes: {nproc}
+rdzv_backend: static
+same_network: true
+"""
+
+
+@pytest.mark.parametrize("gpu_ids, nproc, found", [
+    ("0,1", 10, [("node2.yaml", 3)]),   # accelerate#3894: 5 processes per machine, 2 GPUs listed
+    ("0,1", 4, []),                     # the twin: 2 per machine
+    ("all", 10, []),                    # every GPU of the machine: not known statically
+    ("0,1,2,3,4", 10, []),
+])
+def test_accelerate_gpu_ids_fewer_than_the_processes_per_machine(cli, tmp_path, gpu_ids, nproc, found):
+    write_tree(tmp_path, {"node2.yaml": ACCEL_NODE2.format(gpu_ids=gpu_ids, nproc=nproc),
+                          "run.sh": "#!/bin/bash\naccelerate launch --config_file node2.yaml train.py\n",
+                          "train.py": "from accelerate import Accelerator\naccelerator = Accelerator()\n"})
+    (tmp_path / ".git").mkdir()
+    r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
+    import json
+    assert [(d["path"], d["line"]) for d in json.loads(r.stdout) if d["code"] == "ENV002"] == found

@@ -44,6 +44,9 @@ MODULES: dict[str, dict] = {
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
         {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
     ]},
+    'cfg.cfg012_lightning_deepspeed_accumulation': {'source': '5388:341b8fa2', 'rules': [
+        {'class': 'LightningDeepspeedAccumulation', 'code': 'CFG012', 'name': 'lightning-deepspeed-accumulation', 'severity': 'error', 'summary': "A DeepSpeed config given to Lightning's DeepSpeedStrategy sets gradient_accumulation_steps, which Lightning refuses.", 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
+    ]},
     'ckp.ckp001_unguarded_checkpoint_save': {'source': '12314:7b9fb145', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'hvd_init', 'hvd_optimizer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
@@ -83,8 +86,8 @@ MODULES: dict[str, dict] = {
     'env.env001_nccl_transport_disabled': {'source': '5468:0c0cd08b', 'rules': [
         {'class': 'NcclTransportDisabled', 'code': 'ENV001', 'name': 'nccl-transport-disabled', 'severity': 'warning', 'summary': 'NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'env.env002_visible_devices_fewer_than_procs': {'source': '3510:64ae1564', 'rules': [
-        {'class': 'VisibleDevicesFewerThanProcs', 'code': 'ENV002', 'name': 'visible-devices-fewer-than-procs', 'severity': 'error', 'summary': 'CUDA_VISIBLE_DEVICES lists fewer devices than the processes started per node.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
+    'env.env002_visible_devices_fewer_than_procs': {'source': '5403:6e09881c', 'rules': [
+        {'class': 'VisibleDevicesFewerThanProcs', 'code': 'ENV002', 'name': 'visible-devices-fewer-than-procs', 'severity': 'error', 'summary': 'CUDA_VISIBLE_DEVICES lists fewer devices than the processes started per node.', 'kinds': ['accelerate', 'kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'env.env003_nccl_socket_loopback': {'source': '3018:ff33ff91', 'rules': [
         {'class': 'NcclSocketLoopback', 'code': 'ENV003', 'name': 'nccl-socket-loopback', 'severity': 'error', 'summary': 'NCCL_SOCKET_IFNAME selects only the loopback interface for a multi-node launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},

@@ -70,6 +70,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "ddp_strategy": ("lightning.pytorch.strategies.DDPStrategy", "lightning.fabric.strategies.DDPStrategy",
                      "pytorch_lightning.strategies.DDPStrategy", "lightning.pytorch.strategies.ddp.DDPStrategy",
                      "pytorch_lightning.strategies.ddp.DDPStrategy", "lightning.fabric.strategies.ddp.DDPStrategy"),
+    # Lightning's Trainer strategy (not Fabric's: only the Trainer's fills the batch keys itself)
+    "lightning_deepspeed": ("lightning.pytorch.strategies.DeepSpeedStrategy", "pytorch_lightning.strategies.DeepSpeedStrategy",
+                            "lightning.pytorch.strategies.deepspeed.DeepSpeedStrategy",
+                            "pytorch_lightning.strategies.deepspeed.DeepSpeedStrategy",
+                            "pytorch_lightning.plugins.DeepSpeedPlugin",
+                            "pytorch_lightning.plugins.training_type.DeepSpeedPlugin",
+                            "pytorch_lightning.plugins.training_type.deepspeed.DeepSpeedPlugin"),
     "pl_trainer": ("lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
                    "lightning.pytorch.trainer.Trainer", "pytorch_lightning.trainer.Trainer",
                    "lightning.pytorch.trainer.trainer.Trainer"),

@@ -228,6 +228,8 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("python",), spec=False),
     Fact("hardware.gpus_per_node_requested", "int", "GPUs per node a scheduler is asked for", "GPUs",
          producers=("cmdline", "kube", "ray", "shell", "skypilot", "torchx"), spec=False),
+    Fact("hardware.visible_devices", "str", "the devices a launcher makes visible to its processes, comma-separated "
+         "(accelerate's gpu_ids, exported as CUDA_VISIBLE_DEVICES)", producers=("accelerate",), spec=False),
     Fact("hardware.infiniband_devices", "int", "InfiniBand (RDMA) devices the node has (/sys/class/infiniband; "
          "parallint preflight)", "devices", spec=False),
     # ------------------------------------------------------------------ versions
@@ -249,6 +251,10 @@ VOCABULARY: tuple[Fact, ...] = (
     # ------------------------------------------------------------------ other
     Fact("ddp.find_unused_parameters", "bool", "DDP's find_unused_parameters switch",
          producers=("hftrainargs", "lightning_cli", "nemo", "python"), spec=False),
+    Fact("training.lightning_deepspeed_config", "str", "the DeepSpeed config path given to Lightning's "
+         "DeepSpeedStrategy(config=...)", producers=("python",), spec=False),
+    Fact("training.lightning_deepspeed_config_accum", "bool", "a literal DeepSpeed config dict given to Lightning's "
+         "DeepSpeedStrategy(config=...) sets gradient_accumulation_steps", producers=("python",), spec=False),
     Fact("framework", "str", "the training framework a file is written for (megatron, nemo, deepspeed, "
          "torchtitan, hf_trainer...)", producers=("cfgutil", "megatron_args", "megatron_yaml", "python", "torchtitan_py")),
     Fact("estimator.accounting", "enum", "memory accounting: the ZeRO paper's or Megatron-LM's",

@@ -30,6 +30,11 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
                 ff.facts.add("parallel.procs_per_node", Value(
                     nproc.value // nmach.value, nproc.span, True, "",
                     f"{em.name} num_processes / num_machines"))
+        gids = to_value(root.get("gpu_ids"), f"{em.name} gpu_ids")
+        if gids is not None and gids.known and not isinstance(gids.value, bool) and \
+                str(gids.value).strip().lower() not in ("all", ""):
+            # accelerate launch exports gpu_ids as CUDA_VISIBLE_DEVICES for the processes it starts
+            ff.facts.add("hardware.visible_devices", Value(str(gids.value), gids.span, True, "", gids.source))
     mp = to_value(root.get("mixed_precision"), f"{em.name} mixed_precision")
     if mp is not None and mp.known and precision_of(mp.value):
         ff.facts.add("training.precision", Value(precision_of(mp.value), mp.span, True, "", mp.source))

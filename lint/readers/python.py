@@ -1429,6 +1429,17 @@ def _facts(s: Script, f: FileFacts) -> None:
         v = s.arg(c, "find_unused_parameters", with_span=True)
         if v is not None:
             _fact(f, "ddp.find_unused_parameters", v, "DDPStrategy(find_unused_parameters=...)")
+    for c in s.by("lightning_deepspeed"):
+        v = s.arg(c, "config", with_span=True)
+        if v is None or not v.known:
+            continue
+        if isinstance(v.value, str) and v.value:
+            f.links.append(Value(v.value, v.span, True, "", "DeepSpeedStrategy(config=...)"))
+            f.facts.add("training.lightning_deepspeed_config", Value(v.value, v.span, True, "", "DeepSpeedStrategy(config=...)"))
+        elif isinstance(v.value, dict):
+            f.facts.add("training.lightning_deepspeed_config_accum",
+                        Value("gradient_accumulation_steps" in v.value, v.span, True, "",
+                              "DeepSpeedStrategy(config={...})"))
     for c in s.by("ds_initialize"):
         for kw in ("config", "config_params"):
             v = s.arg(c, kw, with_span=True)
