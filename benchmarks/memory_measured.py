@@ -9,7 +9,7 @@ error. An ``oom`` case is *predicted* when the low end of the range exceeds the 
 
 A case marked ``incomplete`` (the source leaves a setting that moves the figure unstated) is
 printed but not scored. A case whose spec the job-spec schema rejects is "not expressible" and is left out of the
-accuracy figures. ``--nearest`` estimates such a case anyway with the fields the schema does not
+accuracy figures; a case marked ``unsupported`` says which of its settings the spec has no field for. ``--nearest`` estimates such a case anyway with the fields the schema does not
 know dropped and unknown enumeration values replaced by the nearest older one (``recompute: op``
 -> ``selective``), which is how the first-run figures before issue 25 were taken.
 
@@ -174,10 +174,11 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"rows": rows, "summary": summ, "sets": per_set}, indent=2))
         return 0
     gib = UNITS["GiB"]
-    print(f"{'case':<52}{'kind':<11}{'low':>7}{'expect':>8}{'high':>7}{'measured':>10}{'error':>9}  note")
+    w = max([52] + [len(r["id"]) + 2 for r in rows])
+    print(f"{'case':<{w}}{'kind':<11}{'low':>7}{'expect':>8}{'high':>7}{'measured':>10}{'error':>9}  note")
     for r in rows:
         if "expected" not in r:
-            print(f"{r['id']:<52}{r['kind']:<11}{'':>32}{'':>9}  not expressible: {r.get('why_not', '')}")
+            print(f"{r['id']:<{w}}{r['kind']:<11}{'':>32}{'':>9}  not expressible: {r.get('why_not', '')}")
             continue
         if r["kind"] == "oom":
             meas = "OOM"
@@ -188,7 +189,7 @@ def main(argv: list[str]) -> int:
         note = "; ".join(x for x in (card, "nearest spec" if r.get("nearest") else "",
                                       "config incomplete: not scored" if r.get("incomplete") else "",
                                       f"range: {r['dominant']}" if r.get("dominant") else "") if x)
-        print(f"{r['id']:<52}{r['kind']:<11}{r['low'] / gib:>7.2f}{r['expected'] / gib:>8.2f}"
+        print(f"{r['id']:<{w}}{r['kind']:<11}{r['low'] / gib:>7.2f}{r['expected'] / gib:>8.2f}"
               f"{r['high'] / gib:>7.2f}{meas:>10}{err:>9}  {note}")
     print()
     _print_summary(summ, "all: " if per_set else "")
