@@ -1,6 +1,6 @@
 """parallint's memory estimate against the measured public runs of memory_measured.yaml (issue 25).
 
-    python benchmarks/memory_measured.py [--json] [--nearest] [path/to/memory_measured.yaml]
+    python benchmarks/memory_measured.py [--json] [--nearest] [--set NAME] [path/to/memory_measured.yaml]
 
 Per case: the estimate of the same kind as the measurement (``allocated`` against
 ``Estimate.allocated``, ``reserved`` against ``Estimate.reserved``, ``nvidia-smi`` against the
@@ -9,9 +9,13 @@ error. An ``oom`` case is *predicted* when the low end of the range exceeds the 
 
 A case marked ``incomplete`` (the source leaves a setting that moves the figure unstated) is
 printed but not scored. A case whose spec the job-spec schema rejects is "not expressible" and is left out of the
-accuracy figures. ``--nearest`` estimates such a case anyway with the fields the schema does not
+accuracy figures; a case marked ``unsupported`` says which of its settings the spec has no field for. ``--nearest`` estimates such a case anyway with the fields the schema does not
 know dropped and unknown enumeration values replaced by the nearest older one (``recompute: op``
 -> ``selective``), which is how the first-run figures before issue 25 were taken.
+
+``--set NAME`` keeps the cases of one set (``heldout-2``: the held-out cases added before the
+formula changes of the second round; ``base``: the cases without a ``set``). Without it, the summary
+is printed for all cases and for each set apart.
 
 Summary: cases, expressible, median absolute error, share within +-10 % and +-20 %, the largest
 error, the mean signed error, and the OOM reports predicted.
@@ -27,7 +31,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "memory_measured.yaml"
 UNITS = {"GiB": float(1 << 30), "MiB": float(1 << 20), "GB": 1e9, "MB": 1e6}
-_NEAREST_ENUM = {("training", "recompute"): {"op": "selective", "layer": "selective"}}
+_NEAREST_ENUM = {("training", "recompute"): {"op": "selective", "layer": "selective"},
+                 ("training", "loss"): {"compiled": "standard"}}
 
 
 def load(path: Path = CASES) -> list[dict]:
@@ -96,7 +101,8 @@ def run_case(case: dict, nearest: bool = False) -> dict:
 
     spec = case["spec"]
     errors = validate(spec)
-    row: dict = {"id": case["id"], "kind": case["measured"]["kind"], "expressible": not errors}
+    row: dict = {"id": case["id"], "kind": case["measured"]["kind"], "expressible": not errors,
+                 "set": case.get("set", "base")}
     if case.get("incomplete"):
         row["incomplete"] = case["incomplete"]
     if errors:
@@ -139,20 +145,40 @@ def summary(rows: list[dict], nearest: bool = False) -> dict:
     return out
 
 
+def _print_summary(summ: dict, label: str = "") -> None:
+    print(f"{label}cases {summ['cases']}, expressible {summ['expressible']}, config incomplete {summ['incomplete']}, "
+          f"compared {summ['compared']}, "
+          f"OOM reports {summ['ooms']} (predicted by the low end: {summ['ooms_predicted']})")
+    if "median_abs_error" in summ:
+        print(f"{' ' * len(label)}median |error| {100 * summ['median_abs_error']:.1f}%, within ±10%: "
+              f"{100 * summ['within_10']:.0f}%, within ±20%: {100 * summ['within_20']:.0f}%, "
+              f"max |error| {100 * summ['max_abs_error']:.1f}%, mean error {100 * summ['mean_error']:+.1f}%")
+
+
 def main(argv: list[str]) -> int:
+    argv = list(argv)
+    only = None
+    if "--set" in argv:
+        i = argv.index("--set")
+        only = argv[i + 1]
+        del argv[i:i + 2]
     args = [a for a in argv[1:] if not a.startswith("--")]
     as_json, nearest = "--json" in argv, "--nearest" in argv
     path = Path(args[0]) if args else CASES
-    rows = [run_case(c, nearest) for c in load(path)]
+    cases = [c for c in load(path) if only is None or c.get("set", "base") == only]
+    rows = [run_case(c, nearest) for c in cases]
     summ = summary(rows, nearest)
+    sets = sorted({r["set"] for r in rows})
+    per_set = {s: summary([r for r in rows if r["set"] == s], nearest) for s in sets} if len(sets) > 1 else {}
     if as_json:
-        print(json.dumps({"rows": rows, "summary": summ}, indent=2))
+        print(json.dumps({"rows": rows, "summary": summ, "sets": per_set}, indent=2))
         return 0
     gib = UNITS["GiB"]
-    print(f"{'case':<52}{'kind':<11}{'low':>7}{'expect':>8}{'high':>7}{'measured':>10}{'error':>9}  note")
+    w = max([52] + [len(r["id"]) + 2 for r in rows])
+    print(f"{'case':<{w}}{'kind':<11}{'low':>7}{'expect':>8}{'high':>7}{'measured':>10}{'error':>9}  note")
     for r in rows:
         if "expected" not in r:
-            print(f"{r['id']:<52}{r['kind']:<11}{'':>32}{'':>9}  not expressible: {r.get('why_not', '')}")
+            print(f"{r['id']:<{w}}{r['kind']:<11}{'':>32}{'':>9}  not expressible: {r.get('why_not', '')}")
             continue
         if r["kind"] == "oom":
             meas = "OOM"
@@ -163,16 +189,12 @@ def main(argv: list[str]) -> int:
         note = "; ".join(x for x in (card, "nearest spec" if r.get("nearest") else "",
                                       "config incomplete: not scored" if r.get("incomplete") else "",
                                       f"range: {r['dominant']}" if r.get("dominant") else "") if x)
-        print(f"{r['id']:<52}{r['kind']:<11}{r['low'] / gib:>7.2f}{r['expected'] / gib:>8.2f}"
+        print(f"{r['id']:<{w}}{r['kind']:<11}{r['low'] / gib:>7.2f}{r['expected'] / gib:>8.2f}"
               f"{r['high'] / gib:>7.2f}{meas:>10}{err:>9}  {note}")
     print()
-    print(f"cases {summ['cases']}, expressible {summ['expressible']}, config incomplete {summ['incomplete']}, "
-          f"compared {summ['compared']}, "
-          f"OOM reports {summ['ooms']} (predicted by the low end: {summ['ooms_predicted']})")
-    if "median_abs_error" in summ:
-        print(f"median |error| {100 * summ['median_abs_error']:.1f}%, within ±10%: "
-              f"{100 * summ['within_10']:.0f}%, within ±20%: {100 * summ['within_20']:.0f}%, "
-              f"max |error| {100 * summ['max_abs_error']:.1f}%, mean error {100 * summ['mean_error']:+.1f}%")
+    _print_summary(summ, "all: " if per_set else "")
+    for name, sub in per_set.items():
+        _print_summary(sub, f"{name}: ")
     return 0
 
 

@@ -39,17 +39,35 @@ def test_measured_set_has_25_public_cases_each_with_source_kind_and_a_valid_spec
         assert c["measured"]["kind"] in ("allocated", "reserved", "nvidia-smi", "oom"), c["id"]
         if c["measured"]["kind"] != "oom":
             assert c["measured"]["unit"] in MM.UNITS and c["measured"]["value"] > 0, c["id"]
-        assert validate(c["spec"]) == [], c["id"]
+        if c.get("unsupported"):  # a setting the schema has no field for: written down, not scored
+            assert validate(c["spec"]) != [], c["id"]
+        else:
+            assert validate(c["spec"]) == [], c["id"]
 
 
-def test_measured_set_accuracy_after_issue_25():
-    rows = [MM.run_case(c) for c in MM.load()]
-    summ = MM.summary(rows)
-    assert summ["expressible"] == summ["cases"]
-    assert summ["compared"] >= 20
-    assert summ["median_abs_error"] <= 0.06
-    assert summ["within_20"] >= 0.9
-    assert summ["ooms_predicted"] >= 2
+def test_measured_set_has_a_held_out_set_from_new_sources():
+    held = [c for c in MM.load() if c.get("set") == "heldout-2"]
+    assert len(held) >= 8
+    base_urls = {c["source"]["url"].split("/blob/")[0] for c in MM.load() if "set" not in c}
+    assert not base_urls & {c["source"]["url"].split("/blob/")[0] for c in held}
+
+
+def _summary(set_name: str) -> dict:
+    rows = [MM.run_case(c) for c in MM.load() if c.get("set", "base") == set_name]
+    return MM.summary(rows)
+
+
+def test_measured_set_accuracy_meets_the_issue_25_bar():
+    """At least 90 % within +-10 % and none beyond +-20 %, on the 35 first cases and on the held-out
+    set; every OOM report predicted by the low end."""
+    for name in ("base", "heldout-2"):
+        summ = _summary(name)
+        assert summ["compared"] >= (20 if name == "base" else 8), name
+        assert summ["within_10"] >= 0.9, name
+        assert summ["within_20"] == 1.0, name
+        assert summ["median_abs_error"] <= 0.05, name
+        assert summ["ooms_predicted"] == summ["ooms"], name
+    assert _summary("base")["expressible"] == _summary("base")["cases"]
 
 
 def test_runner_prints_each_case_and_the_summary():
@@ -159,3 +177,80 @@ def test_mem002_fires_on_the_low_end_and_a_near_miss_is_an_info(tmp_path, mb, se
         assert found[0]["message"].startswith("near miss:") and "a margin of" in found[0]["message"]
     else:
         assert "even at the low end of its range" in found[0]["message"]
+
+
+# --------------------------------------------------------------------------- the second round's terms
+def _llama(framework: str | None = None, **training):
+    s = {"model": {"preset": "llama-2-7b", "seq_len": 2048}, "parallel": {"dp": 1},
+         "training": {"micro_batch": 1, **training}, "hardware": {"gpu": "A100-80GB"}}
+    if framework:
+        s["framework"] = framework
+    return s
+
+
+def test_a_compiled_loss_keeps_its_input_logits_and_their_gradient():
+    v, s = 32000, 2048
+    std, comp = (estimate(_llama(loss=m)) for m in ("standard", "compiled"))
+    # 12 bytes per logit eager, 2 x 2 with 16-bit logits entering the compiled loss
+    assert std.total - comp.total == pytest.approx(8 * s * v, rel=1e-6)
+    # torchtune's decoder upcasts the logits before the loss: 2 x 4 bytes
+    tt_std, tt_comp = (estimate(_llama("torchtune", loss=m)) for m in ("standard", "compiled"))
+    assert tt_std.total - tt_comp.total == pytest.approx(4 * s * v, rel=1e-6)
+
+
+def test_frozen_linears_save_no_input_but_bitsandbytes_4bit_ones_do():
+    lora = estimate(_llama(peft="lora", compile=False)).activations
+    bnb = estimate(_llama(peft="qlora", compile=False)).activations
+    torchao = estimate(_llama("torchtune", peft="qlora", compile=False)).activations
+    sbh, layers, f = 2048 * 4096, 32, 11008 / 4096
+    # bitsandbytes' MatMul4Bit keeps the inputs of gate/up and down (2 + 2f per layer), which frozen
+    # 16-bit linears do not; q/v's LoRA A (no dropout) keeps the attention input either way
+    assert bnb - lora == pytest.approx(sbh * layers * (2 + 2 * f), rel=1e-6)
+    dropout = estimate(_llama(peft="lora", compile=False, lora_dropout=True)).activations
+    bnb_dropout = estimate(_llama(peft="qlora", compile=False, lora_dropout=True)).activations
+    assert bnb_dropout - dropout == pytest.approx(sbh * layers * (4 + 2 * f), rel=1e-6)
+    # torchao's NF4 linear (torchtune) keeps only the weight; torchtune's fp32 logits are not at stake here
+    assert torchao == pytest.approx(lora, rel=1e-6)
+
+
+def test_litgpt_fused_qkv_keeps_its_projection_output_alive():
+    plain = estimate(_llama(peft="lora", compile=False)).activations
+    lit = estimate(_llama("litgpt", peft="lora", compile=False)).activations
+    assert lit - plain == pytest.approx(2048 * 4096 * 32 * 4, rel=1e-6)  # Q and K parts of the base, MHA
+
+
+def test_autocast_keeps_fp32_softmax_and_residual_stream():
+    bert = {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096, "vocab": 30522, "seq_len": 512,
+            "arch": "encoder", "bias": True, "norm": "layernorm", "position_embeddings": "learned"}
+    spec = {"model": bert, "parallel": {"dp": 1},
+            "training": {"micro_batch": 4, "precision": "fp16", "flash_attention": False}}
+    plain = estimate(spec)
+    amp = estimate({**spec, "training": {**spec["training"], "autocast": True}})
+    s, b, h, a, layers = 512, 4, 1024, 16, 24
+    extra = layers * (s * b * h * 4 + 2 * a * s * s * b)  # LayerNorm inputs fp32, softmax output fp32
+    assert amp.activations - plain.activations == pytest.approx(extra, rel=1e-6)
+
+
+def test_a_job_stated_eager_has_no_fused_low_end():
+    unstated = estimate(_llama(peft="lora"))
+    eager = estimate(_llama(peft="lora", compile=False))
+    assert eager.range[1] == pytest.approx(unstated.range[1])
+    assert eager.range[0] > unstated.range[0]
+
+
+def test_estimate_cli_takes_compiled_loss_and_autocast(tmp_path):
+    from typer.testing import CliRunner
+
+    from parallint.cli.app import app
+
+    spec = tmp_path / "job.yaml"
+    spec.write_text("model: {preset: llama-2-7b, seq_len: 2048}\nparallel: {dp: 1}\n"
+                    "training: {micro_batch: 1}\nhardware: {gpu: A100-80GB}\n")
+    outs = {}
+    for args in ((), ("--loss", "compiled"), ("--autocast",)):
+        r = CliRunner().invoke(app, ["estimate", str(spec), "--format", "json", *args])
+        assert r.exit_code in (0, 1), r.output  # 1: the job does not fit the card
+        outs[args] = json.loads(r.output)
+    total = {k: v[0]["per_gpu"]["total"] if isinstance(v, list) else v["jobs"][0]["per_gpu"]["total"]
+             for k, v in outs.items()}
+    assert total[("--loss", "compiled")] < total[()]

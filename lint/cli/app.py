@@ -226,10 +226,11 @@ def estimate(
     lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="LoRA rank r."),
     lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Adapted layers: q,k,v,o,gate,up,down or all."),
     base_quant: Optional[str] = typer.Option(None, "--base-quant", help="Frozen base weights: none, nf4, nf4_dq or int8."),
-    loss: Optional[str] = typer.Option(None, "--loss", help="Cross-entropy: standard, chunked or fused."),
+    loss: Optional[str] = typer.Option(None, "--loss", help="Cross-entropy: standard, chunked, fused or compiled."),
     precision: Optional[str] = typer.Option(None, "--precision", help="bf16, fp16 or fp32."),
     master_weights: Optional[bool] = typer.Option(None, "--master-weights/--pure-bf16", help="fp32 master weights (mixed precision) or pure 16-bit states."),
     compile_: Optional[bool] = typer.Option(None, "--compile/--no-compile", help="torch.compile fuses pointwise ops."),
+    autocast: Optional[bool] = typer.Option(None, "--autocast/--no-autocast", help="torch.autocast mixed precision over fp32 weights."),
     fp8: Optional[bool] = typer.Option(None, "--fp8/--no-fp8", help="float8 linears with float8 all-gather."),
     offload_optimizer: Optional[bool] = typer.Option(None, "--offload-optimizer/--no-offload-optimizer", help="Optimizer states on the CPU."),
     offload_params: Optional[bool] = typer.Option(None, "--offload-params/--no-offload-params", help="Parameters on the CPU."),
@@ -248,7 +249,7 @@ def estimate(
     _positive("--lora-rank", lora_rank)
     for option, choice, allowed in (("--peft", peft, ("none", "lora", "qlora")),
                                    ("--base-quant", base_quant, ("none", "nf4", "nf4_dq", "int8")),
-                                   ("--loss", loss, ("standard", "chunked", "fused")),
+                                   ("--loss", loss, ("standard", "chunked", "fused", "compiled")),
                                    ("--precision", precision, ("bf16", "fp16", "fp32"))):
         if choice is not None and choice not in allowed:
             raise _fail(f"{option} must be {', '.join(allowed[:-1])} or {allowed[-1]} (got {choice!r})")
@@ -262,7 +263,7 @@ def estimate(
                                          recompute_every=recompute_every, peft=peft, lora_rank=lora_rank,
                                          lora_targets=lora_targets, base_quant=base_quant, loss=loss,
                                          precision=precision, master_weights=master_weights,
-                                         compile=compile_, fp8=fp8, offload_optimizer=offload_optimizer,
+                                         compile=compile_, autocast=autocast, fp8=fp8, offload_optimizer=offload_optimizer,
                                          offload_params=offload_params).items() if v is not None}
     raise typer.Exit(estimate_main(list(paths or []), overrides, output_format, config.settings, extra=extra))
 

@@ -33,8 +33,8 @@ _OVERRIDE_KEYS = {
     "zero_stage": ("parallel", "zero_stage"), "micro_batch": ("training", "micro_batch"),
     "recompute": ("training", "recompute"), "gpu": ("hardware", "gpu"),
 } | {k: ("training", k) for k in ("recompute_every", "peft", "lora_rank", "lora_targets", "base_quant", "loss",
-                                  "precision", "master_weights", "compile", "fp8", "offload_optimizer",
-                                  "offload_params")}
+                                  "precision", "master_weights", "compile", "autocast", "fp8",
+                                  "offload_optimizer", "offload_params")}
 
 
 def _gib(x: float | None) -> str:

@@ -206,7 +206,7 @@ def model_state_bytes_per_param(
 # --------------------------------------------------------------------------- activations
 def activation_per_layer(
     s: float, b: float, h: int, a: int, tp: int = 1, sp: bool = False,
-    recompute: str = "none", flash: bool = False, act_bytes: int = 2,
+    recompute: str = "none", flash: bool = False, act_bytes: int = 2, autocast: bool = False,
 ) -> float:
     """Korthikanti et al. 2022, Table 2: activation bytes one layer keeps for one microbatch.
 
@@ -215,13 +215,21 @@ def activation_per_layer(
     10 units replicated across TP ranks (LayerNorm inputs 4, QKV and fc1 inputs 4, two dropout
     masks 2), 24 units split by TP, ``5as/h`` for the attention scores (softmax, its dropout mask
     and output).
+
+    ``autocast`` (torch.autocast mixed precision over fp32 weights, as HF Trainer's ``--fp16`` /
+    ``--bf16`` and Lightning's ``16-mixed`` run): softmax and layer_norm are on autocast's fp32 list
+    (PyTorch docs, "Automatic Mixed Precision package", CUDA ops that autocast to float32), so the
+    softmax output is saved in fp32 (4 bytes; the dropout after it keeps its 1-byte mask and the
+    next matmul saves its 16-bit cast, 2) and the residual stream that the LayerNorms take and
+    return is fp32 (their saved inputs 4 bytes each, and a checkpointed layer's input 4).
     """
     k = act_bytes / 2
     if recompute == "full":
-        return k * 2 * s * b * h / (tp if sp else 1)
-    replicated = 8 * k + 2
+        return (4.0 if autocast else k * 2) * s * b * h / (tp if sp else 1)
+    replicated = 8 * k + 2 + (4.0 if autocast else 0.0)
     sharded = 24 * k
-    score = 0.0 if (recompute == "selective" or flash) else (4 * k + 1) * a * s / h
+    score_bytes = (4 + 1 + 2 * k) if autocast else (4 * k + 1)
+    score = 0.0 if (recompute == "selective" or flash) else score_bytes * a * s / h
     if sp:
         return s * b * h * (replicated + sharded + score) / tp
     return s * b * h * (replicated + (sharded + score) / tp)
@@ -377,7 +385,9 @@ def estimate(spec: dict, accounting: str | None = None, lower_bound: bool = Fals
     allocated = total - context
     loss_here = loss_grad_last if stage == "last" else loss_grad_first
     act_fused = act
-    if act_known and job.accounting != "megatron" and job.shape is not None and not job.opts.get("compile"):
+    # a job that states it runs eager (compile: false) has no fused form to fall to
+    if act_known and job.accounting != "megatron" and job.shape is not None and not job.opts.get("compile") \
+            and job.training.get("compile") is not False:
         fused = _Job(**{k: getattr(job, k) for k in _Job._fields})
         fused.opts = dict(job.opts, compile=True)
         fused.assumptions = []
@@ -467,6 +477,7 @@ def _opts(spec: dict) -> dict:
         "offload_optimizer": bool(tr.get("offload_optimizer")),
         "offload_params": bool(tr.get("offload_params")),
         "recompute_every": int(tr.get("recompute_every") or 1),
+        "autocast": bool(tr.get("autocast")),
         "expandable_segments": hw.get("expandable_segments"),
         # FSDP2 (torchtitan, torchtune, parallel.fsdp): per-unit all-gather and reduce-scatter
         "fsdp2": bool(spec["parallel"].get("fsdp")) or fw.startswith(("torchtitan", "torchtune")),
@@ -608,11 +619,16 @@ def _activations(job: _Job, first: _Stage, last: _Stage, micro, seq, nmb, in_fli
                 per_layer = sum_first / max(first.layers or 1, 1)
                 act_first = sum_first * in_flight * interleave
             else:
-                per_layer = activation_per_layer(s_loc, micro, h, a, tp, sp, recompute, job.flash, ab)
+                amp = bool(job.opts.get("autocast")) and ab == 2
+                per_layer = activation_per_layer(s_loc, micro, h, a, tp, sp, recompute, job.flash, ab, amp)
                 act_first = per_layer * first.layers * in_flight * interleave  # type: ignore[operator]
                 sum_last = per_layer * last.layers  # type: ignore[operator]
-                working = (activation_per_layer(s_loc, micro, h, a, tp, sp, "none", job.flash, ab)
+                working = (activation_per_layer(s_loc, micro, h, a, tp, sp, "none", job.flash, ab, amp)
                            if recompute == "full" else 0.0)  # the layer being recomputed in backward
+                # autocast's 16-bit weight casts (the cast cache of aten/src/ATen/autocast_mode.cpp,
+                # saved by each matmul for backward) are the 16-bit copy that mixed-precision
+                # accounting already keeps in the model states (2 + 4 master bytes per parameter:
+                # HF's model_memory_anatomy, 6 bytes per parameter for mixed precision)
             act_first += s_loc * micro * h * in_flight / tp * ab / 2  # embedding dropout (Sec. 4.3)
             # final norm and output-layer inputs, fp32 logits (Sec. 4.3); a chunked or fused
             # loss keeps no fp32 logits (terms.loss_bytes)
@@ -649,7 +665,12 @@ def _layers_activation(job: _Job, idx: range, s: float, b: float, ab: int) -> tu
     every = o.get("recompute_every", 1)
     kw = dict(tp=job.tp, sp=job.sp, flash=job.flash, act_bytes=ab, compiled=o.get("compile", False),
               lora=lora, lora_dropout=o.get("lora_dropout", False),
-              gathered_inputs=o.get("framework", "").startswith(("torchtitan", "torchtune")))
+              gathered_inputs=o.get("framework", "").startswith(("torchtitan", "torchtune")),
+              frozen_inputs=bool(o.get("peft") and o.get("base_quant")
+                                 and not o.get("framework", "").startswith("torchtune")),
+              # Megatron-LM and NeMo run fused (Apex / Transformer Engine) norm kernels that keep the
+              # 16-bit input; the eager RMSNorms of HF, LitGPT, torchtune and torchtitan upcast
+              norm_upcast=not o.get("framework", "").startswith(("megatron", "nemo")), qkv_view=o.get("framework", "").startswith("litgpt"))
     total = working = 0.0
     for count, i in enumerate(idx):
         moe = bool(bd is not None and i < len(bd.experts) and bd.experts[i])
@@ -684,10 +705,18 @@ def _buffers(job: _Job, hw: dict, micro, seq, act_known: bool) -> tuple[float, f
         elif mode == "standard":  # 12 bytes per logit in all (terms.loss_bytes); 4 are in the activations
             lg = loss_bytes(mode, seq / job.cp, micro, v, job.tp) - 4 * (seq / job.cp) * micro * v / job.tp
         else:
-            lg = loss_bytes(mode, seq / job.cp, micro, v, job.tp)
+            ab = 4 if job.precision in ("fp32", "float32") else 2
+            lg = loss_bytes(mode, seq / job.cp, micro, v, job.tp, ab, _logits_bytes(job, ab))
         loss_grad_last = lg
         loss_grad_first = lg if job.pp == 1 else 0.0
     return other, loss_grad_first, loss_grad_last, fw_buf
+
+
+def _logits_bytes(job: _Job, act_bytes: int) -> float:
+    """Bytes of one logit as the loss function receives it: torchtune's TransformerDecoder upcasts
+    the unchunked output to fp32 in the model (torchtune/modules/transformer.py,
+    ``F.linear(h, ...).float()``); elsewhere the output layer's dtype."""
+    return 4.0 if job.opts.get("framework", "").startswith("torchtune") else float(act_bytes)
 
 
 def _framework_buffers(job: _Job) -> float:

@@ -105,7 +105,7 @@ _MODEL_INTS = ("param_count", "layers", "hidden", "heads", "kv_heads", "head_dim
 _BOOLS = {"model": ("tied_embeddings", "bias"),
           "parallel": ("sequence_parallel", "distributed_optimizer", "fsdp"),
           "training": ("flash_attention", "master_weights", "compile", "fp8", "offload_optimizer",
-                       "offload_params", "lora_dropout"),
+                       "offload_params", "lora_dropout", "autocast"),
           "hardware": ("expandable_segments",)}
 
 

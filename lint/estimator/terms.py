@@ -82,13 +82,37 @@ def parse_targets(value) -> tuple[str, ...]:
 def layer_activation(shape, s: float, b: float, tp: int = 1, sp: bool = False, recompute: str = "none",
                      flash: bool = True, act_bytes: int = 2, compiled: bool = False, moe: bool = False,
                      lora: tuple[str, ...] = (), lora_dropout: bool = False,
-                     gathered_inputs: bool = False) -> float:
+                     gathered_inputs: bool = False, frozen_inputs: bool = False,
+                     norm_upcast: bool = False, qkv_view: bool = False) -> float:
     """Saved activation bytes of one layer for one microbatch (the module docstring's terms).
 
     ``gathered_inputs``: PyTorch tensor parallelism with sequence parallelism (torchtitan) saves
     the all-gathered (whole-sequence) inputs of the column-parallel attention and MLP linears
     for backward, where Megatron-LM gathers them again (Korthikanti Sec. 4.2.2): those 4 units
-    are not split by TP."""
+    are not split by TP.
+
+    ``lora`` (a frozen base): a frozen 16-bit linear layer saves no input, since PyTorch's autograd
+    saves an operand only for a gradient that will be computed (tools/autograd/gen_variable_type.py,
+    ``guard_for``: mm's input is kept for the weight's gradient alone); the attention and MLP inputs
+    and the down projection's input are then kept only where an adapted layer without dropout
+    reads them (the adapter's A matrix saves its input). ``frozen_inputs``: the base's linear
+    layers save their input anyway, as bitsandbytes' 4-bit and 8-bit matmuls do
+    (bitsandbytes/autograd/_functions.py, MatMul4Bit.forward: ``ctx.tensors = (A, B)`` whenever A
+    needs a gradient); torchao's NF4 linear (torchtune's QLoRA) saves only the weight
+    (torchao/dtypes/nf4tensor.py, LinearNF4).
+
+    ``norm_upcast``: an eager RMSNorm that computes in fp32 (HF LlamaRMSNorm, LitGPT, torchtune:
+    ``x.float()`` before the mean of squares) saves the fp32 copy of its input (4 bytes, for pow
+    and mul) where the count above has the 16-bit input, and with a trainable scale also the
+    normalized 16-bit tensor the scale's gradient needs (mul saves its other operand): 4 + 2 per
+    norm in full training, 4 with a frozen scale (PEFT). Fused kernels (compile) keep the 16-bit
+    input.
+
+    ``qkv_view``: a fused QKV projection whose V reaches attention as a view of the projection's
+    output (LitGPT's CausalSelfAttention: ``qkv.view(...).permute(...).split(...)`` and a reshape
+    that stays a view) keeps that whole output alive, since a saved view holds its base's storage:
+    Q and K are roped copies, so the Q and K parts of the base, ``2 * (1 + g) * q/h``, come on
+    top."""
     k = act_bytes / 2
     h = shape.hidden
     sbh = s * b * h
@@ -106,12 +130,24 @@ def layer_activation(shape, s: float, b: float, tp: int = 1, sp: bool = False, r
         return sbh * (replicated + sharded / tp)
     # replicated across TP ranks (split under sequence parallelism): norm inputs, the attention
     # and MLP inputs, dropout masks; the rest is split by TP
-    replicated = k * (4 + 2 + 2) + 2 * dropout
+    norms = k * 4
+    if norm_upcast and not compiled and shape.norm == "rmsnorm" and act_bytes == 2:
+        norms = 2 * (4.0 if lora else 6.0)
+    attn_in = mlp_in = k * 2
+    down_in = (2 * f) * k
+    if lora and not frozen_inputs:
+        reads_x = not lora_dropout  # an adapter without dropout saves the layer input itself
+        attn_in = attn_in if reads_x and any(t in lora for t in ("q", "k", "v")) else 0.0
+        mlp_in = mlp_in if reads_x and any(t in lora for t in ("gate", "up")) else 0.0
+        down_in = down_in if reads_x and "down" in lora else 0.0
+    replicated = norms + attn_in + mlp_in + 2 * dropout
     attn = k * (2 * ratio_q + 4 * g * ratio_q + 2 * ratio_q)
+    if qkv_view and not compiled:
+        attn += k * 2 * (1 + g) * ratio_q
     if shape.mlp == "swiglu":
-        mlp = k * (4 * f if compiled else 8 * f)
+        mlp = k * 4 * f if compiled else k * 6 * f + down_in
     else:
-        mlp = k * (2 * f if compiled else 4 * f)
+        mlp = k * 2 * f if compiled else k * 2 * f + down_in
     if moe:
         e = shape.num_experts or 1
         mlp = shape.top_k * (mlp + k * 4) + 4 * e / h  # routed copies: permuted input, output
@@ -133,7 +169,8 @@ def layer_activation(shape, s: float, b: float, tp: int = 1, sp: bool = False, r
     return sbh * (replicated + (attn + mlp + score) / tp + adapters)
 
 
-def loss_bytes(mode: str, s: float, b: float, vocab: int, tp: int, act_bytes: int = 2) -> float:
+def loss_bytes(mode: str, s: float, b: float, vocab: int, tp: int, act_bytes: int = 2,
+               logits_bytes: float | None = None) -> float:
     """The logits and cross-entropy on the last stage, beyond the output layer's input.
 
     ``standard``: in backward, log_softmax's saved fp32 output, the fp32 gradient nll_loss hands
@@ -141,8 +178,18 @@ def loss_bytes(mode: str, s: float, b: float, vocab: int, tp: int, act_bytes: in
     bytes per logit; the 16-bit and fp32 logits of the forward, 2 + 4, are freed by then). ``chunked`` (torchtune's
     chunked cross-entropy): the 16-bit logits are kept, fp32 only one chunk at a time (2 bytes per
     logit). ``fused`` (a fused linear-cross-entropy kernel, Liger; Wijmans et al. 2024, "Cut Your
-    Losses"): no logits tensor beyond one chunk (0)."""
-    per = {"standard": 12, "chunked": 2, "fused": 0}.get(mode, 12)
+    Losses"): no logits tensor beyond one chunk (0). ``compiled`` (torch.compile of the loss
+    function: torchtitan's build_cross_entropy_loss from bbb1b616, April 2025, torchtune's
+    compile_loss): Inductor fuses the upcast, log-softmax and NLL into one forward kernel that saves
+    its input logits and a per-row logsumexp, and one backward kernel that writes the gradient in
+    the input's dtype (the min-cut partitioner keeps the smallest tensors that recompute the rest;
+    Ansel et al. 2024, Sec. 5): ``2 * logits_bytes`` per logit, the logits as they enter the
+    compiled function (16-bit in torchtitan, whose loss upcasts inside it; fp32 in torchtune,
+    whose TransformerDecoder returns ``output(h).float()``)."""
+    if mode == "compiled":
+        per = 2.0 * (act_bytes if logits_bytes is None else logits_bytes)
+    else:
+        per = {"standard": 12, "chunked": 2, "fused": 0}.get(mode, 12)
     return per * s * b * vocab / tp
 
 

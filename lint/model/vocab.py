@@ -193,10 +193,13 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("training.flash_attention", "bool", "attention without stored score matrices", fact=False),
     Fact("training.recompute_every", "int", "with full recompute: every n-th layer is checkpointed "
          "(torchtitan selective_ac_option n)", "layers", fact=False),
+    Fact("training.autocast", "bool", "torch.autocast mixed precision over fp32 weights: fp32 softmax and residual "
+         "stream, 16-bit weight casts saved for backward", fact=False),
     Fact("training.compile", "bool", "torch.compile fuses the layers' pointwise ops (they are recomputed in backward)",
          fact=False),
     Fact("training.loss", "enum", "cross-entropy: standard (fp32 logits), chunked (16-bit logits, fp32 per chunk), "
-         "fused (no logits tensor)", values=("standard", "chunked", "fused"), fact=False),
+         "fused (no logits tensor), compiled (torch.compile of the loss: its input logits and their gradient)",
+         values=("standard", "chunked", "fused", "compiled"), fact=False),
     Fact("training.fp8", "bool", "float8 linear layers with float8 FSDP all-gather", fact=False),
     Fact("training.peft", "enum", "parameter-efficient fine-tuning: a frozen base with LoRA adapters "
          "(qlora: a 4-bit base)", values=("none", "lora", "qlora"), fact=False),
