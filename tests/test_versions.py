@@ -241,6 +241,40 @@ def test_the_launch_files_own_image_is_more_specific(tmp_path):
     assert [x.value for x in job.facts.all("version.transformers")] == ["==4.30.2"]
 
 
+def test_installed_versions_replace_the_pins_of_the_same_packages(tmp_path):
+    """parallint preflight: what is installed on the node is what runs (origin host); a package not
+    installed keeps its repository statements; the launch file's own image still comes first."""
+    from parallint.engine.runner import _versions
+    from parallint.link import versions as lv
+    from parallint.model.origin import How
+    from parallint.readers import shell
+
+    installed = rv.installed("torch", "2.3.1+cu121", "pf.sh", 3, 18)
+    assert facts(installed) == {"version.torch": ["==2.3.1"], "version.cuda": ["==12.1"]}
+    assert all(x.origin.how is How.HOST and x.origin.via == "installed" for _k, x in installed)
+    assert installed[0][1].span.column == 18 and installed[0][1].source == "torch 2.3.1+cu121 installed"
+    assert rv.installed("megatron-core", "0.8.0", "pf.sh", 3) == []  # no version fact
+    assert rv.installed("torch", "not-a-version", "pf.sh", 3) == []
+    _repo(tmp_path, {"requirements.txt": "torch==1.13.1\ntransformers==4.30.2\n",
+                     "run.sh": "#!/bin/bash\ntorchrun train.py\n",
+                     "img.sbatch": "#!/bin/bash\nsrun --container-image=nvcr.io#nvidia/pytorch:23.10-py3 torchrun x.py\n"})
+
+    def read(name):
+        return shell.read(name, tmp_path / name, (tmp_path / name).read_text())
+
+    try:
+        assert [x.value for x in _versions(read("run.sh")).all("version.torch")] == ["==1.13.1"]
+        lv.reset()
+        lv.set_installed(installed)
+        got = _versions(read("run.sh"))
+        assert [x.value for x in got.all("version.torch")] == ["==2.3.1"]  # installed, not the pin
+        assert [x.value for x in got.all("version.transformers")] == ["==4.30.2"]  # not installed: the pin
+        img = _versions(read("img.sbatch"))
+        assert [x.value for x in img.all("version.torch")] == ["==2.1.0"]  # the image is what runs
+    finally:
+        lv.reset()
+
+
 def test_version_files_outside_the_repository_are_not_read(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
