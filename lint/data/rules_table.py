@@ -110,7 +110,7 @@ MODULES: dict[str, dict] = {
     'env.env010_torch_api_newer_than_pin': {'source': '5279:7d13c1d5', 'rules': [
         {'class': 'TorchApiNewerThanPin', 'code': 'ENV010', 'name': 'torch-api-newer-than-pin', 'severity': 'error', 'summary': 'A script calls a torch API that the torch the job pins does not have.', 'kinds': ['python'], 'calls': ['torch.compile', 'torch.distributed.device_mesh.init_device_mesh', 'torch.func.functional_call', 'torch.func.grad', 'torch.func.vmap', 'torch.nn.functional.scaled_dot_product_attention'], 'file': True, 'job': False},
     ]},
-    'lay.lay001_parallel_product_mismatch': {'source': '15898:88a82a1e', 'rules': [
+    'lay.lay001_parallel_product_mismatch': {'source': '21621:79129f1f', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [
