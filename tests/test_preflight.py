@@ -429,3 +429,20 @@ def test_installed_versions_are_not_used_when_the_command_runs_in_an_image(node,
     p = node.run("preflight", "--show", *launch[1:])
     assert "the installed versions are not used: the command names a container image" in p.stdout
     assert "version.torch: ==2.1.0" in p.stdout  # the image's (NGC 23.10), not the 1.9.1 installed here
+
+
+def test_installed_deepspeed_decides_cfg011(node, tmp_path):
+    """CFG011 (a file rule on the config the command names) with the DeepSpeed installed on the
+    node: ZeRO++'s keys came with 0.10.0, and 0.9.5's zero_optimization rejects them."""
+    write_tree(node.repo, {"train.py": MEGATRON, "requirements.txt": "deepspeed>=0.9\n",
+                           "ds.json": '{\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": '
+                                      '{"stage": 3, "zero_quantized_weights": true}\n}\n'})
+    launch = ("preflight", "--", "deepspeed", "--num_gpus", "1", "train.py", "--deepspeed_config", "ds.json")
+    assert _codes(node.run(*launch).stdout) == []  # a range across 0.10.0: silent
+    _install(node, tmp_path, "deepspeed-0.9.5")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["CFG011"], p.stdout + p.stderr
+    assert "zero_optimization.zero_quantized_weights is not a key of deepspeed 0.9.5 installed" in p.stdout
+    _install(node, tmp_path, "deepspeed-0.10.0")
+    assert _codes(node.run(*launch).stdout) == []

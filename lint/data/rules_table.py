@@ -44,6 +44,9 @@ MODULES: dict[str, dict] = {
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
         {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
     ]},
+    'cfg.cfg011_deepspeed_key_not_in_version': {'source': '8554:caa72147', 'rules': [
+        {'class': 'DeepspeedKeyNotInVersion', 'code': 'CFG011', 'name': 'deepspeed-key-not-in-version', 'severity': 'error', 'summary': "A DeepSpeed config key that the job's DeepSpeed release does not have (not yet, or no longer).", 'kinds': ['deepspeed'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'ckp.ckp001_unguarded_checkpoint_save': {'source': '12302:0bda3b92', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'hvd_init', 'hvd_optimizer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
