@@ -25,7 +25,7 @@ import pytest
 from conftest import ROOT, run_cli, write_tree
 from test_noqa_edits import BREAKS, FRAGMENTS
 
-FIXABLE = {"BAT001", "CFG001", "CFG006", "CKP002", "DAT003", "DDP001", "ENV005", "LCH004"}
+FIXABLE = {"BAT001", "CFG001", "CFG006", "CKP002", "DAT003", "DDP001", "ENV005", "LAY001", "LCH004"}
 
 
 def _codes(cwd: Path, *paths: str) -> list[str]:
@@ -60,7 +60,7 @@ def test_fix_on_a_copy_of_the_examples(tmp_path):
     ex = _copy_examples(tmp_path)
     first = _codes(ex)
     fixable_before = [c for c in first if c in FIXABLE]
-    assert set(fixable_before) >= {"DDP001", "DAT003", "LCH004", "CKP002", "CFG001", "ENV005", "BAT001"}
+    assert set(fixable_before) >= {"DDP001", "DAT003", "LCH004", "CKP002", "CFG001", "ENV005", "BAT001", "LAY001"}
     before = _snapshot(ex)
 
     shown = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", ".", cwd=ex)
@@ -73,7 +73,7 @@ def test_fix_on_a_copy_of_the_examples(tmp_path):
     after = _snapshot(ex)
     assert shown.stdout == _unified(before, after)  # --diff printed the change --fix made
     left = _codes(ex)
-    for code in ("DDP001", "DAT003", "LCH004", "CKP002", "CFG001", "ENV005", "BAT001"):
+    for code in ("DDP001", "DAT003", "LCH004", "CKP002", "CFG001", "ENV005", "BAT001", "LAY001"):
         assert code not in left, (code, left)
     # what the fixes do not touch is still reported as before
     assert [c for c in left if c not in FIXABLE] == [c for c in first if c not in FIXABLE]
@@ -183,7 +183,7 @@ def test_rule_says_whether_it_fixes():
     out = run_cli("rule", "DAT003").stdout
     assert "Automatic fix (safe, `check --fix`)" in out
     assert "Automatic fix (unsafe" in run_cli("rule", "CKP002").stdout
-    assert "Automatic fix" not in run_cli("rule", "LAY001").stdout
+    assert "Automatic fix" not in run_cli("rule", "LAY002").stdout
     listed = {r["code"]: r["fix"] for r in json.loads(run_cli("rules", "--format", "json").stdout)}
     assert {c for c, f in listed.items() if f} == FIXABLE
     assert listed["LCH004"] == "sometimes" and listed["BAT001"] == "unsafe" and listed["DDP001"] == "safe"
@@ -384,3 +384,97 @@ def test_span_fixes_change_only_the_value(tmp_path, seed):
             "python -m torch.distributed.launch --nproc_per_node=2 --use_env", "torchrun --nproc_per_node=2")
         assert after == expected, what
     assert not set(_codes(tmp_path, name)) & {"CFG001", "ENV005", "LCH004"}, what
+
+
+# ------------------------------------------------ LAY001: the nearest layout `plan` accepts
+_GPT = "import torch.distributed as dist\n\ndist.init_process_group('nccl')\n"
+
+
+def _lay001(tmp_path: Path, launch: str, **more: str) -> Path:
+    write_tree(tmp_path, {".git/x": "", "pretrain_gpt.py": _GPT, "run.sh": launch, **more})
+    return tmp_path
+
+
+def test_lay001_sets_the_nearest_degree_plan_accepts_in_the_launch_line(tmp_path):
+    """TP 8 × PP 4 on 16 GPUs: TP 4 (4 × 4 = 16) is the nearest; the flag's value is the only
+    change, shown by --diff, made only with --unsafe-fixes, and the finding goes away."""
+    launch = ("#!/bin/bash\ntorchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\\n"
+              "    --tensor-model-parallel-size 8 --pipeline-model-parallel-size=4 --num-layers 24 \\\n"
+              "    --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048\n")
+    _lay001(tmp_path, launch)
+    assert _codes(tmp_path, "run.sh") == ["LAY001"]
+    assert run_cli("check", "--no-cache", "--diff", "run.sh", cwd=tmp_path).stdout == ""  # unsafe: not without asking
+    shown = run_cli("check", "--no-cache", "--diff", "--unsafe-fixes", "run.sh", cwd=tmp_path)
+    assert "-    --tensor-model-parallel-size 8 --pipeline-model-parallel-size=4 --num-layers 24 \\\n" in shown.stdout
+    assert "+    --tensor-model-parallel-size 4 --pipeline-model-parallel-size=4 --num-layers 24 \\\n" in shown.stdout
+    assert (tmp_path / "run.sh").read_text() == launch  # --diff writes nothing
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "run.sh", cwd=tmp_path)
+    after = (tmp_path / "run.sh").read_text()
+    assert after == launch.replace("--tensor-model-parallel-size 8", "--tensor-model-parallel-size 4")
+    assert _codes(tmp_path, "run.sh") == []
+    again = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "run.sh", cwd=tmp_path)
+    assert (tmp_path / "run.sh").read_text() == after and "Fixed 0 findings." in again.stderr
+
+
+def test_lay001_skips_the_nearest_degree_a_layout_rule_rejects(tmp_path):
+    """6 heads: TP 8 on 4 GPUs becomes TP 2, not the nearer TP 4 (LAY003: 6 heads do not split in
+    4, so `plan` rejects it)."""
+    _lay001(tmp_path, "#!/bin/bash\ntorchrun --nproc_per_node 4 pretrain_gpt.py --tensor-model-parallel-size 8 "
+                      "--num-layers 4 --hidden-size 384 --num-attention-heads 6\n")
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "run.sh", cwd=tmp_path)
+    assert "--tensor-model-parallel-size 2 " in (tmp_path / "run.sh").read_text()
+    assert _codes(tmp_path, "run.sh") == []
+
+
+def test_lay001_in_a_nemo_yaml_and_a_torchtitan_toml(tmp_path):
+    """The key's value in the config where the degree is written: NeMo's YAML, torchtitan's TOML
+    (its dp_shard set to the one degree that makes the product the world)."""
+    ex = _copy_examples(tmp_path)
+    nemo = ex / "nemo_tp_pp" / "conf" / "megatron_gpt_config.yaml"
+    titan = ex / "torchtitan" / "llama3_8b.toml"
+    before = nemo.read_text(), titan.read_text()
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "nemo_tp_pp", "torchtitan", cwd=ex)
+    assert nemo.read_text() == before[0].replace("tensor_model_parallel_size: 4", "tensor_model_parallel_size: 2")
+    assert titan.read_text() == before[1].replace("data_parallel_shard_degree = 4", "data_parallel_shard_degree = 2")
+    assert "LAY001" not in _codes(ex, "nemo_tp_pp", "torchtitan")
+
+
+def test_lay001_in_a_python_plugin_call(tmp_path):
+    """ColossalAI's HybridParallelPlugin(tp_size=4, pp_size=2) on 4 processes: tp_size=2, the
+    rest of the program unchanged (the fixer compares the trees)."""
+    train = ("import colossalai\nfrom colossalai.booster import Booster\n"
+             "from colossalai.booster.plugin import HybridParallelPlugin\n\ncolossalai.launch_from_torch()\n"
+             "plugin = HybridParallelPlugin(tp_size=4, pp_size=2, zero_stage=1)  # the plugin\n"
+             "booster = Booster(plugin=plugin)\n")
+    write_tree(tmp_path, {".git/x": "", "run.sh": "torchrun --standalone --nproc_per_node 4 train.py\n",
+                          "train.py": train})
+    assert _codes(tmp_path) == ["LAY001"]
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert (tmp_path / "train.py").read_text() == train.replace("tp_size=4", "tp_size=2")
+    assert _codes(tmp_path) == []
+
+
+@pytest.mark.parametrize("launch", [
+    # a shell variable may be used elsewhere (a checkpoint name, another flag): not changed
+    "#!/bin/bash\nTP=8\ntorchrun --nproc_per_node 4 pretrain_gpt.py --tensor-model-parallel-size $TP\n",
+    # no degree fits: TP 3 × PP 3 on 8 GPUs (no TP with PP 3 divides 8)
+    "#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 3 "
+    "--pipeline-model-parallel-size 3\n",
+])
+def test_lay001_without_a_literal_or_a_layout_is_not_fixed(tmp_path, launch):
+    _lay001(tmp_path, launch)
+    assert _codes(tmp_path, "run.sh") == ["LAY001"]
+    run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "run.sh", cwd=tmp_path)
+    assert (tmp_path / "run.sh").read_text() == launch
+    assert _codes(tmp_path, "run.sh") == ["LAY001"]
+
+
+def test_sarif_carries_the_lay001_fix(tmp_path):
+    _lay001(tmp_path, "#!/bin/bash\ntorchrun --nproc_per_node 4 pretrain_gpt.py --tensor-model-parallel-size 8\n")
+    res = run_cli("check", "--no-cache", "--format", "sarif", "run.sh", cwd=tmp_path)
+    (r,) = json.loads(res.stdout)["runs"][0]["results"]
+    fix = r["fixes"][0]
+    assert r["ruleId"] == "LAY001" and "set TP to 4" in fix["description"]["text"]
+    assert "unsafe" in fix["description"]["text"]
+    (rep,) = fix["artifactChanges"][0]["replacements"]
+    assert rep["insertedContent"]["text"] == "4" and rep["deletedRegion"]["startLine"] == 2

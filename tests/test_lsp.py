@@ -158,6 +158,30 @@ async def test_code_action_makes_the_fix(client: LanguageClient):
     assert [x.code for x in await _published(client, script.as_uri())] == []
 
 
+@pytest.mark.asyncio
+async def test_code_action_offers_the_lay001_layout_fix(client: LanguageClient):
+    """LAY001's fix (the nearest layout `plan` accepts) is a code action like the others: unsafe,
+    so not preferred; applied, the degree is the only change and the finding goes."""
+    (WORK / "pretrain_gpt.py").write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\n")
+    launch = WORK / "run.sh"
+    text = "#!/bin/bash\ntorchrun --nproc_per_node 4 pretrain_gpt.py --tensor-model-parallel-size 8\n"
+    launch.write_text(text)
+    _open(client, launch, lang="shellscript")
+    diags = await _published(client, launch.as_uri())
+    (d,) = [d for d in diags if d.code == "LAY001"]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=launch.as_uri()),
+        range=d.range, context=types.CodeActionContext(diagnostics=[d])))
+    (fix,) = [a for a in actions if a.title.startswith("Fix LAY001")]
+    assert "set TP to 4" in fix.title and "unsafe" in fix.title and not fix.is_preferred
+    (edit,) = fix.edit.changes[launch.as_uri()]
+    after = _apply(text, edit)
+    assert after == text.replace("--tensor-model-parallel-size 8", "--tensor-model-parallel-size 4")
+    client.diagnostics.clear()
+    _change(client, launch, after, 2)
+    assert [x.code for x in await _published(client, launch.as_uri())] == []
+
+
 def _analyses(client) -> int:
     return sum(1 for m in client.log_messages if m.message.startswith("parallint: analysed "))
 

@@ -311,3 +311,138 @@ def test_ib_disabled_on_a_node_without_infiniband_is_silent(node):
     (node.host / "sys/class/infiniband/mlx5_0").mkdir(parents=True)
     p = node.run(*launch)
     assert _codes(p.stdout) == ["ENV001"], p.stdout + p.stderr
+
+
+# -- the installed versions (issue 24): origin host, they replace the repository's pins ----------
+PARSER_LOCAL_RANK = """\
+import argparse
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+dist.init_process_group("nccl")
+"""
+TRAINER = """\
+import torch.distributed as dist
+from transformers import TrainingArguments
+
+dist.init_process_group("nccl")
+args = TrainingArguments(output_dir="out", evaluation_strategy="steps")
+"""
+COMPILE = "import torch\nimport torch.distributed as dist\n\ndist.init_process_group('nccl')\n" \
+          "model = torch.compile(torch.nn.Linear(4, 4))\n"
+
+
+def _install(node: Node, tmp: Path, *dists: str) -> None:
+    """A fake environment: a site-packages folder holding the ``*.dist-info`` folders ``dists``."""
+    site = tmp / "env" / "site-packages"
+    if site.exists():
+        for old in site.iterdir():
+            old.rmdir()
+    for d in dists:
+        (site / f"{d}.dist-info").mkdir(parents=True)
+    node.pythonpath = str(site)
+
+
+def test_installed_torch_replaces_the_pin_for_lch004(node, tmp_path):
+    """LCH family: a torch 1.x pin makes LCH004 the deprecation notice; the torch 2.x installed on
+    the node passes --local-rank, and the parser knows only --local_rank: the crash (error)."""
+    write_tree(node.repo, {"train.py": PARSER_LOCAL_RANK, "requirements.txt": "torch==1.13.1\n"})
+    launch = ("preflight", "--", "python", "-m", "torch.distributed.launch", "--nproc_per_node", "1", "train.py")
+    p = node.run(*launch)  # nothing installed: the pin decides
+    _clean(p)
+    assert _codes(p.stdout) == ["LCH004"] and "(1 info)" in p.stdout and "works here: torch==1.13.1" in p.stdout
+    _install(node, tmp_path, "torch-2.3.1+cu121")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["LCH004"], p.stdout + p.stderr
+    assert "passes --local-rank=N with torch 2.3.1+cu121 installed (parallint-preflight.sh:3)" in p.stdout
+    assert "(1 error)" in p.stdout and "torch==1.13.1" not in p.stdout  # the pin is not what runs
+    # and the other way round: a 2.x pin, torch 1.13 installed: only the deprecation
+    write_tree(node.repo, {"requirements.txt": "torch>=2.1\n"})
+    _install(node, tmp_path, "torch-1.13.1")
+    p = node.run(*launch)
+    assert _codes(p.stdout) == ["LCH004"] and "(1 info)" in p.stdout, p.stdout + p.stderr
+    assert "works here: torch 1.13.1 installed" in p.stdout
+
+
+def test_installed_torch_too_old_for_torchrun_is_lch020(node, tmp_path):
+    launch = ("preflight", "--", "torchrun", "--nproc_per_node", "1", "pretrain_gpt.py")
+    _install(node, tmp_path, "torch-1.9.1")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["LCH020"], p.stdout + p.stderr
+    assert "the job runs torch 1.9.1 installed (parallint-preflight.sh:3)" in p.stdout
+    _install(node, tmp_path, "torch-1.10.0")
+    assert _codes(node.run(*launch).stdout) == []
+
+
+def test_installed_transformers_decides_cfg010(node, tmp_path):
+    """CFG family: a range across the rename is silent statically; the installed release decides."""
+    write_tree(node.repo, {"train.py": TRAINER, "requirements.txt": "transformers>=4.30\n"})
+    launch = ("preflight", "--", "torchrun", "--nproc_per_node", "1", "train.py")
+    assert _codes(node.run(*launch).stdout) == []
+    _install(node, tmp_path, "transformers-4.52.0")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["CFG010"], p.stdout + p.stderr
+    assert "evaluation_strategy is not an argument of transformers 4.52.0 installed" in p.stdout
+    _install(node, tmp_path, "transformers-4.40.2")
+    assert _codes(node.run(*launch).stdout) == []
+
+
+def test_installed_torch_build_against_the_real_gpu_is_env006(node, tmp_path):
+    """ENV family: the host's H100 (nvidia-smi) and the torch installed there, built for CUDA 11.3."""
+    node.gpus(H100_80, 1)
+    launch = ("preflight", "--", "torchrun", "--nproc_per_node", "1", "pretrain_gpt.py")
+    _install(node, tmp_path, "torch-1.12.1+cu113")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["ENV006"], p.stdout + p.stderr
+    assert "torch 1.12.1+cu113 installed (a +cu113 build)" in p.stdout
+    _install(node, tmp_path, "torch-2.3.1+cu121")
+    assert _codes(node.run(*launch).stdout) == []
+
+
+def test_installed_torch_reaches_the_scripts_file_rules(node, tmp_path):
+    """ENV010 is a file rule on the launched script: preflight runs the file rules on every file
+    the job takes in, with the installed torch."""
+    write_tree(node.repo, {"train.py": COMPILE, "requirements.txt": "torch\n"})
+    launch = ("preflight", "--", "torchrun", "--nproc_per_node", "1", "train.py")
+    assert _codes(node.run(*launch).stdout) == []
+    _install(node, tmp_path, "torch-1.13.1")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["ENV010"], p.stdout + p.stderr
+    assert re.search(r"^train\.py:5:\d+: ENV010 torch\.compile came with torch 2\.0, and the job runs torch "
+                     r"1\.13\.1 installed", p.stdout, re.M)
+
+
+def test_installed_versions_are_not_used_when_the_command_runs_in_an_image(node, tmp_path):
+    _install(node, tmp_path, "torch-1.9.1")
+    launch = ("preflight", "--", "srun", "--container-image=nvcr.io#nvidia/pytorch:23.10-py3",
+              "torchrun", "--nproc_per_node", "1", "pretrain_gpt.py")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 0 and _codes(p.stdout) == [], p.stdout + p.stderr
+    p = node.run("preflight", "--show", *launch[1:])
+    assert "the installed versions are not used: the command names a container image" in p.stdout
+    assert "version.torch: ==2.1.0" in p.stdout  # the image's (NGC 23.10), not the 1.9.1 installed here
+
+
+def test_installed_deepspeed_decides_cfg011(node, tmp_path):
+    """CFG011 (a file rule on the config the command names) with the DeepSpeed installed on the
+    node: ZeRO++'s keys came with 0.10.0, and 0.9.5's zero_optimization rejects them."""
+    write_tree(node.repo, {"train.py": MEGATRON, "requirements.txt": "deepspeed>=0.9\n",
+                           "ds.json": '{\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": '
+                                      '{"stage": 3, "zero_quantized_weights": true}\n}\n'})
+    launch = ("preflight", "--", "deepspeed", "--num_gpus", "1", "train.py", "--deepspeed_config", "ds.json")
+    assert _codes(node.run(*launch).stdout) == []  # a range across 0.10.0: silent
+    _install(node, tmp_path, "deepspeed-0.9.5")
+    p = node.run(*launch)
+    _clean(p)
+    assert p.returncode == 1 and _codes(p.stdout) == ["CFG011"], p.stdout + p.stderr
+    assert "zero_optimization.zero_quantized_weights is not a key of deepspeed 0.9.5 installed" in p.stdout
+    _install(node, tmp_path, "deepspeed-0.10.0")
+    assert _codes(node.run(*launch).stdout) == []

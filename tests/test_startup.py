@@ -394,7 +394,8 @@ def test_preflight_imports_nothing_heavy(tmp_path, monkeypatch):
     assert "parallint.readers.shell" in mods and "parallint.cli.preflight" in mods
     assert sorted(m for m in HEAVY if m in mods) == []
     # nothing of its own beyond: the shell launch path (readers.shell, cmdline, the LCH rules)
-    # loads typing and tempfile for either command
-    checked, proc = _loaded(["check", "run.sh"], tmp_path)
+    # loads typing and tempfile for either command; preflight runs the file rules on the files the
+    # job takes in too (the script), as `check` of the launch file and its script does
+    checked, proc = _loaded(["check", "run.sh", "train.py"], tmp_path)
     assert proc.returncode == 1 and " LAY001 " in proc.stdout
     assert sorted(mods - checked) == ["parallint.cli.preflight", "parallint.discover.host"]

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -241,6 +242,40 @@ def test_the_launch_files_own_image_is_more_specific(tmp_path):
     assert [x.value for x in job.facts.all("version.transformers")] == ["==4.30.2"]
 
 
+def test_installed_versions_replace_the_pins_of_the_same_packages(tmp_path):
+    """parallint preflight: what is installed on the node is what runs (origin host); a package not
+    installed keeps its repository statements; the launch file's own image still comes first."""
+    from parallint.engine.runner import _versions
+    from parallint.link import versions as lv
+    from parallint.model.origin import How
+    from parallint.readers import shell
+
+    installed = rv.installed("torch", "2.3.1+cu121", "pf.sh", 3, 18)
+    assert facts(installed) == {"version.torch": ["==2.3.1"], "version.cuda": ["==12.1"]}
+    assert all(x.origin.how is How.HOST and x.origin.via == "installed" for _k, x in installed)
+    assert installed[0][1].span.column == 18 and installed[0][1].source == "torch 2.3.1+cu121 installed"
+    assert rv.installed("megatron-core", "0.8.0", "pf.sh", 3) == []  # no version fact
+    assert rv.installed("torch", "not-a-version", "pf.sh", 3) == []
+    _repo(tmp_path, {"requirements.txt": "torch==1.13.1\ntransformers==4.30.2\n",
+                     "run.sh": "#!/bin/bash\ntorchrun train.py\n",
+                     "img.sbatch": "#!/bin/bash\nsrun --container-image=nvcr.io#nvidia/pytorch:23.10-py3 torchrun x.py\n"})
+
+    def read(name):
+        return shell.read(name, tmp_path / name, (tmp_path / name).read_text())
+
+    try:
+        assert [x.value for x in _versions(read("run.sh")).all("version.torch")] == ["==1.13.1"]
+        lv.reset()
+        lv.set_installed(installed)
+        got = _versions(read("run.sh"))
+        assert [x.value for x in got.all("version.torch")] == ["==2.3.1"]  # installed, not the pin
+        assert [x.value for x in got.all("version.transformers")] == ["==4.30.2"]  # not installed: the pin
+        img = _versions(read("img.sbatch"))
+        assert [x.value for x in img.all("version.torch")] == ["==2.1.0"]  # the image is what runs
+    finally:
+        lv.reset()
+
+
 def test_version_files_outside_the_repository_are_not_read(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -353,3 +388,60 @@ def test_a_cached_result_is_dropped_when_a_version_file_changes(tmp_path):
     (tmp_path / "requirements.txt").unlink()
     (tmp_path / "requirements-gpu.txt").write_text("transformers==4.52.0\n")
     assert run() == ["a.py", "b.py"]
+
+
+# -- DeepSpeed keys per release (CFG011's table) --------------------------------------------------
+def test_deepspeed_key_table_is_generated_from_the_release_tags(tmp_path):
+    """scripts/update_deepspeed_keys.py on a small history: a key is `since` the first tag whose
+    config code reads it (a quoted constant, or a pydantic field), `removed` at the first tag
+    after which it is gone; a docstring's sample config does not count."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "ds"
+    (repo / "deepspeed/runtime/zero").mkdir(parents=True)
+
+    def commit(tag: str, constants: str, zero: str, utils: str = "") -> None:
+        (repo / "deepspeed/runtime/constants.py").write_text(constants)
+        (repo / "deepspeed/runtime/zero/constants.py").write_text("")
+        (repo / "deepspeed/runtime/zero/config.py").write_text(zero)
+        (repo / "deepspeed/runtime/config_utils.py").write_text(utils)
+        for args in (["add", "-A"], ["commit", "-q", "-m", tag], ["tag", tag]):
+            subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for name, val in (("user.email", "t@example.com"), ("user.name", "t")):
+        subprocess.run(["git", "-C", str(repo), "config", name, val], check=True)
+    commit("v0.1.0", 'BFLOAT16 = "bfloat16"\n', '"""\n    "zero_quantized_weights": [true|false],\n"""\n')
+    commit("v0.2.0", 'BFLOAT16 = "bf16"\n', "class DeepSpeedZeroConfig(DeepSpeedConfigModel):\n"
+                                            "    cpu_offload_param: bool = False\n",
+           'class Config:\n    extra = "forbid"\n')
+    commit("v0.10.0", 'BFLOAT16 = "bf16"\n', "class DeepSpeedZeroConfig(DeepSpeedConfigModel):\n"
+                                             "    zero_quantized_weights: bool = False\n", 'extra = "forbid"\n')
+    out = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "scripts/update_deepspeed_keys.py"),
+                          str(repo / ".git")], capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    rows = {(r["section"], r["key"]): r for r in data["keys"]}
+    assert data["newest_release"] == "0.10.0" and data["zero_forbid_since"] == "0.2.0"
+    assert rows[("", "bf16")]["since"] == "0.2.0" and "removed" not in rows[("", "bf16")]
+    assert rows[("", "bfloat16")]["since"] == "0.1.0" and rows[("", "bfloat16")]["removed"] == "0.2.0"
+    assert rows[("", "bfloat16")]["uncertain"] == ["since"]  # in the oldest tag: maybe older still
+    assert rows[("zero_optimization", "zero_quantized_weights")]["since"] == "0.10.0"  # not the docstring's 0.1.0
+    assert rows[("zero_optimization", "cpu_offload_param")] == {
+        "section": "zero_optimization", "key": "cpu_offload_param", "since": "0.2.0", "removed": "0.10.0",
+        "found_in": ["deepspeed/runtime/zero/config.py"]}
+    assert rows[("", "compile")]["since"] is None and rows[("", "compile")]["uncertain"] == ["since"]
+
+
+def test_the_bundled_deepspeed_key_table_states_only_settled_rows():
+    from parallint.rules.cfg import cfg011_deepspeed_key_not_in_version as cfg011
+
+    data = cfg011.table()
+    assert data["zero_forbid_since"] == "0.7.0" and data["newest_release"] == "0.16.4"
+    stated = {(r["section"], r["key"]): (r["since"], r.get("removed")) for r in cfg011._rows()}
+    assert stated[("", "bf16")] == ("0.6.0", None)
+    assert stated[("zero_optimization", "zero_quantized_weights")] == ("0.10.0", None)
+    assert stated[("zero_optimization", "cpu_offload_params")] == ("0.3.12", "0.7.0")
+    unsettled = [r["key"] for r in data["keys"] if "since" in (r.get("uncertain") or ())]
+    assert unsettled and not any(k in {key for _s, key in stated} for k in unsettled)

@@ -98,6 +98,17 @@ def _host_lines(host: Host) -> List[str]:
     return lines
 
 
+#: the packages whose installed versions the launch file's comment lists, in this order
+INSTALLED_ORDER = ("torch", "deepspeed", "transformers", "accelerate", "flash-attn", "nccl")
+INSTALLED_PREFIX = "# host: installed "
+
+
+def _installed_line(host: Host) -> Optional[str]:
+    """The comment line that lists the installed versions (the version facts point at it)."""
+    got = [f"{n} {host.packages[n][0]}" for n in INSTALLED_ORDER if n in host.packages]
+    return INSTALLED_PREFIX + ", ".join(got) + " (site-packages)" if got else None
+
+
 def launch_file(command: List[str], env: dict, host: Host) -> tuple[str, dict[str, int]]:
     """The launch file's text, and the line of each variable's ``export`` ('#host': the GPU line)."""
     lines = ["#!/bin/sh", "# parallint preflight: the launch command as it runs here, in its environment"]
@@ -106,6 +117,10 @@ def launch_file(command: List[str], env: dict, host: Host) -> tuple[str, dict[st
     if host_lines:
         where["#host"] = len(lines) + 1
     lines.extend(host_lines)
+    installed = _installed_line(host)
+    if installed is not None:
+        lines.append(installed)
+        where["#installed"] = len(lines)
     for name, value in env.items():
         lines.append(f"export {name}={_quote(value)}")
         where[name] = len(lines)
@@ -164,6 +179,25 @@ def scheduler_facts(env: dict, host: Host, display: str, where: dict[str, int]):
         facts.add("hardware.gpu_memory_bytes", Value(low, at("#host"), True, "",
                                                      f"host {host.gpu_source}: {low >> 20} MiB", Origin(How.HOST)))
     return facts
+
+
+def installed_versions(host: Host, display: str, where: dict[str, int], text: str) -> list:
+    """The version facts of the packages installed here (``version.torch`` ... with origin
+    ``host``, via ``installed``), each with its span on the launch file's ``# host: installed``
+    line; none when the command names a container image (it runs there, not in this
+    environment)."""
+    from parallint.readers import versions as rv
+
+    line_no = where.get("#installed")
+    if line_no is None or rv.names_image(text):
+        return []
+    line = text.splitlines()[line_no - 1]
+    out: list = []
+    for name in INSTALLED_ORDER:
+        got = host.packages.get(name)
+        if got is not None:
+            out += rv.installed(name, got[0], display, line_no, line.find(f"{name} {got[0]}") + 1)
+    return out
 
 
 def run_preflight(command: Optional[List[str]] = None, exec_: bool = False, show: bool = False,
@@ -243,8 +277,11 @@ def _preflight(command, exec_, show, root, config_path, output_format, fail_leve
     text, where = launch_file(command, env, host)
     runner.stdin[ap] = text
     runner.context[ap] = scheduler_facts(env, host, display, where)
+    from parallint.link import versions as link_versions
+
+    link_versions.set_installed(installed_versions(host, display, where, text))  # after Runner(): it resets them
     f = runner.read(ap, explicit=True)
-    result = runner.check([], rules, files=[f] if f is not None else [])
+    result = runner.check([], rules, files=job_files(runner, f))
     if show:
         from parallint.report.show import render_jobs
 
@@ -269,6 +306,23 @@ def _preflight(command, exec_, show, root, config_path, output_format, fail_leve
     return EXIT_OK, (command if exec_ else None)
 
 
+def job_files(runner: Any, f: Any) -> list:
+    """The launch file and every file its jobs take in (the script, its configs): the file rules
+    run on each of them too, as on the files ``check`` is given (the job is about to run them)."""
+    if f is None:
+        return []
+    out, seen = [f], {f.abspath}
+    for job in runner.jobs([f]):
+        for x in job.files:
+            if x.abspath in seen:
+                continue
+            seen.add(x.abspath)
+            got = runner.cache.get(x.abspath)
+            if got is not None:
+                out.append(got)
+    return out
+
+
 def render_facts(env: dict, host: Host, display: str, text: str) -> str:
     """What ``--show`` prints: every fact preflight took from the environment and the host, with
     its origin, and the launch file that stands for the command."""
@@ -291,6 +345,11 @@ def render_facts(env: dict, host: Host, display: str, text: str) -> str:
     for name in ("torch", "deepspeed", "transformers", "accelerate", "megatron-core", "nccl"):
         got = host.packages.get(name)
         out.append(f"  {name}: {q(got[0])}  # {got[1]}" if got else f"  {name}: null  # not installed here")
+    if host.packages:
+        from parallint.readers.versions import names_image
+
+        out.append("  # the installed versions are not used: the command names a container image" if names_image(text)
+                   else "  # the installed versions replace the repository's pins of the same packages (version.*)")
     out.append(f"  infiniband: {q(host.infiniband)}  # /sys/class/infiniband")
     out.append(f"  nvidia_peermem: {q(host.peermem)}  # /proc/modules")
     if host.notes and host.gpus is not None:

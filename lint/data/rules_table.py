@@ -44,6 +44,9 @@ MODULES: dict[str, dict] = {
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
         {'class': 'RenamedTrainingArgument', 'code': 'CFG010', 'name': 'renamed-training-argument', 'severity': 'error', 'summary': "a TrainingArguments keyword that the job's transformers version does not accept (evaluation_strategy / eval_strategy)", 'kinds': [], 'calls': ['training_args'], 'file': False, 'job': True},
     ]},
+    'cfg.cfg011_deepspeed_key_not_in_version': {'source': '8554:caa72147', 'rules': [
+        {'class': 'DeepspeedKeyNotInVersion', 'code': 'CFG011', 'name': 'deepspeed-key-not-in-version', 'severity': 'error', 'summary': "A DeepSpeed config key that the job's DeepSpeed release does not have (not yet, or no longer).", 'kinds': ['deepspeed'], 'calls': [], 'file': True, 'job': False},
+    ]},
     'cfg.cfg012_lightning_deepspeed_accumulation': {'source': '5388:341b8fa2', 'rules': [
         {'class': 'LightningDeepspeedAccumulation', 'code': 'CFG012', 'name': 'lightning-deepspeed-accumulation', 'severity': 'error', 'summary': "A DeepSpeed config given to Lightning's DeepSpeedStrategy sets gradient_accumulation_steps, which Lightning refuses.", 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
     ]},
@@ -113,7 +116,7 @@ MODULES: dict[str, dict] = {
     'env.env010_torch_api_newer_than_pin': {'source': '5279:7d13c1d5', 'rules': [
         {'class': 'TorchApiNewerThanPin', 'code': 'ENV010', 'name': 'torch-api-newer-than-pin', 'severity': 'error', 'summary': 'A script calls a torch API that the torch the job pins does not have.', 'kinds': ['python'], 'calls': ['torch.compile', 'torch.distributed.device_mesh.init_device_mesh', 'torch.func.functional_call', 'torch.func.grad', 'torch.func.vmap', 'torch.nn.functional.scaled_dot_product_attention'], 'file': True, 'job': False},
     ]},
-    'lay.lay001_parallel_product_mismatch': {'source': '15898:88a82a1e', 'rules': [
+    'lay.lay001_parallel_product_mismatch': {'source': '21621:79129f1f', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [

@@ -36,8 +36,8 @@ MAX_ENV_VALUE = 4096
 
 #: installed distributions reported, dist-info name -> the name shown
 PACKAGES = {"torch": "torch", "deepspeed": "deepspeed", "transformers": "transformers",
-            "accelerate": "accelerate", "megatron_core": "megatron-core", "nvidia_nccl_cu12": "nccl",
-            "nvidia_nccl_cu11": "nccl", "nvidia_nccl_cu13": "nccl"}
+            "accelerate": "accelerate", "megatron_core": "megatron-core", "flash_attn": "flash-attn",
+            "nvidia_nccl_cu12": "nccl", "nvidia_nccl_cu11": "nccl", "nvidia_nccl_cu13": "nccl"}
 
 
 def launch_environment(environ: "dict[str, str] | Any") -> dict[str, str]:

@@ -66,6 +66,14 @@ def _plan(spec: dict, gpus: int, gpu: str | None, headroom: float) -> list:
     return plan(spec, gpus, gpu, headroom)
 
 
+def _accept(spec: dict, gpus_per_node: int | None) -> bool:
+    """:meth:`Context.accepts` for the rules: whether ``plan``'s filter, the real LAY/BAT rules,
+    keeps the layout of ``spec`` (:func:`parallint.engine.layouts.rules_accept`)."""
+    from parallint.engine.layouts import rules_accept
+
+    return rules_accept(spec, gpus_per_node)
+
+
 class Result(EqRecord):
     _fields = ("diagnostics", "files_checked", "errors", "jobs")
     diagnostics: list[Diagnostic]
@@ -719,7 +727,7 @@ class Runner:
         its own (in case no launch takes it in: decided after linking), with that job's files."""
         from parallint.link.jobs import standalone_job
 
-        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions)
+        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions, _accept)
         diags: list[Diagnostic] = []
         for rule in rules:
             if f.kind in rule.kinds:
@@ -875,7 +883,7 @@ class Runner:
     def check(self, paths: list[str], rules: list[type], files: list[FileFacts] | None = None) -> Result:
         if files is None:
             files = self.collect(paths, rules)
-        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions)
+        ctx = Context(self.config.settings, self.cwd, self.read, _plan, _versions, _accept)
         instances = [r() for r in rules]
         enabled = {r.code for r in rules}
         diags: list[Diagnostic] = []

@@ -15,6 +15,12 @@ Where the launch file states a package (its image bundles torch), the repository
 that package are dropped for the job: the image is what runs. Otherwise every statement is kept,
 as alternatives (a rule concludes only what holds for all of them).
 
+Under ``parallint preflight`` the versions **installed** on the node (:func:`set_installed`,
+origin ``host``) come between the two: a package installed there replaces the repository's
+statements of it (what is installed is what runs; a pin is what someone meant to install), and
+a launch file's own image still replaces both (preflight states nothing installed when its
+command names an image: the command runs in the container, not in this environment).
+
 Files are read through the repository boundary (``boundary.read_inside``), at most
 :data:`MAX_BYTES` each, once per run; the run cache and the content cache record what was read and
 looked for.
@@ -43,14 +49,22 @@ _SUBFOLDERS = ("requirements", "docker")
 _FOLDERS: dict[Path, "list[tuple[str, Path, Stated]]"] = {}  # folder -> its version files' facts (one run)
 _TOUCHED: dict[Path, list[Path]] = {}  # folder -> the files read or looked for there
 _LAUNCH: dict[Path, "Stated"] = {}
+_INSTALLED: "Stated" = []  # what parallint preflight found installed on the node (this run)
 
 
 def reset() -> None:
-    """Forget what an earlier run read."""
+    """Forget what an earlier run read (and what it found installed)."""
     _FOLDERS.clear()
     _TOUCHED.clear()
     _LAUNCH.clear()
     _ROOTS.clear()
+    _INSTALLED.clear()
+
+
+def set_installed(stated: "Stated") -> None:
+    """The versions installed on the node, for this run (``parallint preflight``): for every
+    file, they replace the repository's statements of the same packages (see the module's doc)."""
+    _INSTALLED[:] = list(stated)
 
 
 def _display(target: Path, anchor: FileFacts) -> str:
@@ -183,6 +197,10 @@ def for_file(f: FileFacts) -> FactMap:
     mine = {k for k, _ in own}
     for key, v in own:
         out.add(key, v)
+    for key, v in _INSTALLED:
+        if key not in mine:
+            out.add(key, v)
+    mine.update(k for k, _ in _INSTALLED)
     for key, v in repo:
         if key not in mine:
             out.add(key, v)

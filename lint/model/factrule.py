@@ -18,7 +18,7 @@ from parallint.model.rule import Rule
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Iterable, Iterator
+    from typing import Any, Callable, Iterable, Iterator
 
     from parallint.model.diagnostics import Diagnostic
     from parallint.model.diagnostics import Fix
@@ -69,6 +69,9 @@ class View(EqRecord):
         self.gpus_per_node = gpus_per_node
         self.launch_flags = set() if launch_flags is None else launch_flags
         self.config = {} if config is None else config
+        #: whether ``plan`` accepts a layout (:meth:`parallint.model.rule.Context.accepts`), for
+        #: the fixes that propose one; None where there is no such service (``plan``'s own views)
+        self.accept: Callable[[dict[str, Any], int | None], bool] | None = None
 
     def v(self, key: str) -> Value | None:
         return self.facts.get(key)
@@ -180,14 +183,18 @@ class FactRule(Rule):
 
     def check_file(self, f: "FileFacts", ctx: "Context") -> Iterator[Diagnostic]:
         config = getattr(ctx, "config", {}) or {}
-        yield from self._emit(self.findings(file_view(f, config)))
+        view = file_view(f, config)
+        view.accept = getattr(ctx, "accepts", None)
+        yield from self._emit(self.findings(view))
 
     def check_job(self, job: "Job", ctx: "Context") -> Iterator[Diagnostic]:
         config = getattr(ctx, "config", {}) or {}
         kinds = {f.path: f.kind for f in job.files}
         covered = {p for p, k in kinds.items() if k in self.kinds}
         keep = []
-        for fd in self.findings(job_view(job, config)):
+        view = job_view(job, config)
+        view.accept = getattr(ctx, "accepts", None)
+        for fd in self.findings(view):
             paths = {v.span.path for v in fd.involved() if v.span is not None}
             if len(paths) == 1 and paths <= covered:
                 continue  # check_file on that file reports it

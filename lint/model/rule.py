@@ -49,8 +49,8 @@ class Context(EqRecord):
     """What rules may use besides the file or job they are given: the run's settings (``config``,
     as in ``[tool.parallint]``), the working folder, and three services of the engine that runs
     them, handed in as callables so that rules never import the engine: :meth:`read` another
-    file's facts, :meth:`plan` the layouts that pass the layout rules, and :meth:`versions` the
-    version facts of a file's jobs."""
+    file's facts, :meth:`plan` the layouts that pass the layout rules (:meth:`accepts` one
+    layout), and :meth:`versions` the version facts of a file's jobs."""
 
     _fields = ("config", "cwd", "_reader", "_planner", "_versions")
     config: dict[str, Any]
@@ -60,12 +60,21 @@ class Context(EqRecord):
     _versions: Callable[[FileFacts], FactMap] | None
 
     def __init__(self, config: dict[str, Any], cwd: Path, reader: Callable[[Path], FileFacts | None],
-                 planner: Planner, versions: Callable[[FileFacts], FactMap] | None = None) -> None:
+                 planner: Planner, versions: Callable[[FileFacts], FactMap] | None = None,
+                 accepter: Callable[[dict[str, Any], int | None], bool] | None = None) -> None:
         self.config = config
         self.cwd = cwd
         self._reader = reader
         self._planner = planner
         self._versions = versions
+        self._accepter = accepter  # not a field: a service, like the others
+
+    def accepts(self, spec: dict[str, Any], gpus_per_node: int | None) -> bool:
+        """Whether ``parallint plan`` accepts the layout of ``spec`` (a job spec with its
+        ``parallel`` section chosen): every LAY and BAT rule stays silent on the values it chose
+        (the engine's :func:`parallint.engine.layouts.rules_accept`). False when the engine gives
+        no such service."""
+        return bool(self._accepter is not None and self._accepter(spec, gpus_per_node))
 
     def versions(self, f: FileFacts) -> FactMap:
         """The version facts (``version.*``) of the jobs file ``f`` roots: its own images and

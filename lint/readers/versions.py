@@ -82,6 +82,25 @@ def requirement(text: str, path: str, line: int, via: str, column: int = 1) -> "
     return out
 
 
+def installed(name: str, version: str, path: str, line: int, column: int = 1) -> "Stated":
+    """The version facts of a distribution installed on the node (``parallint preflight``: the
+    version in a ``*.dist-info`` folder's name), origin ``host`` via ``installed``: one release
+    (its local part left out); a ``+cuXXX`` torch also states the CUDA it was built for."""
+    key = _v.key_of(name)
+    spec = "==" + _strip_local(version.strip())
+    if key is None or _v.interval(spec) is None:
+        return []
+    end = column + len(name) + 1 + len(version)
+    span = Span(path, line, column, line, end)
+    origin = Origin(How.HOST, "installed")
+    out: "Stated" = [(key, Value(spec, span, True, "", f"{name} {version} installed", origin))]
+    cu = _cuda_local_re().search(version)
+    if key == "version.torch" and cu is not None:
+        out.append(("version.cuda", Value("==" + _cuda_of(cu.group(1)), span, True, "",
+                                          f"{name} {version} installed (a +cu{cu.group(1)} build)", origin)))
+    return out
+
+
 def _strip_local(spec: str) -> str:
     return re.sub(r"\+[0-9A-Za-z.]+", "", spec)
 
@@ -463,6 +482,11 @@ def module_loads(path: str, text: str) -> "Stated":
 @functools.cache
 def _launch_image_re() -> re.Pattern[str]:
     return re.compile(r"(--container-image[= ]\s*|^\s*-?\s*image:\s*|^\s*image_id:\s*(?:docker:)?)(\S+)", re.M)
+
+
+def names_image(text: str) -> bool:
+    """Whether a launch file names a container image for its command (any image, known or not)."""
+    return _launch_image_re().search(text) is not None or "--container-name" in text
 
 
 def launch_images(path: str, text: str) -> "Stated":

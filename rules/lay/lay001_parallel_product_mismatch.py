@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from parallint.model.diagnostics import Severity
 from parallint.model.factrule import FactRule, Finding, View, src
+from parallint.model.fixes import Fix, span_range, syntax_of
 from parallint.model.rule import Example
 from parallint.rules.lay._common import _nemo
 
@@ -26,6 +29,59 @@ def _toml(par: str, training: str = "local_batch_size = 8\nseq_len = 2048") -> s
     return f"[job]\ndescription = \"example\"\n\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n[training]\n{training}\n\n[parallelism]\n{par}\n"
 
 
+#: the degrees' names in the fix's title
+_SHORT = {"parallel.tp": "TP", "parallel.pp": "PP", "parallel.cp": "CP", "parallel.dp_shard": "dp_shard",
+          "parallel.dp_replicate": "dp_replicate"}
+#: what precedes a degree written as a literal: a flag (``--tensor-model-parallel-size 8``,
+#: ``--pipeline-model-parallel-size=4``) or a dotted override (``model.tensor_model_parallel_size=8``)
+#: on a launch line; a key in a config (``tensor_model_parallel_size: 8``, ``"tp": 8``,
+#: ``tensor_parallel_degree = 4``, ``tp_size=4``). A shell variable (``TP=8``) may be used elsewhere:
+#: not a literal the fix changes.
+_FLAG_BEFORE = re.compile(r"(?:--[A-Za-z0-9][A-Za-z0-9_.-]*(?:[ \t]+|[ \t]*=[ \t]*)"
+                          r"|(?<![\w.$])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+=)$")
+_KEY_BEFORE = re.compile(r"(?:^|[\s{,(])[\"']?[A-Za-z_][A-Za-z0-9_.-]*[\"']?[ \t]*[:=][ \t]*$")
+#: candidate values tried per finding (each runs the layout rules once)
+_TRIES = 16
+
+
+def _nearest(view: View, key: str, old: int, others: int, w: int, dp_per: int = 1) -> int | None:
+    """The value of the degree ``key`` (now ``old``) nearest to it for which the layout keeps the
+    world size ``w`` whole and ``plan`` accepts it (every LAY/BAT rule silent on its choices);
+    ``others``: the product of the other degrees. Nearest by ratio, then the lower of two. None
+    when no value does, or nothing can say what ``plan`` accepts, or the degree is stated in more
+    than one place (editing one of them would not change the job)."""
+    if view.accept is None or len(view.facts.all(key)) != 1 or others < 1 or w % others or w > 1 << 20:
+        return None
+    room = w // others
+    choices = [d for d in range(1, min(room, 1 << 12) + 1) if room % d == 0 and d != old]
+    choices.sort(key=lambda d: (max(d / old, old / d), d > old))
+    from parallint.estimator.spec import spec_fields
+    from parallint.model.facts import known_int
+
+    base = spec_fields(view.facts, view.config)
+    gpn = known_int(view.gpus_per_node)
+    name = key.split(".", 1)[1]
+    for d in choices[:_TRIES]:
+        spec = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+        par = spec["parallel"]
+        if name in ("tp", "pp", "cp"):
+            par[name] = d
+            par["dp"] = w // (others * d)
+        else:  # torchtitan's data-parallel degrees: dp = dp_replicate × dp_shard
+            par["dp"] = dp_per * d
+        par["world_size"] = w
+        par.pop("nodes", None)  # derived again from the world and the GPUs per node
+        if view.accept(spec, gpn):
+            return d
+    return None
+
+
+def _degree_fix(key: str, old: int, new: int | None, layout: str) -> Fix | None:
+    if new is None:
+        return None
+    return Fix(f"set {_SHORT[key]} to {new} ({layout})", safe=False, data=f"{old} {new}")
+
+
 def _accelerate_fix(names: tuple, sizes: list, w: int) -> str:
     """Set dp_shard so the parallelism_config product is the process count, when an integer does it."""
     others = 1
@@ -45,6 +101,13 @@ class ParallelProductMismatch(FactRule):
     })
     name = "parallel-product-mismatch"
     severity = Severity.ERROR
+    fix_safety = "unsafe"
+    fix_doc = ("`--unsafe-fixes` (and `--diff`, which shows it) sets the degree the finding is on to the "
+               "nearest value whose layout `parallint plan` accepts for the same world size (the product "
+               "divides it, or equals it for torchtitan, and every LAY and BAT rule stays silent), where "
+               "the degree is written as a literal: a Megatron flag on the launch line, a NeMo, DeepSpeed "
+               "or torchtitan key. The layout changes (memory per GPU, speed, the data-parallel size), "
+               "the rest of the file does not; a degree in a shell variable is not changed.")
     summary = "The product of the parallel degrees does not fit the world size"
     doc = """
     ## What it does
@@ -138,6 +201,23 @@ class ParallelProductMismatch(FactRule):
         }, paths=("component.py",)),
     )
 
+    def apply_fix(self, diag, text):
+        """The degree's literal replaced where the finding is: after its flag on a launch line, or
+        after its key in a config (a value in a shell variable, a YAML anchor or a quoted string is
+        not changed: it may be used elsewhere)."""
+        old, _, new = diag.fix.data.partition(" ")
+        syntax = syntax_of(diag.span.path)
+        r = span_range(text, syntax, diag.span)
+        if r is None or text[r[0]:r[1]] != old or not new.isdigit():
+            return None
+        after = text[r[1]:r[1] + 1]
+        if after and (after.isalnum() or after in "._$"):
+            return None
+        start = max(text.rfind("\n", 0, r[0]), text.rfind("\r", 0, r[0])) + 1
+        if not (_FLAG_BEFORE if syntax == "shell" else _KEY_BEFORE).search(text[start:r[0]]):
+            return None
+        return text[:r[0]] + new + text[r[1]:]
+
     def findings(self, view: View):
         world = view.world
         w = view.world_int
@@ -176,8 +256,8 @@ class ParallelProductMismatch(FactRule):
             prod *= i
         if w % prod == 0:
             return
-        at = max(known, key=lambda t: t[2])[1]
-        assert at is not None  # its degree is a known int
+        at_key, at, at_i = max(known, key=lambda t: t[2])
+        assert at is not None and at_i is not None  # its degree is a known int
         desc = " × ".join(f"{k.split('.')[1].upper()} {i}" for k, _, i in known if i > 1)
         product = f"{desc} = {prod}" if "×" in desc else desc  # one degree: "TP 3", not "TP 3 = 3"
         if prod > w:
@@ -187,8 +267,13 @@ class ParallelProductMismatch(FactRule):
         else:
             msg = (f"world size {w} is not divisible by {product}: no integer data-parallel size fits; start a "
                    f"multiple of {prod} processes or change the degrees to divide {w}")
+        others = prod // at_i
+        new_i = _nearest(view, at_key, at_i, others, w)
+        layout = " × ".join(f"{k.split('.')[1].upper()} {new_i if v is at else i}" for k, v, i in known) + \
+            f" × DP {w // (others * new_i)} = {w}" if new_i else ""
         yield Finding(at, msg, [(world, f"world size {w}")] +
-                      [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1])
+                      [(v, f"{k.split('.')[1].upper()} {i}") for k, v, i in known if v is not at and i > 1],
+                      fix=_degree_fix(at_key, at_i, new_i, layout))
 
     def _lightning(self, view: View):
         """Lightning ModelParallelStrategy: data_parallel_size × tensor_parallel_size == world size."""
@@ -259,20 +344,32 @@ class ParallelProductMismatch(FactRule):
             assert shard is not None  # checked just above
             prod = others * shard
             if prod != w:
+                fix = None
+                if w % others == 0 and w // others != shard:  # the one dp_shard that makes the product
+                    rep = vals.get("parallel.dp_replicate", 1)
+                    if _nearest(view, "parallel.dp_shard", shard, others, w, rep) == w // others:
+                        fix = _degree_fix("parallel.dp_shard", shard, w // others,
+                                          f"dp_shard {w // others} × {others} = {w}")
                 yield Finding(shard_v, f"{who} needs dp_replicate·dp_shard·cp·tp·pp == world size: "
                                        f"{prod} != {w}; " + (f"set the dp_shard degree to {w // others} (or -1)" if w % others == 0
                                                           else f"start a multiple of {others} processes or change "
                                                                f"the degrees to divide {w}"),
-                              [(world, f"world size {w}")] + rel)
+                              [(world, f"world size {w}")] + rel, fix=fix)
             return
         if not inferred:
             return
         if w % others != 0:
-            at = max(((view.v(k), i) for k, i in vals.items() if view.v(k) is not None),
-                     key=lambda t: t[1], default=(None, 0))[0]
+            at_key, at, at_i = max(((k, view.v(k), i) for k, i in vals.items() if view.v(k) is not None),
+                                   key=lambda t: t[2], default=("", None, 0))
             if at is None:
                 return
+            fix = None
+            if at_key in ("parallel.tp", "parallel.pp", "parallel.cp") and at_i > 0:
+                rest = others // at_i
+                new_i = _nearest(view, at_key, at_i, rest, w)
+                fix = _degree_fix(at_key, at_i, new_i, f"{names[at_key]} {new_i}, dp_shard -1 = "
+                                                       f"{w // (rest * new_i)}" if new_i else "")
             yield Finding(at, f"world size {w} is not divisible by dp_replicate·cp·tp·pp = {others}, so "
                               f"{who} cannot infer {'data_parallel_shard_dim' if who == 'torchtune' else 'data_parallel_shard_degree'} (-1); start a multiple of {others} "
                               f"processes or change the degrees to divide {w}",
-                          [(world, f"world size {w}")] + [r for r in rel if r[0] is not at])
+                          [(world, f"world size {w}")] + [r for r in rel if r[0] is not at], fix=fix)
