@@ -205,8 +205,37 @@ def _literal_model(script: FileFacts) -> Value | None:
     return Value(hub_id, Span(script.path, line, column), True, "", f"from_pretrained in {script.path}")
 
 
+#: :func:`_lora`'s answer when the script trains part of the model in a way not sized here
+UNSIZED: dict = {}
+
+
+def _lora(text: str, path: str, flags: dict, args: list[Value]) -> dict:
+    """The PEFT facts of a script and its flags (``{}`` for full training), or :data:`UNSIZED`
+    when it trains, quantizes or places part of the model in a way parallint does not size: any
+    partial-training word (hfargs' ``PARTIAL_SCRIPT``, ``PARTIAL_FLAG``) not explained by a LoRA
+    whose rank and targets are provable (``parallint.link.peft``)."""
+    from parallint.link import peft
+
+    got, used = peft.evidence(text, path, flags, args)
+    if got is None:
+        if PARTIAL_SCRIPT.search(text) or any(PARTIAL_FLAG.search(n) for n in flags):
+            return UNSIZED
+        return {}
+    if not isinstance(got, dict) or not peft.only_peft(PARTIAL_SCRIPT, text):
+        return UNSIZED
+    if any(PARTIAL_FLAG.search(n) and n not in peft.PEFT_FLAGS and n not in used for n in flags):
+        return UNSIZED
+    return got
+
+
+#: the facts of the model and how its states are kept that the launch line's view gives the job
+MODEL_STATE_KEYS = ("training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage",
+                    "training.peft", "training.lora_rank", "training.lora_targets", "training.lora_dropout",
+                    "training.base_quant")
+
+
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
-                 resolve, where: str = "") -> None:
+                 resolve, where: str = "", args: "list[Value] | None" = None) -> None:
     """The model a complete launch line names (``--model_name_or_path``) and how its states are
     kept, added to ``view`` (the launch line's file) when every setting that could shrink them is
     known: a hub id in parallint's table (``lint/data/hub_models.yaml``) or a local folder with a
@@ -214,9 +243,10 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     no PEFT, quantization, freezing, device map, offload or optimizer the Trainer does not make;
     ``--fsdp`` read; a ``--deepspeed`` config the job holds, else ZeRO unknown."""
     text = script.text or ""
-    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text):
+    if launch.launcher not in PLAIN_LAUNCHERS:
         return
-    if any(PARTIAL_FLAG.search(name) for name in flags):
+    lora = _lora(text, script.path, flags, args or [])
+    if lora is UNSIZED:
         return
     name = next((n for n in MODEL_FLAGS if n in flags and flags[n][1] is not None), None)
     if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim"):
@@ -267,6 +297,8 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
         view.facts.add("training.master_weights", Value(
             False, val.span, True, "", "the script may load the weights in 16 bits (torch_dtype): "
             "pure 16-bit states counted, the smaller figure"))
+    for key, v in lora.items():
+        view.facts.add(key, v)
     from parallint.estimator.spec import hub_shape
 
     hub = hub_shape(val.value)
@@ -456,8 +488,7 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
         for v in vs:
             if v.origin.how is How.DEFAULT and key not in have:
                 copy.facts.add(key, v)  # the Trainer's side: what the file leaves to the dataclass
-            elif key not in have and (key.startswith("model.") or key in (
-                    "training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage")):
+            elif key not in have and (key.startswith("model.") or key in MODEL_STATE_KEYS):
                 copy.facts.add(key, v)
                 job.facts.add(key, v)
     job.files = [copy if x is args_file else x for x in job.files]
@@ -531,7 +562,10 @@ def _script_model(job, launch, script: FileFacts) -> None:
     import ast
 
     text = script.text or ""
-    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text) or is_hf_cli_script(text):
+    if launch.launcher not in PLAIN_LAUNCHERS or is_hf_cli_script(text):
+        return
+    lora = _lora(text, script.path, {}, [])
+    if lora is UNSIZED:
         return
     if any(k.startswith("model.") for k in job.facts.keys()):
         return  # the job states its model elsewhere
@@ -591,6 +625,8 @@ def _script_model(job, launch, script: FileFacts) -> None:
         span, src = v.span, v.source
     for key, val in shape.items():
         job.facts.add(f"model.{key}", Value(val, span, True, "", src))
+    for key, val in lora.items():
+        job.facts.add(key, val)
     if optim is not None:
         job.facts.add("training.optimizer", Value(optim, optim_at or span, True, "", f"torch.optim in {script.path}"))
     if HALF_LOAD.search(text):
@@ -625,7 +661,7 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
         return
     flags, complete, config = parts
     if complete and not config:
-        _model_facts(job, launch, script, flags, ff, read, root, resolve)
+        _model_facts(job, launch, script, flags, ff, read, root, resolve, args=launch.args)
     job.files.append(ff)
     for key, vs in ff.facts.items():
         if key == "framework":
