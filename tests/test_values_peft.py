@@ -211,3 +211,32 @@ def test_a_training_loop_with_a_literal_lora_is_sized_as_lora(tmp_path, cli):
     assert [d["code"] for d in got] == ["MEM001"] and "frozen base" in got[0]["message"], got
     small = LOOP.replace("Llama-2-70b-hf", "Llama-2-13b-hf")
     assert _findings(cli, tmp_path / "b", {"train.py": small, "run.sh": run}) == []
+
+
+# ------------------------------------------------------------ hub table: more families
+def test_new_hub_families_give_their_published_parameter_counts():
+    """Gemma 1/2 (a gated GELU MLP: three matrices), Phi-3 medium and Phi-4, InternLM2, OLMo 1/2:
+    the rows come from the published config.json fields and count what the model cards say."""
+    from parallint.estimator.params import count_params
+    from parallint.estimator.spec import hub_shape
+
+    published = {"google/gemma-2b": 2.51e9, "google/gemma-7b": 8.54e9, "google/gemma-2-9b": 9.24e9,
+                 "microsoft/Phi-3-medium-4k-instruct": 13.96e9, "microsoft/phi-4": 14.66e9,
+                 "internlm/internlm2-7b": 7.74e9, "allenai/OLMo-1B-hf": 1.18e9, "allenai/OLMo-2-0425-1B": 1.48e9}
+    for hub, n in published.items():
+        got = hub_shape(hub)
+        assert got is not None, hub
+        assert abs(count_params(got[1]) - n) / n < 0.01, (hub, count_params(got[1]))
+
+
+def test_a_local_gemma_folder_reads_its_mlp_as_gated(tmp_path):
+    from pathlib import Path
+
+    from parallint.readers import hf_model
+
+    cfg = json.dumps({"model_type": "gemma", "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072,
+                      "num_hidden_layers": 28, "num_attention_heads": 16, "intermediate_size": 24576})
+    ff = hf_model.read("config.json", Path("config.json"), cfg)
+    assert ff.facts.get("model.mlp").value == "swiglu"
+    gpt = hf_model.read("config.json", Path("config.json"), cfg.replace('"gemma"', '"gpt2"'))
+    assert gpt.facts.get("model.mlp").value == "gelu"
