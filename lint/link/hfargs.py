@@ -373,12 +373,16 @@ def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = No
     kind (``parse_yaml_file(sys.argv[1])``, the ``sys.argv[1].endswith(".yaml")`` idiom); None
     otherwise."""
     args = launch.args
-    if len(args) != 1 or not args[0].known or not isinstance(args[0].value, str):
+    if not args or not args[0].known or not isinstance(args[0].value, str):
+        return None
+    if len(args) > 1 and _overrides(args[1:], script.text or "") is None:
         return None
     word = args[0].value
     kind = "json" if word.lower().endswith(".json") else "yaml" if word.lower().endswith((".yaml", ".yml")) else ""
     text = script.text or ""
     if not kind or kind not in {m.group(1) for m in FILE_PARSE.finditer(text)} or not ARGV_ONE.search(text):
+        return None
+    if len(args) > 1 and kind != "yaml":
         return None
     want = word.replace("\\", "/").lstrip("./")
     found = [f for f in job.files if f.kind == "hftrainargs" and "#" not in str(f.abspath)
@@ -388,6 +392,36 @@ def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = No
     if found or resolve is None or root is None:
         return None
     return _read_args_file(job, args[0], read, root, resolve)
+
+
+#: ``parser.parse_yaml_and_args(sys.argv[1], sys.argv[2:])`` (alignment-handbook's H4ArgumentParser and
+#: its copies): the YAML file, then ``--key=value`` words that replace its keys
+YAML_AND_ARGS = re.compile(r"\bparse_yaml_and_args\s*\([^\n]*sys\.argv\s*\[\s*2\s*:\s*\]")
+#: the keys an override may replace with what parallint reads of it still exact: integers (the
+#: boolean keys are cast by each copy of parse_yaml_and_args its own way) and keys parallint does
+#: not read; a new DeepSpeed config, a model or PEFT word is not followed (the launch-line path)
+OVERRIDE_NOT_READ = re.compile(r"^(?:bf16|fp16|ddp_find_unused_parameters|deepspeed|fsdp\w*|optim|torch_dtype|"
+                               r"config\w*)$")
+
+
+def _overrides(words: list[Value], text: str) -> "dict[str, tuple[Value, Value]] | None":
+    """``{key: (word, value)}`` of the ``--key=value`` words after ``sft.py args.yaml`` when the
+    script hands them to ``parse_yaml_and_args(sys.argv[1], sys.argv[2:])``; None when it does
+    not, or a word is unknown, not of that form (``--key value`` fails there) or replaces a key
+    whose reading is not exact (:data:`OVERRIDE_NOT_READ`, the model and PEFT words)."""
+    if not YAML_AND_ARGS.search(text):
+        return None
+    out: dict[str, tuple[Value, Value]] = {}
+    for w in words:
+        if not w.known or not isinstance(w.value, str) or not w.value.startswith("--") or "=" not in w.value:
+            return None
+        key, _, rest = w.value.partition("=")
+        name = key.strip("-")
+        if not name or name in out or OVERRIDE_NOT_READ.match(name) or name in MODEL_FLAGS \
+                or PARTIAL_FLAG.search(name):
+            return None
+        out[name] = (Value(name, w.span, True, "", key), Value(rest, w.span, True, "", key))
+    return out
 
 
 def _read_args_file(job, word: Value, read, root: Path, resolve) -> FileFacts | None:
@@ -474,16 +508,29 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
     flags = _file_flags(args_file)
     if flags is None:
         return
+    over = _overrides(launch.args[1:], script.text or "") if len(launch.args) > 1 else {}
+    if over is None:
+        return
+    flags.update(over)
     parts = (flags, True, False)
     ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts, args_file.path)
     if ff is None:
         return
+    stale = {key for name, (key, _) in INT_ARGS.items() if name in over}
+    if stale:  # the launch line's --key=value replaces what the file says
+        _replace(job, args_file, ff, stale)
     _model_facts(job, launch, script, flags, ff, read, root, resolve, where=args_file.path)
     copy = FileFacts(path=args_file.path, abspath=args_file.abspath, kind=args_file.kind, text=args_file.text,
                      links=args_file.links, data=args_file.data, diagnostics=args_file.diagnostics,
                      standalone_job=args_file.standalone_job)
-    copy.facts.extend(args_file.facts)
-    have = set(args_file.facts.keys())
+    for key, vs in args_file.facts.items():
+        for v in vs:
+            if key not in stale:
+                copy.facts.add(key, v)
+    for key in stale:
+        for v in ff.facts.all(key):
+            copy.facts.add(key, v)
+    have = set(copy.facts.keys())
     for key, vs in ff.facts.items():
         for v in vs:
             if v.origin.how is How.DEFAULT and key not in have:
@@ -492,6 +539,22 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
                 copy.facts.add(key, v)
                 job.facts.add(key, v)
     job.files = [copy if x is args_file else x for x in job.files]
+
+
+def _replace(job, args_file: FileFacts, ff: FileFacts, keys: set[str]) -> None:
+    """The job's facts with the file's values of ``keys`` replaced by the launch line's (``ff``)."""
+    from parallint.model.facts import FactMap
+
+    new = FactMap()
+    for key, vs in job.facts.items():
+        for v in vs:
+            if key in keys and v.span is not None and v.span.path == args_file.path:
+                continue
+            new.add(key, v)
+    for key in keys:
+        for v in ff.facts.all(key):
+            new.add(key, v)
+    job.facts = new
 
 
 #: optimizers whose states parallint sizes (``torch.optim``), by the call's last name
