@@ -165,6 +165,9 @@ def test_trl_use_peft_and_load_in_4bit_on_the_launch_line(tmp_path, cli):
     got = _findings(cli, tmp_path / "b", {"sft.py": TRL, "run.sh": _run("meta-llama/Llama-2-70b-hf", lora)})
     assert [d["code"] for d in got] == ["MEM001"], got
     assert "frozen base" in got[0]["message"]
+    # no PEFT flag on a complete line: TRL builds neither a LoraConfig nor a quantized base
+    got = _findings(cli, tmp_path / "c", {"sft.py": TRL, "run.sh": _run("meta-llama/Llama-2-13b-hf")})
+    assert [d["code"] for d in got] == ["MEM001"] and "frozen base" not in got[0]["message"], got
 
 
 @pytest.mark.parametrize("script,extra", [
@@ -172,7 +175,6 @@ def test_trl_use_peft_and_load_in_4bit_on_the_launch_line(tmp_path, cli):
     (TRL, "--use_peft"),  # TRL's default rank and targets are not read
     (TRL, "--use_peft --lora_r 16 --lora_target_modules c_attn"),  # a module the estimator does not size
     (TRL, "--use_peft --lora_r 16 --lora_target_modules all-linear --use_dora"),
-    (TRL, ""),  # TRL without --use_peft: its default is not read as full fine-tuning
     (BOUND_16BIT, "--lora_r 16 --lora_target_modules q_proj"),  # no --use_lora: the guard is not known true
     (BOUND_16BIT, "--use_lora --lora_target_modules q_proj"),  # the rank is the dataclass default
     (BOUND_16BIT, "--use_lora --lora_r $R --lora_target_modules q_proj"),

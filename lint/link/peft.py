@@ -159,7 +159,8 @@ class _Reader:
         src = f"--{name} on the launch line"
         if want == "bool":
             b = _truth(f)
-            return None if b is None else (b, f.values[0].span if f.values else f.word.span, src)
+            span = f.values[0].span if f.values else f.word.span if f.word is not None else None
+            return None if b is None else (b, span, src)
         if not f.values or any(not w.known for w in f.values):
             return None
         words = [str(w.value) for w in f.values]
@@ -265,11 +266,14 @@ def _quant(tree, rd: _Reader, parents) -> "tuple[str, Span, str] | str | None":
 
 def _trl(tree, rd: _Reader, flags: dict, args: list[Value]) -> "dict | str":
     """TRL's ``get_peft_config(model_args)`` / ``get_quantization_config(model_args)``: the line's
-    ``--use_peft --lora_r N --lora_target_modules ...`` and ``--load_in_4bit``."""
+    ``--use_peft --lora_r N --lora_target_modules ...`` and ``--load_in_4bit``; ``{}`` (full
+    training) when the line, complete, gives none of those flags."""
     use = _flag(flags, "use_peft", args)
+    if use is None and not any(n in PEFT_FLAGS for n in flags):
+        return {}  # no PEFT or quantization flag: get_peft_config and get_quantization_config give None
     on = _truth(use)
     if on is not True or use is None:
-        return UNKNOWN  # TRL's default (no PEFT) is not read as full fine-tuning here
+        return UNKNOWN
     rank, targets = _flag(flags, "lora_r", args), _flag(flags, "lora_target_modules", args)
     if rank is None or targets is None or not rank.values or not targets.values:
         return UNKNOWN
