@@ -86,3 +86,62 @@ def test_dataclass_default_of_a_key_the_file_leaves_out_reaches_bat003(tmp_path,
     assert len(got) == 1 and "per-device batch size 8" in got[0]["message"], got
     files["args.yaml"] += "per_device_train_batch_size: 4\n"
     assert _findings(cli, tmp_path, files, "BAT003") == []
+
+
+# ------------------------------------------------ sft.py args.yaml --key=value (YAML plus flags)
+H4 = SFT.replace(
+    "    parser = HfArgumentParser((ModelArguments, TrainingArguments))\n",
+    "    parser = YamlArgumentParser((ModelArguments, TrainingArguments))\n").replace(
+    "    else:\n        model_args, training_args = parser.parse_args_into_dataclasses()",
+    "    elif len(sys.argv) > 2 and sys.argv[1].endswith(\".yaml\"):\n"
+    "        model_args, training_args = parser.parse_yaml_and_args(os.path.abspath(sys.argv[1]), sys.argv[2:])\n"
+    "    else:\n        model_args, training_args = parser.parse_args_into_dataclasses()").replace(
+    "\n\ndef main():", """
+
+class YamlArgumentParser(HfArgumentParser):
+    def parse_yaml_and_args(self, yaml_arg, other_args):
+        loaded = self.parse_yaml_file(os.path.abspath(yaml_arg))
+        pairs = dict(arg.split("=") for arg in other_args)
+        return [type(obj)(**{{**vars(obj), **{{k.strip("-"): v for k, v in pairs.items() if k.strip("-") in vars(obj)}}}})
+                for obj in loaded]
+
+
+def main():""")
+
+
+def test_yaml_plus_key_value_flags_replace_the_files_keys(tmp_path, cli):
+    """alignment-handbook's ``parse_yaml_and_args(sys.argv[1], sys.argv[2:])``: the launch line's
+    ``--per_device_train_batch_size=4`` wins over the file's 8, so BAT003 compares 4 with the
+    DeepSpeed config's 4 and stays silent; the file's 8 alone is a mismatch."""
+    ds = json.dumps({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1})
+    base = {"sft.py": H4.format(kind="yaml"), "ds.json": ds,
+            "args.yaml": "model_name_or_path: gpt2\nbf16: true\ndeepspeed: ds.json\n"
+                         "per_device_train_batch_size: 8\noutput_dir: out\n"}
+    got = _findings(cli, tmp_path / "file", {**base, "run.sh": RUN.format(arg="args.yaml --learning_rate=1e-5")},
+                    "BAT003")
+    assert len(got) == 1 and "per-device batch size 8" in got[0]["message"], got
+    run = RUN.format(arg="args.yaml --per_device_train_batch_size=4 --learning_rate=1e-5")
+    assert _findings(cli, tmp_path / "over", {**base, "run.sh": run}, "BAT003") == []
+    # and the other way: the line's 2 against the config's 4
+    run = RUN.format(arg="args.yaml --per_device_train_batch_size=2")
+    got = _findings(cli, tmp_path / "bad", {**base, "args.yaml": base["args.yaml"].replace(": 8", ": 4"),
+                                            "run.sh": run}, "BAT003")
+    assert len(got) == 1 and "per-device batch size 2" in got[0]["message"], got
+    p = cli("show", ".", cwd=tmp_path / "bad")
+    assert "--per_device_train_batch_size on the launch line" in p.stdout and "8" not in p.stdout.split("micro_batch")[1].split("\n")[0], p.stdout
+
+
+def test_yaml_plus_flags_the_script_does_not_read_or_cannot_replace_exactly(tmp_path, cli):
+    files = {"sft.py": H4.format(kind="yaml"), "args.yaml": ARGS.format(model="meta-llama/Llama-2-70b-hf")}
+    # the 70B in the file with a learning rate on the line: still the file's model
+    got = _findings(cli, tmp_path / "a", {**files, "run.sh": RUN.format(arg="args.yaml --learning_rate=1e-5")})
+    assert [d["code"] for d in got] == ["MEM001"], got
+    for i, extra in enumerate(["--learning_rate 1e-5",  # `--key value` fails in parse_yaml_and_args
+                               "--model_name_or_path=gpt2", "--deepspeed=ds_z3.json", "--bf16=false",
+                               "--use_peft=true", "$EXTRA"]):
+        got = _findings(cli, tmp_path / f"b{i}", {**files, "run.sh": RUN.format(arg=f"args.yaml {extra}")})
+        assert got == [], (extra, got)
+    # a script that only parses the one-argument form
+    got = _findings(cli, tmp_path / "c", {**files, "sft.py": SFT.format(kind="yaml"),
+                                          "run.sh": RUN.format(arg="args.yaml --learning_rate=1e-5")})
+    assert got == [], got

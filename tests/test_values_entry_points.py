@@ -162,6 +162,52 @@ def test_hydra_composed_or_reassigned_config_is_unknown(tmp_path, cli):
     assert _findings(cli, tmp_path, {**files, "run.sh": _run("model.tp=4")}) == []
 
 
+# ------------------------------------------------------- Hydra config groups (model=llama7b)
+GROUPED = "defaults:\n  - model: small\n  - _self_\ntrainer:\n  devices: 8\n"
+GROUPS = {"conf/model/small.yaml": "tp: 2\npp: 4\n", "conf/model/bad.yaml": "tp: 2\npp: 3\n"}
+
+
+def test_hydra_group_choice_of_the_defaults_list_is_read(tmp_path, cli):
+    files = {"train.py": HYDRA, "conf/config.yaml": GROUPED, **GROUPS}
+    assert _findings(cli, tmp_path / "a", {**files, "run.sh": _run("")}) == []
+    bad = {**files, "conf/config.yaml": GROUPED.replace("model: small", "model: bad")}
+    got = _findings(cli, tmp_path / "b", {**bad, "run.sh": _run("")})
+    assert len(got) == 1 and "TP 2 × PP 3 = 6" in got[0]["message"], got
+    p = cli("show", ".", cwd=tmp_path / "b")
+    assert "model/bad.yaml" in p.stdout, p.stdout
+
+
+def test_hydra_group_pick_on_the_launch_line_selects_the_groups_file(tmp_path, cli):
+    files = {"train.py": HYDRA, "conf/config.yaml": GROUPED, **GROUPS}
+    got = _findings(cli, tmp_path / "a", {**files, "run.sh": _run("model=bad")})
+    assert len(got) == 1 and "TP 2 × PP 3 = 6" in got[0]["message"], got
+    assert got[0]["path"] == "run.sh" and got[0]["line"] == 2
+    # a value the line gives wins over the pick, wherever it stands
+    for args in ("model=bad model.pp=4", "model.pp=4 model=bad"):
+        assert _findings(cli, tmp_path / "b", {**files, "run.sh": _run(args)}) == [], args
+    # with _self_ last the primary's own keys win over the group's
+    primary = GROUPED + "model:\n  pp: 4\n"
+    assert _findings(cli, tmp_path / "c", {**files, "conf/config.yaml": primary, "run.sh": _run("model=bad")}) == []
+
+
+def test_hydra_groups_parallint_does_not_compose_stay_unknown(tmp_path, cli):
+    files = {"train.py": HYDRA, **GROUPS}
+    bad = GROUPED.replace("model: small", "model: bad")
+    cases = {
+        "no _self_": bad.replace("  - _self_\n", ""),  # Hydra 1.0 and 1.1 differ
+        "optional": bad.replace("  - model: bad", "  - optional model: bad"),
+        "another entry": bad.replace("  - _self_", "  - db: mysql\n  - _self_"),
+    }
+    for name, cfg in cases.items():
+        assert _findings(cli, tmp_path / name.replace(" ", "_"), {**files, "conf/config.yaml": cfg,
+                                                               "run.sh": _run("")}) == [], name
+    pkg = {**files, "conf/config.yaml": bad, "conf/model/bad.yaml": "# @package _global_\ntp: 2\npp: 3\n"}
+    assert _findings(cli, tmp_path / "pkg", {**pkg, "run.sh": _run("")}) == []
+    for i, args in enumerate(("model=missing", "+model=bad", "-m model=bad,small", "model=bad $EXTRA")):
+        got = _findings(cli, tmp_path / f"w{i}", {**files, "conf/config.yaml": GROUPED, "run.sh": _run(args)})
+        assert got == [], (args, got)
+
+
 # ------------------------------------------------------------------ LightningCLI
 LCLI = """\
 seed_everything: 42

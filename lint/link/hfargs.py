@@ -205,8 +205,37 @@ def _literal_model(script: FileFacts) -> Value | None:
     return Value(hub_id, Span(script.path, line, column), True, "", f"from_pretrained in {script.path}")
 
 
+#: :func:`_lora`'s answer when the script trains part of the model in a way not sized here
+UNSIZED: dict = {}
+
+
+def _lora(text: str, path: str, flags: dict, args: list[Value]) -> dict:
+    """The PEFT facts of a script and its flags (``{}`` for full training), or :data:`UNSIZED`
+    when it trains, quantizes or places part of the model in a way parallint does not size: any
+    partial-training word (hfargs' ``PARTIAL_SCRIPT``, ``PARTIAL_FLAG``) not explained by a LoRA
+    whose rank and targets are provable (``parallint.link.peft``)."""
+    from parallint.link import peft
+
+    got, used = peft.evidence(text, path, flags, args)
+    if got is None:
+        if PARTIAL_SCRIPT.search(text) or any(PARTIAL_FLAG.search(n) for n in flags):
+            return UNSIZED
+        return {}
+    if not isinstance(got, dict) or not peft.only_peft(PARTIAL_SCRIPT, text):
+        return UNSIZED
+    if any(PARTIAL_FLAG.search(n) and n not in peft.PEFT_FLAGS and n not in used for n in flags):
+        return UNSIZED
+    return got
+
+
+#: the facts of the model and how its states are kept that the launch line's view gives the job
+MODEL_STATE_KEYS = ("training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage",
+                    "training.peft", "training.lora_rank", "training.lora_targets", "training.lora_dropout",
+                    "training.base_quant")
+
+
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
-                 resolve, where: str = "") -> None:
+                 resolve, where: str = "", args: "list[Value] | None" = None) -> None:
     """The model a complete launch line names (``--model_name_or_path``) and how its states are
     kept, added to ``view`` (the launch line's file) when every setting that could shrink them is
     known: a hub id in parallint's table (``lint/data/hub_models.yaml``) or a local folder with a
@@ -214,9 +243,10 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     no PEFT, quantization, freezing, device map, offload or optimizer the Trainer does not make;
     ``--fsdp`` read; a ``--deepspeed`` config the job holds, else ZeRO unknown."""
     text = script.text or ""
-    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text):
+    if launch.launcher not in PLAIN_LAUNCHERS:
         return
-    if any(PARTIAL_FLAG.search(name) for name in flags):
+    lora = _lora(text, script.path, flags, args or [])
+    if lora is UNSIZED:
         return
     name = next((n for n in MODEL_FLAGS if n in flags and flags[n][1] is not None), None)
     if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim"):
@@ -267,6 +297,8 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
         view.facts.add("training.master_weights", Value(
             False, val.span, True, "", "the script may load the weights in 16 bits (torch_dtype): "
             "pure 16-bit states counted, the smaller figure"))
+    for key, v in lora.items():
+        view.facts.add(key, v)
     from parallint.estimator.spec import hub_shape
 
     hub = hub_shape(val.value)
@@ -341,12 +373,16 @@ def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = No
     kind (``parse_yaml_file(sys.argv[1])``, the ``sys.argv[1].endswith(".yaml")`` idiom); None
     otherwise."""
     args = launch.args
-    if len(args) != 1 or not args[0].known or not isinstance(args[0].value, str):
+    if not args or not args[0].known or not isinstance(args[0].value, str):
+        return None
+    if len(args) > 1 and _overrides(args[1:], script.text or "") is None:
         return None
     word = args[0].value
     kind = "json" if word.lower().endswith(".json") else "yaml" if word.lower().endswith((".yaml", ".yml")) else ""
     text = script.text or ""
     if not kind or kind not in {m.group(1) for m in FILE_PARSE.finditer(text)} or not ARGV_ONE.search(text):
+        return None
+    if len(args) > 1 and kind != "yaml":
         return None
     want = word.replace("\\", "/").lstrip("./")
     found = [f for f in job.files if f.kind == "hftrainargs" and "#" not in str(f.abspath)
@@ -356,6 +392,36 @@ def _file_form(job, launch, script: FileFacts, read=None, root: Path | None = No
     if found or resolve is None or root is None:
         return None
     return _read_args_file(job, args[0], read, root, resolve)
+
+
+#: ``parser.parse_yaml_and_args(sys.argv[1], sys.argv[2:])`` (alignment-handbook's H4ArgumentParser and
+#: its copies): the YAML file, then ``--key=value`` words that replace its keys
+YAML_AND_ARGS = re.compile(r"\bparse_yaml_and_args\s*\([^\n]*sys\.argv\s*\[\s*2\s*:\s*\]")
+#: the keys an override may replace with what parallint reads of it still exact: integers (the
+#: boolean keys are cast by each copy of parse_yaml_and_args its own way) and keys parallint does
+#: not read; a new DeepSpeed config, a model or PEFT word is not followed (the launch-line path)
+OVERRIDE_NOT_READ = re.compile(r"^(?:bf16|fp16|ddp_find_unused_parameters|deepspeed|fsdp\w*|optim|torch_dtype|"
+                               r"config\w*)$")
+
+
+def _overrides(words: list[Value], text: str) -> "dict[str, tuple[Value, Value]] | None":
+    """``{key: (word, value)}`` of the ``--key=value`` words after ``sft.py args.yaml`` when the
+    script hands them to ``parse_yaml_and_args(sys.argv[1], sys.argv[2:])``; None when it does
+    not, or a word is unknown, not of that form (``--key value`` fails there) or replaces a key
+    whose reading is not exact (:data:`OVERRIDE_NOT_READ`, the model and PEFT words)."""
+    if not YAML_AND_ARGS.search(text):
+        return None
+    out: dict[str, tuple[Value, Value]] = {}
+    for w in words:
+        if not w.known or not isinstance(w.value, str) or not w.value.startswith("--") or "=" not in w.value:
+            return None
+        key, _, rest = w.value.partition("=")
+        name = key.strip("-")
+        if not name or name in out or OVERRIDE_NOT_READ.match(name) or name in MODEL_FLAGS \
+                or PARTIAL_FLAG.search(name):
+            return None
+        out[name] = (Value(name, w.span, True, "", key), Value(rest, w.span, True, "", key))
+    return out
 
 
 def _read_args_file(job, word: Value, read, root: Path, resolve) -> FileFacts | None:
@@ -442,25 +508,53 @@ def _attach_file(job, launch, script: FileFacts, args_file: FileFacts, read, roo
     flags = _file_flags(args_file)
     if flags is None:
         return
+    over = _overrides(launch.args[1:], script.text or "") if len(launch.args) > 1 else {}
+    if over is None:
+        return
+    flags.update(over)
     parts = (flags, True, False)
     ff = cli_facts([], script.text, args_file.path, args_file.abspath, args_file.text or "", parts, args_file.path)
     if ff is None:
         return
+    stale = {key for name, (key, _) in INT_ARGS.items() if name in over}
+    if stale:  # the launch line's --key=value replaces what the file says
+        _replace(job, args_file, ff, stale)
     _model_facts(job, launch, script, flags, ff, read, root, resolve, where=args_file.path)
     copy = FileFacts(path=args_file.path, abspath=args_file.abspath, kind=args_file.kind, text=args_file.text,
                      links=args_file.links, data=args_file.data, diagnostics=args_file.diagnostics,
                      standalone_job=args_file.standalone_job)
-    copy.facts.extend(args_file.facts)
-    have = set(args_file.facts.keys())
+    for key, vs in args_file.facts.items():
+        for v in vs:
+            if key not in stale:
+                copy.facts.add(key, v)
+    for key in stale:
+        for v in ff.facts.all(key):
+            copy.facts.add(key, v)
+    have = set(copy.facts.keys())
     for key, vs in ff.facts.items():
         for v in vs:
             if v.origin.how is How.DEFAULT and key not in have:
                 copy.facts.add(key, v)  # the Trainer's side: what the file leaves to the dataclass
-            elif key not in have and (key.startswith("model.") or key in (
-                    "training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage")):
+            elif key not in have and (key.startswith("model.") or key in MODEL_STATE_KEYS):
                 copy.facts.add(key, v)
                 job.facts.add(key, v)
     job.files = [copy if x is args_file else x for x in job.files]
+
+
+def _replace(job, args_file: FileFacts, ff: FileFacts, keys: set[str]) -> None:
+    """The job's facts with the file's values of ``keys`` replaced by the launch line's (``ff``)."""
+    from parallint.model.facts import FactMap
+
+    new = FactMap()
+    for key, vs in job.facts.items():
+        for v in vs:
+            if key in keys and v.span is not None and v.span.path == args_file.path:
+                continue
+            new.add(key, v)
+    for key in keys:
+        for v in ff.facts.all(key):
+            new.add(key, v)
+    job.facts = new
 
 
 #: optimizers whose states parallint sizes (``torch.optim``), by the call's last name
@@ -531,7 +625,10 @@ def _script_model(job, launch, script: FileFacts) -> None:
     import ast
 
     text = script.text or ""
-    if launch.launcher not in PLAIN_LAUNCHERS or PARTIAL_SCRIPT.search(text) or is_hf_cli_script(text):
+    if launch.launcher not in PLAIN_LAUNCHERS or is_hf_cli_script(text):
+        return
+    lora = _lora(text, script.path, {}, [])
+    if lora is UNSIZED:
         return
     if any(k.startswith("model.") for k in job.facts.keys()):
         return  # the job states its model elsewhere
@@ -591,6 +688,8 @@ def _script_model(job, launch, script: FileFacts) -> None:
         span, src = v.span, v.source
     for key, val in shape.items():
         job.facts.add(f"model.{key}", Value(val, span, True, "", src))
+    for key, val in lora.items():
+        job.facts.add(key, val)
     if optim is not None:
         job.facts.add("training.optimizer", Value(optim, optim_at or span, True, "", f"torch.optim in {script.path}"))
     if HALF_LOAD.search(text):
@@ -625,7 +724,7 @@ def attach(job, launch, script: FileFacts | None, read=None, root: Path | None =
         return
     flags, complete, config = parts
     if complete and not config:
-        _model_facts(job, launch, script, flags, ff, read, root, resolve)
+        _model_facts(job, launch, script, flags, ff, read, root, resolve, args=launch.args)
     job.files.append(ff)
     for key, vs in ff.facts.items():
         if key == "framework":

@@ -202,13 +202,13 @@ VOCABULARY: tuple[Fact, ...] = (
          values=("standard", "chunked", "fused", "compiled"), fact=False),
     Fact("training.fp8", "bool", "float8 linear layers with float8 FSDP all-gather", fact=False),
     Fact("training.peft", "enum", "parameter-efficient fine-tuning: a frozen base with LoRA adapters "
-         "(qlora: a 4-bit base)", values=("none", "lora", "qlora"), fact=False),
-    Fact("training.lora_rank", "int", "LoRA rank r", "features", fact=False),
+         "(qlora: a 4-bit base)", values=("none", "lora", "qlora"), producers=("hftrainargs",)),
+    Fact("training.lora_rank", "int", "LoRA rank r", "features", producers=("hftrainargs",)),
     Fact("training.lora_targets", "str", "adapted linear layers: q,k,v,o,gate,up,down or all (default q,v)",
-         fact=False),
-    Fact("training.lora_dropout", "bool", "LoRA dropout on the adapters' inputs (keeps a copy of each)", fact=False),
+         producers=("hftrainargs",)),
+    Fact("training.lora_dropout", "bool", "LoRA dropout on the adapters' inputs (keeps a copy of each)", producers=("hftrainargs",)),
     Fact("training.base_quant", "enum", "the frozen base's weights: none (training precision), nf4, nf4_dq "
-         "(double quantization), int8", values=("none", "nf4", "nf4_dq", "int8"), fact=False),
+         "(double quantization), int8", values=("none", "nf4", "nf4_dq", "int8"), producers=("hftrainargs",)),
     Fact("training.trainable_params", "int", "trainable parameters of a PEFT job; overrides the LoRA count",
          "parameters", fact=False),
     Fact("training.offload_optimizer", "bool", "optimizer states and fp32 gradients kept on the CPU (ZeRO-Offload, "

@@ -18,6 +18,10 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
     return ff
 
 
+#: model types whose MLP is gated whatever its activation (GeGLU: three matrices, as SwiGLU)
+GATED_GELU = ("gemma", "gemma2", "gemma3_text")
+
+
 def _mlp(v):
     s = str(v).lower()
     if s in ("silu", "swiglu", "swish"):
@@ -42,7 +46,12 @@ def emit_hf_shape(em: Emitter, prefix: str) -> None:
     em.add("model.num_experts", ps("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), as_int)
     em.add("model.top_k", ps("num_experts_per_tok", "moe_topk", "topk"), as_int)
     em.add("model.moe_ffn", ps("moe_intermediate_size"), as_int)
-    em.add("model.mlp", ps("hidden_act", "activation_function"), _mlp)
+    mtype = em.value(prefix + "model_type")
+    if mtype is not None and mtype.known and str(mtype.value).lower() in GATED_GELU:
+        # Gemma's MLP is gated (gate_proj, up_proj, down_proj): GeGLU, sized as SwiGLU is
+        em.add("model.mlp", ps("hidden_activation", "hidden_act"), lambda v: "swiglu")
+    else:
+        em.add("model.mlp", ps("hidden_act", "activation_function"), _mlp)
     _emit_moe_layout(em, prefix)
 
 

@@ -20,6 +20,7 @@ after it is unknown (the ``*`` entry), never its default. Where a default is not
 from __future__ import annotations
 
 import ast
+import re
 
 from parallint.model.facts import Value
 from parallint.model.origin import Origin
@@ -79,6 +80,16 @@ class Entry:
         self.certain = False
         self.groups: set[str] = set()
         self.assigned: list[str] = []  # Hydra keys the function sets itself
+        #: Hydra: the defaults list's group choices (``model: llama7b``), whether ``_self_`` comes
+        #: last (the primary's keys win over the groups'), the keys each group gave, the primary's
+        #: own keys, the file each group key was read from, and where the config folder is
+        self.choices: dict[str, str] = {}
+        self.self_last = True
+        self.group_keys: dict[str, set[str]] = {}
+        self.primary_keys: set[str] = set()
+        self.sources: dict[str, str] = {}
+        self.config_dir: "Path | None" = None
+        self.script_abspath: "Path | None" = None
 
     def key_value(self, key: str, overrides: "dict[str, Value] | None") -> Value:
         """The value of ``cfg.<key>`` in the entry function: the launch line's override, else the
@@ -97,7 +108,7 @@ class Entry:
         got = self.config.get(key)
         if got is None or not self.certain or got[0] is _UNKNOWN:
             return Value.unknown(f"{key} of {self.config_path}", None, f"cfg.{key}")
-        return Value(got[0], None, True, "", f"{self.config_path}.yaml {key}")
+        return Value(got[0], None, True, "", self.sources.get(key) or f"{self.config_path}.yaml {key}")
 
 
 def _tail(node: "ast.expr") -> str:
@@ -405,18 +416,96 @@ def _hydra_config(entry: Entry, abspath: "Path") -> None:
         entry.groups = {p.name for p in path.parent.iterdir() if p.is_dir()}
     except OSError:
         entry.groups = set()
+    entry.config_dir, entry.script_abspath = path.parent, abspath
     certain = True
+    choices: dict[str, str] = {}
     for k, v in root.value:
         if isinstance(k, yaml.ScalarNode) and k.value == "defaults":
             items = v.value if isinstance(v, yaml.SequenceNode) else None
             if items is None:
                 certain = False
                 continue
-            words = [i.value if isinstance(i, yaml.ScalarNode) else "" for i in items]
-            if any(w != "_self_" for w in words) and (not words or words[-1] != "_self_"):
+            words = []
+            for i in items:
+                if isinstance(i, yaml.ScalarNode):
+                    words.append(i.value)
+                    continue
+                pair = _choice(i)
+                if pair is None or pair[0] not in entry.groups or pair[0] in choices:
+                    certain = False  # a config parallint does not compose (optional, override, @package)
+                    words.append("")
+                    continue
+                choices[pair[0]] = pair[1]
+                words.append(pair[0])
+            others = [w for w in words if w != "_self_"]
+            if others and words.count("_self_") != 1:
+                certain = False  # Hydra 1.0 and 1.1 put a missing _self_ at different ends
+            elif others and words[-1] != "_self_" and words[0] != "_self_":
+                certain = False
+            elif any(w not in choices for w in others):
                 certain = False  # another config may override the primary's keys
-    entry.certain = certain
+            entry.self_last = not others or words[-1] == "_self_"
     _flatten(root, "", entry.config)
+    entry.primary_keys = set(entry.config)
+    for group, option in choices.items():
+        got = group_config(entry, group, option)
+        if got is None:
+            certain = False
+            continue
+        entry.group_keys[group] = set(got)
+        for key, val in got.items():
+            if entry.self_last and key in entry.primary_keys:
+                continue  # the primary, composed after the group, wins
+            entry.config[key] = val
+            entry.sources[key] = f"{group}/{option}.yaml {key[len(group) + 1:]}"
+    entry.choices = choices
+    entry.certain = certain
+
+
+def _choice(node: "Any") -> "tuple[str, str] | None":
+    """``model: llama7b`` of a defaults list: (group, option), None for anything else (a list of
+    options, ``null``, ``optional``/``override``, a package ``@``, an absolute ``/group``)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode) or len(node.value) != 1:
+        return None
+    k, v = node.value[0]
+    if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+        return None
+    if not re.fullmatch(r"[A-Za-z_][\w-]*", k.value) or not re.fullmatch(r"[\w.-]+", v.value or ""):
+        return None
+    if v.value.lower() in ("null", "~") or v.tag.endswith(":null"):
+        return None
+    return k.value, v.value
+
+
+def group_config(entry: Entry, group: str, option: str) -> "dict[str, tuple[object, int]] | None":
+    """The scalars of ``<config folder>/<group>/<option>.yaml`` under ``group.`` (its default
+    package), read inside the repository; None when it cannot be read as such (no file, not a
+    mapping, its own defaults list, a ``# @package`` header)."""
+    if entry.config_dir is None or entry.script_abspath is None or not re.fullmatch(r"[\w.-]+", option):
+        return None
+    from parallint.util.boundary import read_inside
+
+    raw = read_inside(entry.config_dir / group / f"{option}.yaml", entry.script_abspath, MAX_CONFIG_BYTES)
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    if "@package" in text:
+        return None
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError, MemoryError, ValueError):
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    if any(isinstance(k, yaml.ScalarNode) and k.value == "defaults" for k, _ in root.value):
+        return None
+    out: dict[str, tuple[object, int]] = {}
+    _flatten(root, group + ".", out)
+    return out
 
 
 def _flatten(node: "Any", prefix: str, out: "dict[str, tuple[object, int]]") -> None:
@@ -576,6 +665,29 @@ def bind(entry: Entry, words: list[Value]) -> dict[str, Value]:
     return out
 
 
+def _pick(entry: Entry, out: dict[str, Value], group: str, option: str, w: Value) -> None:
+    """``model=llama70b`` on the launch line: the group's keys come from ``model/llama70b.yaml``
+    (the primary's own keys still win when ``_self_`` is last); a key of the default choice the
+    new file lacks is unknown. A value the line gives a key itself wins over the pick whatever its
+    place (Hydra applies value overrides after composing)."""
+    got = group_config(entry, group, option) if entry.certain else None
+    source = f"{group}={option} on the launch line"
+    if got is None:
+        out[group] = Value.unknown(f"{group}={option}: a config parallint does not read", w.span, source)
+        return
+    for key, (val, _line) in got.items():
+        if entry.self_last and key in entry.primary_keys:
+            continue
+        where = f"{source} ({group}/{option}.yaml {key[len(group) + 1:]})"
+        if val is _UNKNOWN:
+            out.setdefault(key, Value.unknown(f"{key} of {group}/{option}.yaml is not read", w.span, where))
+        else:
+            out.setdefault(key, _launched(w, where, val))
+    for key in entry.group_keys.get(group, set()) - set(got):
+        if not (entry.self_last and key in entry.primary_keys):
+            out.setdefault(key, Value.unknown(f"{key} is not in {group}/{option}.yaml", w.span, source))
+
+
 def _bind_hydra(entry: Entry, words: list[Value]) -> dict[str, Value]:
     out: dict[str, Value] = {}
     multirun = False
@@ -607,7 +719,10 @@ def _bind_hydra(entry: Entry, words: list[Value]) -> dict[str, Value]:
         source = f"{key}={rest} on the launch line"
         sub = Value(rest, w.span, True, "", source)
         val = _scalar(rest)
-        if key.split(".")[0] in entry.groups or (multirun and "," in rest):
+        if key in entry.choices and not text.startswith("+") and not (multirun and "," in rest):
+            _pick(entry, out, key, rest, w)  # model=llama70b: another file of the group
+            continue
+        if key in entry.groups or (multirun and "," in rest):
             out[key] = Value.unknown(f"{key}={rest} picks a config or sweeps", w.span, source)
             continue
         if val is _UNKNOWN:

@@ -45,6 +45,9 @@ _PARTIAL = re.compile(r"\b(freeze\w*|frozen|lora\w*|peft|adapters?|llava|vlm|vis
                       re.I)
 
 
+_PARTIAL_NOT_LORA = re.compile(r"\b(freeze\w*|llava|vlm|vision|multimodal|mimo)\b", re.I)
+
+
 @functools.cache  # compiled at the first use, not at import (start-up)
 def _offload() -> re.Pattern[str]:
     return re.compile(r"offload_(optimizer|param)|cpu_offload|offload_params", re.I)
@@ -90,8 +93,10 @@ def _setup(job, ctx):
     for f in job.files:  # the Python reader states no offload fact: an inline config's keys
         if f.kind == "python" and _offload().search(f.text or ""):
             return None
+    # a LoRA whose rank and targets are stated: its words are sized, freezing or a vision tower is not
+    partial = _PARTIAL_NOT_LORA if any(v.known for v in facts.all("training.peft")) else _PARTIAL
     for f in job.files:
-        if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or _PARTIAL.search(f.text or "")):
+        if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or partial.search(f.text or "")):
             return None
     config = getattr(ctx, "config", None) or {}
     from parallint.estimator.spec import spec_for_job

@@ -34,8 +34,11 @@ class PureDataParallelOversized(Rule):
     `gpu` in `[tool.parallint]`; without one, the largest GPU in parallint's catalogue is used.
     Values parallint cannot resolve (environment variables, `auto`) keep the rule silent, and so
     does a model file that states no world size or parallel layout at all, a job that freezes
-    parameters or trains adapters (LoRA/PEFT), a multimodal or non-transformer (Mamba, RWKV)
-    model, and a job that offloads states to the CPU. A gpt-neox config whose
+    parameters or trains adapters (LoRA/PEFT) parallint cannot size, a multimodal or
+    non-transformer (Mamba, RWKV) model, and a job that offloads states to the CPU. A LoRA whose
+    rank and target modules are provable (a literal `LoraConfig`, its fields given on the launch
+    line, TRL's `--use_peft --lora_r`) is counted as a frozen base in its precision (4-bit under
+    `load_in_4bit`) plus the adapters' weights, gradients and optimizer states. A gpt-neox config whose
     `model_parallel_size` and `pipe_parallel_size` are left at 1 is not pure data parallelism:
     gpt-neox ships every config that way by convention, to be set for the cluster, so its
     layout is unknown (docs/precision-policy-configs.md).
@@ -155,9 +158,16 @@ class PureDataParallelOversized(Rule):
         yield self.report(
             span,
             f"pure data parallelism{zero}: every GPU holds the whole {est.param_count / 1e9:.1f}B-"
-            f"parameter model, {_gib(states)} GiB of weights, gradients and optimizer states "
+            f"parameter model{_adapters(est)}, {_gib(states)} GiB of weights, gradients and optimizer states "
             f"({_parts(est)}), more than {headroom:.0%} of the {gpu_name}'s "
             f"{_gib(mem)} GiB; use tensor/pipeline parallelism or ZeRO-3/FSDP "
             f"(`parallint plan` lists layouts that fit)",
             related=_related(job, span),
         )
+
+
+def _adapters(est) -> str:
+    """How a LoRA job's states are counted: a frozen base, the adapters trained."""
+    if est.trainable_params is None:
+        return ""
+    return f" (a frozen base, {est.trainable_params / 1e6:.1f}M trainable LoRA parameters)"
