@@ -59,3 +59,30 @@ def test_a_config_written_through_the_variable_that_holds_its_path_is_silent(tmp
     })
     r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
     assert [(p, line) for p, line, _ in _found(r)] == [("bad.sh", 2)]  # where the path is written
+
+
+def test_a_config_in_the_projects_folder_above_the_script_and_a_generated_name_are_silent(tmp_path, cli):
+    """Found triaging microsoft/DeepSpeedExamples (compression/bert/bash_script/*.sh, run from
+    compression/bert/): ``--deepspeed_config ./config/XTC/ds.json`` exists under the project folder
+    above the script (8 false findings), and ``config_json="config/ds_config_${NAME}.json"``,
+    written by ``sed ... > ${config_json}`` and passed through ``CONFIG=${config_json}`` (7 more).
+    A path missing from every folder up to the root is still reported."""
+    write_tree(tmp_path, {
+        "compression/bert/config/XTC/ds_xtc.json": '{"train_batch_size": 8}\n',
+        "compression/bert/config/ds_config_TEMPLATE.json": '{"train_batch_size": 8}\n',
+        "compression/bert/bash_script/XTC/quant.sh":
+            "#!/bin/bash\npython -m torch.distributed.launch --nproc_per_node=1 run_glue.py "
+            "--deepspeed_config ./config/XTC/ds_xtc.json\n",
+        "compression/bert/bash_script/prune.sh":
+            '#!/bin/bash\nNAME=pruning_head\ntemplate_json="config/ds_config_TEMPLATE.json"\n'
+            'config_json="config/ds_config_${NAME}.json"\n'
+            'sed "s/LR/1e-4/" ${template_json} > ${config_json}\nCONFIG=${config_json}\n'
+            "python -m torch.distributed.launch --nproc_per_node=1 run_glue.py --deepspeed_config ${CONFIG}\n",
+        "compression/bert/bash_script/bad.sh":
+            "#!/bin/bash\npython -m torch.distributed.launch --nproc_per_node=1 run_glue.py "
+            "--deepspeed_config ./config/XTC/ds_missing.json\n",
+        "run_glue.py": "import torch\n",
+    })
+    (tmp_path / ".git").mkdir()
+    r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
+    assert [(p, line) for p, line, _ in _found(r)] == [("compression/bert/bash_script/bad.sh", 2)]

@@ -69,7 +69,8 @@ def _plain_relative(value: Value) -> bool:
 def _note_missing(job: Job, value: Value, base: Path, root: Path) -> None:
     """Record in ``job.missing`` a config link that names no file (resolve_link found none): a
     literal relative path in no git submodule of the repository (a submodule that is not checked
-    out holds it), with a close name in its folder or None."""
+    out holds it) and in no folder between the naming file's and the repository root (a script in
+    ``project/bash_script/`` run from ``project/``), with a close name in its folder or None."""
     import difflib
 
     from parallint.link.megatron_table import _in_submodule
@@ -80,6 +81,21 @@ def _note_missing(job: Job, value: Value, base: Path, root: Path) -> None:
     try:
         if _in_submodule(root, raw):
             return
+    except (OSError, ValueError):
+        return
+    note = _probed()
+    try:
+        up = base.resolve()
+        top_root = root.resolve()
+        while up != top_root and top_root in up.parents:
+            up = up.parent
+            if up == top_root:
+                break
+            cand = up / raw
+            if note is not None:
+                note(cand)
+            if cand.is_file():
+                return  # right when the command runs from a folder above (the project's own folder)
     except (OSError, ValueError):
         return
     folder, _, name = raw.rpartition("/")

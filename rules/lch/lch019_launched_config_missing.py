@@ -15,12 +15,29 @@ _CHDIR = re.compile(r"(?m)(?:^|[;&|(]|\bthen\b|\bdo\b)\s*(?:cd|pushd)\b")
 
 def _written_through_variable(text: str, name: str) -> bool:
     """The script assigns the path to a variable and writes a file through it first
-    (``DS_CONFIG=ds_config.json`` ... ``cat <<EOT > $DS_CONFIG``, ``tee``, ``cp``/``mv`` onto it)."""
-    for m in re.finditer(r"(?m)^\s*(?:export\s+|local\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=[\"']?([^\s\"';]+)", text):
-        if m.group(2).rsplit("/", 1)[-1] != name:
-            continue
-        var = re.escape(m.group(1))
-        ref = r"[\"']?\$(?:" + var + r"\b|\{" + var + r"\})"
+    (``DS_CONFIG=ds_config.json`` ... ``cat <<EOT > $DS_CONFIG``, ``tee``, ``cp``/``mv`` onto it).
+    An assigned value with variables in it matches the name with each variable as a wildcard
+    (``config_json="config/ds_config_${NAME}.json"``), and a variable copied from one of those
+    (``CONFIG=${config_json}``) counts too."""
+    assigns = re.findall(r"(?m)^\s*(?:export\s+|local\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=([^\s;]+)", text)
+    ref_of = r"\$(?:{v}\b|\{{{v}\}})"
+    held: set[str] = set()
+    for var, rhs in assigns:
+        base = rhs.strip("\"'").rsplit("/", 1)[-1]
+        if not base or re.fullmatch(r"\$\{?\w+\}?", base):
+            continue  # a bare variable: a copy, followed below
+        pat = "".join(".*" if part.startswith("$") else re.escape(part)
+                      for part in re.split(r"(\$\{\w+\}|\$\w+)", base) if part)
+        if re.fullmatch(pat, name):
+            held.add(var)
+    for _ in range(4):  # copies of copies, a few levels
+        more = {var for var, rhs in assigns
+                if any(re.fullmatch(r"[\"']?" + ref_of.format(v=re.escape(h)) + r"[\"']?", rhs) for h in held)}
+        if more <= held:
+            break
+        held |= more
+    for var in held:
+        ref = r"[\"']?" + ref_of.format(v=re.escape(var))
         if re.search(r">>?\|?\s*" + ref + r"|\btee\s+(?:-\w+\s+)*" + ref +
                      r"|\b(?:cp|mv|ln|install)\b[^\n;|&]*\s" + ref + r"[\"']?\s*(?:$|[;&|])", text, re.M):
             return True
@@ -47,7 +64,10 @@ class LaunchedConfigMissing(Rule):
     checked out), a launch file that changes its working directory (`cd`, `pushd`), and a file
     whose name appears elsewhere in the launch file (it may be written there first, as with
     `cat > ds.json <<EOF`), or a path held in a variable that the file writes through
-    (`DS_CONFIG=ds.json` then `cat <<EOT > $DS_CONFIG`, `tee $DS_CONFIG`, `cp base.json $DS_CONFIG`).
+    (`DS_CONFIG=ds.json` then `cat <<EOT > $DS_CONFIG`, `tee $DS_CONFIG`, `cp base.json $DS_CONFIG`,
+    also through a name built from variables, `config_json="config/ds_${NAME}.json"`, and its
+    copies), and a path that exists relative to a folder between the launch file's and the
+    repository root (a script in `project/bash_script/` run from `project/`).
 
     ## Why it matters
     The launcher or the training script opens the file at start-up: DeepSpeed and the HF Trainer
