@@ -241,6 +241,8 @@ class Evaluator:
         if type(node.value) is not ast.Name:
             return None
         b = self.script.binding(node.value.id, frame)
+        if b is None:
+            b = self._passed_at_one_site(node.value.id, frame)
         if b is None or type(b[0]) is not ast.Call or type(b[0].func) is not ast.Name:
             return None
         call, cframe = b
@@ -262,6 +264,42 @@ class Evaluator:
             return None
         v, _ = self._eval(bs[0], cls, depth + 1)
         return v, f"default of {fname}.{attr}"
+
+    def _passed_at_one_site(self, name: str, frame: "Frame") -> tuple[Any, "Frame"] | None:
+        """``def main(cfg): ... cfg.shard`` with ``main(Config())`` the one call of a module
+        function defined once, never passed as a value, that never rebinds ``cfg``: the argument
+        expression and the caller's frame (:meth:`_dataclass_field` then reads the dataclass)."""
+        f: Frame | None = frame
+        while f is not None and name not in f.params:
+            if name in f.bindings:
+                return None
+            f = f.parent
+        if f is None or f.kind != "function" or f.cls is not None or name in f.bindings or f.node is None \
+                or f.parent is None or f.parent.kind != "module":
+            return None
+        if len(self.script.functions.get(f.name, [])) != 1 or f.name in self.script.refs:
+            return None
+        sites = self.script.callsites.get(f.name, [])
+        if len(sites) != 1 or sites[0][0] is None:
+            return None
+        call = sites[0][0]
+        cnode = call.node
+        if type(cnode.func) is not ast.Name or cnode.func.id != f.name:
+            return None
+        fargs = f.node.args
+        if fargs.vararg is not None or fargs.kwarg is not None:
+            return None
+        positional = [a.arg for a in list(fargs.posonlyargs) + list(fargs.args)]
+        if any(type(a) is ast.Starred for a in cnode.args) or any(k.arg is None for k in cnode.keywords):
+            return None
+        for k in cnode.keywords:
+            if k.arg == name:
+                return k.value, call.frame
+        if name in positional:
+            i = positional.index(name)
+            if i < len(cnode.args):
+                return cnode.args[i], call.frame
+        return None
 
     def _attribute(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         got = self._dataclass_field(node, frame, depth)
