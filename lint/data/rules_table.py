@@ -5,7 +5,7 @@ MODULES: dict[str, dict] = {
     'bat.bat001_deepspeed_batch_identity': {'source': '6605:541a528e', 'rules': [
         {'class': 'DeepspeedBatchIdentity', 'code': 'BAT001', 'name': 'deepspeed-batch-identity', 'severity': 'error', 'summary': 'DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'bat.bat002_global_batch_not_divisible': {'source': '4113:c1d86ad7', 'rules': [
+    'bat.bat002_global_batch_not_divisible': {'source': '9375:9460aa9b', 'rules': [
         {'class': 'GlobalBatchNotDivisible', 'code': 'BAT002', 'name': 'global-batch-not-divisible', 'severity': 'error', 'summary': 'The global batch is not divisible by micro batch × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'bat.bat003_deepspeed_trainer_mismatch': {'source': '11028:f5e9a8aa', 'rules': [
@@ -116,7 +116,7 @@ MODULES: dict[str, dict] = {
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [
         {'class': 'TensorParallelAcrossNodes', 'code': 'LAY002', 'name': 'tensor-parallel-across-nodes', 'severity': 'warning', 'summary': 'Tensor parallelism spans more GPUs than one node has', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay003_heads_not_divisible_by_tp': {'source': '2383:946eef31', 'rules': [
+    'lay.lay003_heads_not_divisible_by_tp': {'source': '3984:c494ab52', 'rules': [
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay004_layers_not_divisible_by_pp': {'source': '5100:3d67cb78', 'rules': [

@@ -55,8 +55,9 @@ _HYDRA_KEY = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=")
 _MAX_BASES = 8
 
 
-def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None) -> None:
-    """Add what a detectron2 or verl launch line gives to ``job`` (a no-op for anything else)."""
+def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, resolve: Any = None) -> None:
+    """Add what a detectron2 or verl launch line gives to ``job`` (a no-op for anything else);
+    ``resolve`` is the linker's ``resolve_link`` (for a config the line names)."""
     if launch is None or launch.launcher != "python" or launch.wrapper is not None or launch.script is None \
             or not launch.script.known or "opaque" in (launch.options or {}):
         return
@@ -69,7 +70,7 @@ def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None) -
             _verl(job, launch)
         return
     if script is not None and script.kind == "python" and _is_detectron2(script.text or ""):
-        _detectron2(job, launch, script, root)
+        _detectron2(job, launch, script, root, resolve)
 
 
 # ----------------------------------------------------------------------------- detectron2
@@ -80,7 +81,7 @@ def _is_detectron2(text: str) -> bool:
         and "add_argument" not in text and "REFERENCE_WORLD_SIZE" not in text
 
 
-def _detectron2(job: Any, launch: Any, script: FileFacts, root: Path | None) -> None:
+def _detectron2(job: Any, launch: Any, script: FileFacts, root: Path | None, resolve: Any) -> None:
     opts: dict[str, Value] = {}
     pairs: list[tuple[Value, Value]] = []
     args = list(launch.args)
@@ -126,7 +127,7 @@ def _detectron2(job: Any, launch: Any, script: FileFacts, root: Path | None) -> 
             reference = _int_word(val, "SOLVER.REFERENCE_WORLD_SIZE")
     cfg_word = opts.get("--config-file")
     if cfg_word is not None:
-        chain = _d2_config(job, launch, cfg_word, root)
+        chain = _d2_config(job, cfg_word, root, resolve)
         if chain is None:
             return  # a config parallint cannot read may set the batch or the reference world
         if batch is None:
@@ -169,14 +170,12 @@ def _d2_world(opts: dict[str, Value]) -> Value | None:
     return Value(gi * mi, at.span, True, "", words, Origin(How.DERIVED))
 
 
-def _d2_config(job: Any, launch: Any, word: Value, root: Path | None) -> dict[str, Value] | None:
+def _d2_config(job: Any, word: Value, root: Path | None, resolve: Any) -> dict[str, Value] | None:
     """``SOLVER.IMS_PER_BATCH`` and ``SOLVER.REFERENCE_WORLD_SIZE`` of a detectron2 YAML config and
     its ``_BASE_`` files (the file's own value wins); None when a file cannot be read."""
-    if root is None or not isinstance(word.value, str) or not word.value.endswith((".yaml", ".yml")):
+    if root is None or resolve is None or not isinstance(word.value, str) or not word.value.endswith((".yaml", ".yml")):
         return None
-    from parallint.link.jobs import resolve_link
-
-    target = resolve_link(word, job.root.abspath.parent, root)
+    target = resolve(word, job.root.abspath.parent, root)
     out: dict[str, Value] = {}
     seen: set[Path] = set()
     for _ in range(_MAX_BASES):

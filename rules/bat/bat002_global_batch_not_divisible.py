@@ -31,6 +31,11 @@ def _torchtitan_dp(view: View) -> tuple[int | None, list]:
     return rep * shard, [(view.v("parallel.dp_shard"), f"dp_shard {shard}")]
 
 
+def _named(gb_v: Value, gb: int) -> str:
+    """``data.train_batch_size 100``, or ``data.train_batch_size 100 × actor_rollout_ref.rollout.n 5 = 500``."""
+    return f"{src(gb_v)} = {gb}" if gb_v.origin.how is How.DERIVED else f"{src(gb_v)} {gb}"
+
+
 def _verl_fix(gb_v: Value, k: int, gb: int) -> str:
     if gb_v.origin.how is How.DERIVED:  # train_batch_size × rollout.n
         return f"set data.train_batch_size so that the product is {_multiple(k, gb)}"
@@ -54,7 +59,7 @@ def _cli_frameworks(view: View):
     mb_v = view.v("training.micro_batch")
     if mb_v is None:  # FSDP actor: the batch must divide over the GPUs
         if gb % w:
-            yield Finding(gb_v, f"{src(gb_v)} = {gb} is not divisible by the {w} GPUs ({src(w_v)}): verl's "
+            yield Finding(gb_v, f"{_named(gb_v, gb)} is not divisible by the {w} GPUs ({src(w_v)}): verl's "
                                 f"validate_config stops with \"real_train_batch_size ({gb}) must be divisible by "
                                 f"minimal possible batch size ({w})\"; {_verl_fix(gb_v, w, gb)}",
                           [(w_v, f"{w} GPUs")])
@@ -64,7 +69,7 @@ def _cli_frameworks(view: View):
     if mb is None or dp is None or mb <= 0:
         return
     if gb % (dp * mb):
-        yield Finding(gb_v, f"{src(gb_v)} = {gb} is not divisible by the Megatron actor's data-parallel size {dp} × "
+        yield Finding(gb_v, f"{_named(gb_v, gb)} is not divisible by the Megatron actor's data-parallel size {dp} × "
                             f"ppo_micro_batch_size_per_gpu {mb} = {dp * mb}: verl's validate_config stops with "
                             f"\"real_train_batch_size ({gb}) must be divisible by minimal possible batch size "
                             f"({dp * mb})\"; {_verl_fix(gb_v, dp * mb, gb)}",
