@@ -188,3 +188,43 @@ def test_verl_other_config_is_silent(cli, tmp_path):
                                     "data.train_batch_size=100 trainer.n_gpus_per_node=8\n"})
     res = cli("check", "--no-cache", "--select", "BAT002", ".", cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+ORL = """\
+#!/bin/bash
+set -x
+deepspeed {launcher}--module openrlhf.cli.train_sft \\
+   --max_len 2048 \\
+   --dataset Open-Orca/OpenOrca \\
+   --input_key question \\
+   --output_key response \\
+   {train} 256 \\
+   {micro} {mb} \\
+   --pretrain meta-llama/Meta-Llama-3-8B \\
+   --save_path ./checkpoint/llama3-8b-sft \\
+   --zero_stage 2 \\
+   --bf16 \\
+   --flash_attn{extra}
+"""
+OLD = ("--train_batch_size", "--micro_train_batch_size")
+NEW = ("--train.batch_size", "--train.micro_batch_size")
+
+
+@pytest.mark.parametrize("launcher,flags,mb,extra,found", [
+    ("--num_gpus 6 ", OLD, 2, "", True),          # 256 over 6 GPUs × micro 2: DeepSpeed's batch identity fails
+    ("--num_gpus 8 ", OLD, 2, "", False),
+    ("--num_gpus 6 ", NEW, 2, "", True),          # the newer release's spellings
+    ("--num_gpus 8 ", NEW, 4, "", False),
+    ("--num_gpus 3 ", OLD, 4, "", True),          # 256 over 3 × 4
+    ("", OLD, 2, "", False),                      # every GPU of the node: not known
+    ("--num_gpus 6 ", OLD, 2, " \\\n   --ring_attn_size 2", False),  # ring attention rescales the batch
+    ("--num_gpus 6 ", OLD, 2, " $EXTRA", False),
+])
+def test_openrlhf_batch_against_the_deepspeed_world(cli, tmp_path, launcher, flags, mb, extra, found):
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"scripts/train_sft.sh": ORL.format(launcher=launcher, train=flags[0], micro=flags[1],
+                                                            mb=mb, extra=extra)})
+    res = cli("check", "--no-cache", "--select", "BAT001", ".", cwd=tmp_path)
+    assert res.returncode == (1 if found else 0), res.stdout + res.stderr
+    if found:
+        assert "scripts/train_sft.sh:8:" in res.stdout and "is not divisible by micro batch" in res.stdout, res.stdout

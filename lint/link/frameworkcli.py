@@ -1,7 +1,7 @@
 """Frameworks whose command line, not a config file parallint reads, sets the world and the batch.
 
-Two launchers build their job from the launch line's own words, and each asserts the same
-divisibility at start-up that BAT002 checks for Megatron:
+Three launchers build their job from the launch line's own words, and each asserts a batch
+divisibility at start-up that BAT002 (BAT001 for OpenRLHF's DeepSpeed) checks:
 
 * **detectron2** (``python tools/train_net.py --num-gpus 8 --num-machines 1 --config-file c.yaml
   SOLVER.IMS_PER_BATCH 16``): the script calls detectron2's ``default_argument_parser()`` and
@@ -21,6 +21,10 @@ divisibility at start-up that BAT002 checks for Megatron:
   no ``use_dynamic_bsz`` (which skips the check), names no other config (``--config-name``) and
   holds no word parallint cannot read (``$@`` may override any key); verl's packaged defaults
   fill ``trainer.nnodes`` (1), ``rollout.n`` (1) and the strategy (FSDP).
+
+* **OpenRLHF** (``deepspeed --num_gpus 8 --module openrlhf.cli.train_sft --train_batch_size 256
+  --micro_train_batch_size 2``): the DeepSpeed config OpenRLHF builds takes both, and DeepSpeed
+  asserts its batch identity; stated as the DeepSpeed facts BAT001 checks.
 
 The facts join the job (``framework``, ``parallel.world_size``, ``training.global_batch`` and,
 for verl's Megatron actor, ``training.micro_batch`` and its TP/PP/CP) pointing at the words of the
@@ -43,6 +47,17 @@ if TYPE_CHECKING:
 
     from parallint.model.facts import FileFacts
 
+#: OpenRLHF's DeepSpeed trainers (not the Ray PPO one), whose DeepSpeed config takes its batch sizes
+#: from the flags: ``train_batch_size`` and ``train_micro_batch_size_per_gpu``
+OPENRLHF_MODULES = frozenset({f"openrlhf.cli.{m}" for m in ("train_sft", "train_rm", "train_dpo", "train_kto",
+                                                            "train_kd", "train_prm")})
+#: the flag spellings of OpenRLHF releases (older: --train_batch_size; newer: --train.batch_size)
+_ORL_FLAGS = {"--train_batch_size": "train", "--train.batch_size": "train",
+              "--micro_train_batch_size": "micro", "--train.micro_batch_size": "micro",
+              "--ring_attn_size": "ring", "--ds.ring_attn_size": "ring",
+              "--ds_tensor_parallel_size": "tp", "--ds.tensor_parallel_size": "tp",
+              "--use_dynamic_batch": "dynamic", "--train.dynamic_batch_enable": "dynamic",
+              "--ds.use_dynamic_batch": "dynamic"}
 #: the verl entry modules whose config is verl's ``ppo_trainer.yaml`` (checked by ``validate_config``)
 VERL_MODULES = frozenset({"verl.trainer.main_ppo"})
 #: detectron2's ``default_argument_parser`` options: name -> takes a value
@@ -58,8 +73,14 @@ _MAX_BASES = 8
 def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, resolve: Any = None) -> None:
     """Add what a detectron2 or verl launch line gives to ``job`` (a no-op for anything else);
     ``resolve`` is the linker's ``resolve_link`` (for a config the line names)."""
-    if launch is None or launch.launcher != "python" or launch.wrapper is not None or launch.script is None \
+    if launch is None or launch.wrapper is not None or launch.script is None \
             or not launch.script.known or "opaque" in (launch.options or {}):
+        return
+    if launch.launcher == "deepspeed":
+        if launch.is_module and launch.script.value in OPENRLHF_MODULES:
+            _openrlhf(job, launch)
+        return
+    if launch.launcher != "python":
         return
     from parallint.model.world import world_size
 
@@ -226,6 +247,43 @@ def _yaml(target: Path, job: Any) -> Any:
     except Exception:  # noqa: BLE001 - an unreadable config is an unknown one
         return None
     return docs[0] if len(docs) == 1 else None
+
+
+# ----------------------------------------------------------------------------- OpenRLHF
+
+def _openrlhf(job: Any, launch: Any) -> None:
+    """``deepspeed --module openrlhf.cli.train_sft --train_batch_size 256 --micro_train_batch_size
+    2``: OpenRLHF writes both into the DeepSpeed config it builds (``train_batch_size`` × ring
+    attention × DeepSpeed TP, ``train_micro_batch_size_per_gpu``), and DeepSpeed asserts
+    ``train_batch_size == micro × accumulation × world``. Stated only when every word is read and
+    neither ring attention, DeepSpeed TP nor dynamic batching is on the line."""
+    got: dict[str, Value] = {}
+    for i, w in enumerate(launch.args):
+        if not w.known or not isinstance(w.value, str):
+            return  # may be any flag
+        name, eq, inline = w.value.partition("=")
+        what = _ORL_FLAGS.get(name)
+        if what is None:
+            continue
+        if what in ("ring", "tp", "dynamic"):
+            return
+        if eq:
+            v = Value(inline, w.span, True, "", name)
+        else:
+            nxt = launch.args[i + 1] if i + 1 < len(launch.args) else None
+            if nxt is None or not nxt.known:
+                return
+            v = Value(nxt.value, nxt.span, True, "", name)
+        iv = _int_word(v, name)
+        if iv is None:
+            return
+        got[what] = iv
+    if "train" not in got or "micro" not in got:
+        return  # OpenRLHF's defaults differ between releases
+    job.facts.add("framework", Value("deepspeed", launch.script.span, True, "", "OpenRLHF launch",
+                                     Origin(How.INFERRED)))
+    job.facts.add("training.train_batch_size", got["train"])
+    job.facts.add("training.micro_batch", got["micro"])
 
 
 # ----------------------------------------------------------------------------- verl
