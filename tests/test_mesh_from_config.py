@@ -63,3 +63,47 @@ def test_mesh_from_the_config_passed_at_the_one_call(cli, tmp_path, call):
 def test_mesh_silent_when_right_or_not_shown(cli, tmp_path, call):
     res = _check(cli, tmp_path, call)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+NESTED = """\
+from dataclasses import dataclass, field
+
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+
+
+@dataclass
+class ParallelConfig:
+    replicate: int = 2
+    shard: int = 8
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 1e-3
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+
+
+def main(cfg: TrainConfig):
+    dist.init_process_group("nccl")
+    mesh = init_device_mesh("cuda", (cfg.parallel.replicate, cfg.parallel.shard),
+                            mesh_dim_names=("replicate", "shard"))
+
+
+if __name__ == "__main__":
+{call}
+"""
+
+
+@pytest.mark.parametrize("call,found", [
+    ("    main(TrainConfig())", True),                                          # 2 × 8 from the nested defaults
+    ("    main(TrainConfig(parallel=ParallelConfig(replicate=4, shard=4)))", True),
+    ("    main(TrainConfig(parallel=ParallelConfig(replicate=1)))", False),    # 1 × 8
+    ("    cfg = TrainConfig()\n    cfg.parallel.replicate = 1\n    main(cfg)", False),  # assigned: not the default
+    ("    main(load_config())", False),
+])
+def test_mesh_from_a_nested_config_dataclass(cli, tmp_path, call, found):
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"train.py": NESTED.format(call=call), "run.sh": RUN})
+    res = cli("check", "--no-cache", "--select", "LAY007", ".", cwd=tmp_path)
+    assert res.returncode == (1 if found else 0), res.stdout + res.stderr
