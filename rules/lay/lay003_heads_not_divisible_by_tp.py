@@ -34,7 +34,7 @@ class HeadsNotDivisibleByTp(FactRule):
     The vocabulary is not checked against TP: every framework whose TP degree parallint reads
     either pads the vocabulary to a multiple of TP (Megatron-LM, NeMo, Megatron-DeepSpeed and
     gpt-neox with `--make-vocab-size-divisible-by` × TP, nanotron, ColossalAI's shardformer,
-    vLLM) or shards the embedding unevenly (torchtitan's DTensor plans, DeepSpeed AutoTP). The
+    fairseq's model-parallel models with 8 × `--model-parallel-size`, vLLM) or shards the embedding unevenly (torchtitan's DTensor plans, DeepSpeed AutoTP). The
     frameworks that assert an even vocabulary split (fairscale's `VocabParallelEmbedding` and
     `ColumnParallelLinear`, used by the original LLaMA code) size it from the tokenizer at run
     time, which a static check cannot read.
