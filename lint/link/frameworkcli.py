@@ -293,12 +293,11 @@ def _verl(job: Any, launch: Any) -> None:
     lines = text.splitlines()
     over: dict[str, Value] = {}
     for w in launch.args:
-        if w.known and isinstance(w.value, str):
-            word = w.value
-        else:
-            word = _raw_word(lines, w)
-            if word is None:
-                return  # `$@`, `$EXTRA_ARGS`: may override any key
+        same_file = w.span is not None and w.span.path == job.root.path
+        raw = w.value if w.known and isinstance(w.value, str) else _raw_word(lines, w) if same_file else None
+        if raw is None:
+            return  # `$@`, `$EXTRA_ARGS`: may override any key
+        word: str = raw
         if word.startswith("-"):
             return  # --config-name, --config-path, hydra flags: another config
         m = _HYDRA_KEY.match(word)
