@@ -2,10 +2,10 @@
 python -m pytest tests/test_startup.py)."""
 
 MODULES: dict[str, dict] = {
-    'bat.bat001_deepspeed_batch_identity': {'source': '6605:541a528e', 'rules': [
+    'bat.bat001_deepspeed_batch_identity': {'source': '7056:d4001da1', 'rules': [
         {'class': 'DeepspeedBatchIdentity', 'code': 'BAT001', 'name': 'deepspeed-batch-identity', 'severity': 'error', 'summary': 'DeepSpeed train_batch_size != micro batch × gradient accumulation × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'bat.bat002_global_batch_not_divisible': {'source': '4113:c1d86ad7', 'rules': [
+    'bat.bat002_global_batch_not_divisible': {'source': '9375:9460aa9b', 'rules': [
         {'class': 'GlobalBatchNotDivisible', 'code': 'BAT002', 'name': 'global-batch-not-divisible', 'severity': 'error', 'summary': 'The global batch is not divisible by micro batch × data-parallel size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'bat.bat003_deepspeed_trainer_mismatch': {'source': '11028:f5e9a8aa', 'rules': [
@@ -116,13 +116,13 @@ MODULES: dict[str, dict] = {
     'env.env010_torch_api_newer_than_pin': {'source': '5279:7d13c1d5', 'rules': [
         {'class': 'TorchApiNewerThanPin', 'code': 'ENV010', 'name': 'torch-api-newer-than-pin', 'severity': 'error', 'summary': 'A script calls a torch API that the torch the job pins does not have.', 'kinds': ['python'], 'calls': ['torch.compile', 'torch.distributed.device_mesh.init_device_mesh', 'torch.func.functional_call', 'torch.func.grad', 'torch.func.vmap', 'torch.nn.functional.scaled_dot_product_attention'], 'file': True, 'job': False},
     ]},
-    'lay.lay001_parallel_product_mismatch': {'source': '21621:79129f1f', 'rules': [
+    'lay.lay001_parallel_product_mismatch': {'source': '22148:d89b6cfb', 'rules': [
         {'class': 'ParallelProductMismatch', 'code': 'LAY001', 'name': 'parallel-product-mismatch', 'severity': 'error', 'summary': 'The product of the parallel degrees does not fit the world size', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [
         {'class': 'TensorParallelAcrossNodes', 'code': 'LAY002', 'name': 'tensor-parallel-across-nodes', 'severity': 'warning', 'summary': 'Tensor parallelism spans more GPUs than one node has', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay003_heads_not_divisible_by_tp': {'source': '2383:946eef31', 'rules': [
+    'lay.lay003_heads_not_divisible_by_tp': {'source': '4051:3a7549b1', 'rules': [
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay004_layers_not_divisible_by_pp': {'source': '5100:3d67cb78', 'rules': [

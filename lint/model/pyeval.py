@@ -237,22 +237,19 @@ class Evaluator:
 
     def _dataclass_field(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str] | None:
         """``cfg.tp`` where ``cfg = Config(...)`` builds a @dataclass of this file: the keyword
-        passed for the field, else its default. None when that is not what the code shows."""
-        if type(node.value) is not ast.Name:
+        passed for the field, else its default. None when that is not what the code shows.
+        ``cfg.parallel.tp`` follows a field that holds another dataclass of the file
+        (``parallel: Parallel = field(default_factory=Parallel)``, or ``Config(parallel=Parallel(...))``)."""
+        dotted = _dotted_name(node)
+        if dotted is None:
             return None
-        b = self.script.binding(node.value.id, frame)
-        if b is None or type(b[0]) is not ast.Call or type(b[0].func) is not ast.Name:
-            return None
-        call, cframe = b
-        if self.script.attr_bindings.get(f"{node.value.id}.{node.attr}"):
+        if self.script.attr_bindings.get(dotted):
             return None  # the field is assigned somewhere: not the default
-        fname = call.func.id
-        classes = self.script.classes.get(fname, [])
-        if len(classes) != 1 or not classes[0].dataclass or fname in self.script.import_map:
+        got = self._instance(node.value, frame, depth)
+        if got is None:
             return None
-        cls, attr = classes[0], node.attr
-        if call.args or any(k.arg is None for k in call.keywords):
-            return None  # positional fields: the order is not followed here
+        cls, call, cframe = got
+        fname, attr = cls.name, node.attr
         for k in call.keywords:
             if k.arg == attr:
                 v, _ = self._eval(k.value, cframe, depth + 1)
@@ -262,6 +259,82 @@ class Evaluator:
             return None
         v, _ = self._eval(bs[0], cls, depth + 1)
         return v, f"default of {fname}.{attr}"
+
+    def _instance(self, expr: Any, frame: "Frame", depth: int) -> "tuple[Frame, Any, Frame] | None":
+        """The dataclass of this file an expression holds, with the call that built it (keywords
+        only) and the frame of that call: ``cfg`` bound to (or passed as) ``Config(...)``, or
+        ``cfg.parallel``, a field whose keyword or default builds another dataclass."""
+        if depth > 8:
+            return None
+        if type(expr) is ast.Name:
+            b = self.script.binding(expr.id, frame)
+            if b is None:
+                b = self._passed_at_one_site(expr.id, frame)
+            if b is None:
+                return None
+            call, cframe = b
+        elif type(expr) is ast.Attribute:
+            if self.script.attr_bindings.get(_dotted_name(expr) or ""):
+                return None
+            outer = self._instance(expr.value, frame, depth + 1)
+            if outer is None:
+                return None
+            ocls, ocall, oframe = outer
+            kw = next((k.value for k in ocall.keywords if k.arg == expr.attr), None)
+            if kw is not None:
+                call, cframe = kw, oframe
+            else:
+                bs = ocls.bindings.get(expr.attr)
+                if not bs or len(bs) != 1 or bs[0] is MULTI:
+                    return None
+                call, cframe = _factory_call(bs[0]), ocls
+        else:
+            return None
+        if type(call) is not ast.Call or type(call.func) is not ast.Name:
+            return None
+        fname = call.func.id
+        classes = self.script.classes.get(fname, [])
+        if len(classes) != 1 or not classes[0].dataclass or fname in self.script.import_map:
+            return None
+        if call.args or any(k.arg is None for k in call.keywords):
+            return None  # positional fields: the order is not followed here
+        return classes[0], call, cframe
+
+    def _passed_at_one_site(self, name: str, frame: "Frame") -> tuple[Any, "Frame"] | None:
+        """``def main(cfg): ... cfg.shard`` with ``main(Config())`` the one call of a module
+        function defined once, never passed as a value, that never rebinds ``cfg``: the argument
+        expression and the caller's frame (:meth:`_dataclass_field` then reads the dataclass)."""
+        f: Frame | None = frame
+        while f is not None and name not in f.params:
+            if name in f.bindings:
+                return None
+            f = f.parent
+        if f is None or f.kind != "function" or f.cls is not None or name in f.bindings or f.node is None \
+                or f.parent is None or f.parent.kind != "module":
+            return None
+        if len(self.script.functions.get(f.name, [])) != 1 or f.name in self.script.refs:
+            return None
+        sites = self.script.callsites.get(f.name, [])
+        if len(sites) != 1 or sites[0][0] is None:
+            return None
+        call = sites[0][0]
+        cnode = call.node
+        if type(cnode.func) is not ast.Name or cnode.func.id != f.name:
+            return None
+        fargs = f.node.args
+        if fargs.vararg is not None or fargs.kwarg is not None:
+            return None
+        positional = [a.arg for a in list(fargs.posonlyargs) + list(fargs.args)]
+        if any(type(a) is ast.Starred for a in cnode.args) or any(k.arg is None for k in cnode.keywords):
+            return None
+        for k in cnode.keywords:
+            if k.arg == name:
+                return k.value, call.frame
+        if name in positional:
+            i = positional.index(name)
+            if i < len(cnode.args):
+                return cnode.args[i], call.frame
+        return None
 
     def _attribute(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         got = self._dataclass_field(node, frame, depth)
@@ -416,3 +489,26 @@ def _binop(op: ast.operator, a: Any, b: Any) -> Any:
             raise _Unknown("huge power")
         return a**b
     raise _Unknown("operator")
+
+
+def _dotted_name(node: Any) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    return ".".join([node.id] + parts[::-1])
+
+
+def _factory_call(expr: Any) -> Any:
+    """A field's default as the call that builds it: ``Parallel()`` itself, or
+    ``field(default_factory=Parallel)`` read as ``Parallel()``."""
+    if type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "field" and not expr.args:
+        kws = {k.arg: k.value for k in expr.keywords}
+        fac = kws.get("default_factory")
+        if fac is not None and type(fac) is ast.Name and set(kws) <= {"default_factory", "metadata", "repr",
+                                                                      "compare", "hash", "init", "kw_only"}:
+            return ast.Call(func=ast.Name(id=fac.id, ctx=ast.Load()), args=[], keywords=[])
+    return expr

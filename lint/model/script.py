@@ -86,6 +86,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "hf_trainer": ("transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer",
                    "trl.DPOTrainer", "trl.GRPOTrainer", "trl.RewardTrainer"),
     "ds_initialize": ("deepspeed.initialize",),
+    "ds_init_inference": ("deepspeed.init_inference",),
     "ds_pipeline_module": ("deepspeed.pipe.PipelineModule", "deepspeed.runtime.pipe.PipelineModule",
                            "deepspeed.runtime.pipe.module.PipelineModule"),
     # ColossalAI's booster plugin: HybridParallelPlugin(tp_size=, pp_size=, zero_stage=)

@@ -90,7 +90,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("model.hidden", "int", "hidden size", "features",
          producers=("foundry", "hf_model", "hftrainargs", "megatron_args", "nemo", "neox")),
     Fact("model.heads", "int", "attention heads", "heads",
-         producers=("foundry", "hf_model", "hftrainargs", "megatron_args", "nemo", "neox")),
+         producers=("foundry", "hf_model", "hftrainargs", "megatron_args", "nemo", "neox", "python")),
     Fact("model.kv_heads", "int", "key/value heads (GQA query groups)", "heads",
          producers=("hf_model", "hftrainargs", "megatron_args", "nemo", "neox")),
     Fact("model.ffn", "int", "MLP inner size", "features",

@@ -1331,6 +1331,85 @@ def _fact(f: FileFacts, key: str, v: Value, source: str, conv=None) -> None:
                            Origin(v.origin.how, source.split("(", 1)[0])))
 
 
+def _init_inference(s: Script, f: FileFacts, c) -> None:
+    """``deepspeed.init_inference(model, tensor_parallel={"tp_size": N} or mp_size=N,
+    replace_with_kernel_inject=True)``: DeepSpeed's injected kernels split the attention heads
+    evenly over the N ranks and assert it. The TP degree, and the heads of the model when it is a
+    hub id of parallint's table loaded in this file (``from_pretrained("id")``,
+    ``pipeline(model="id")``). AutoTP (no kernel injection) splits uneven heads: nothing stated."""
+    inject = s.arg(c, "replace_with_kernel_inject")
+    if inject is None or not inject.known or inject.value is not True:
+        return
+    tp = None
+    tpd = s.arg(c, "tensor_parallel", with_span=True)
+    if tpd is not None:
+        if not tpd.known or not isinstance(tpd.value, dict):
+            return
+        if "tp_size" in tpd.value:
+            tp = Value(tpd.value["tp_size"], tpd.span, True, "", "")
+    mp = s.arg(c, "mp_size", with_span=True)
+    if mp is not None:
+        if tp is not None or not mp.known:
+            return  # both given, or not known: not what parallint can say
+        tp = mp
+    if tp is None:
+        return
+    _fact(f, "parallel.tp", tp, "init_inference(tensor_parallel tp_size)" if mp is None
+          else "init_inference(mp_size=...)", _int)
+    hub = _loaded_hub_id(s, c)
+    if hub is None:
+        return
+    from parallint.estimator.spec import hub_models
+
+    shape = hub_models().get(str(hub.value).lower())
+    heads = shape.get("heads") if isinstance(shape, dict) else None
+    if isinstance(heads, int) and not isinstance(heads, bool) and hub.span is not None:
+        f.facts.add("model.heads", Value(heads, hub.span, True, "", f"attention heads of {hub.value}"))
+
+
+def _loaded_hub_id(s: Script, c) -> "Value | None":
+    """The literal hub id the model given to ``c`` was loaded from, in this file: ``m =
+    X.from_pretrained("id")`` passed as ``m``, or ``pipe = pipeline(..., model="id")`` passed as
+    ``pipe.model``. None when the code does not show one."""
+    import ast
+
+    node = c.node.args[0] if c.node.args else next((k.value for k in c.node.keywords if k.arg == "model"), None)
+    want_pipeline = False
+    if type(node) is ast.Attribute and node.attr == "model":
+        node, want_pipeline = node.value, True
+    if type(node) is not ast.Name:
+        return None
+    b = s.binding(node.id, c.frame)
+    made = next((x for x in s.calls if x.node is b[0]), None) if b is not None and type(b[0]) is ast.Call else None
+    if made is None:
+        return None if want_pipeline else _one_loaded_id(s)
+    if want_pipeline:
+        if "transformers.pipeline" not in made.qnames:
+            return None
+        v = s.arg(made, "model", with_span=True)
+    else:
+        if made.method != "from_pretrained":
+            return None
+        v = s.arg(made, "pretrained_model_name_or_path", 0, with_span=True)
+    if v is None or not v.known or not isinstance(v.value, str):
+        return None
+    return v
+
+
+def _one_loaded_id(s: Script) -> "Value | None":
+    """The one literal hub id every ``from_pretrained`` of the file loads (``model = ...;
+    model = deepspeed.init_inference(model, ...)`` rebinds the name, so its binding is not one)."""
+    ids = []
+    for x in s.methods("from_pretrained"):
+        v = s.arg(x, "pretrained_model_name_or_path", 0, with_span=True)
+        if v is None or not v.known or not isinstance(v.value, str):
+            return None
+        ids.append(v)
+    if not ids or len({v.value for v in ids}) != 1:
+        return None
+    return ids[0]
+
+
 def _int(x):
     if isinstance(x, bool) or not isinstance(x, int):
         raise ValueError(x)
@@ -1372,6 +1451,8 @@ def _facts(s: Script, f: FileFacts) -> None:
         if z is not None:
             _fact(f, "parallel.zero_stage", z, "HybridParallelPlugin(zero_stage=...)", _int)
         f.facts.add("framework", Value("colossalai", c.span, True, "", "HybridParallelPlugin()"))
+    for c in s.by("ds_init_inference"):
+        _init_inference(s, f, c)
     for c in s.by("ds_pipeline_module"):  # DeepSpeed's pipeline engine: PipelineModule(num_stages=N)
         v = s.arg(c, "num_stages", with_span=True)
         if v is not None:

@@ -611,9 +611,12 @@ class Evaluator:
                 break
             body.append(c)
         self.vars = dict(before)
+        starts = [len(self.launches)]
         self._stmts(body, src)
         branches.append(self.vars)
         for c in kids:
+            if c.type in ("elif_clause", "else_clause"):
+                starts.append(len(self.launches))
             if c.type == "elif_clause":
                 self.vars = dict(before)
                 parts = c.children
@@ -630,7 +633,24 @@ class Evaluator:
                 self._stmts(c.children[1:], src)
                 branches.append(self.vars)
         self.vars = before
+        self._one_per_branch(starts)
         self._merge(before, branches, covered, f"assigned in an if at line {src.pos(node.start_byte)[0]}")
+
+    def _one_per_branch(self, starts: list[int]) -> None:
+        """Only one branch of an if runs: a launch that repeats, word for word, a launch of an
+        earlier branch (the same command with and without ``| tee $LOG``, ``$CMD`` run in both
+        branches) is the same job, and is kept once, at its first branch."""
+        if len(starts) < 2 or len(self.launches) == starts[1]:
+            return
+        ends = starts[1:] + [len(self.launches)]
+        kept: list = self.launches[:starts[0]]
+        earlier: set = set()
+        for a, b in zip(starts, ends):
+            mine = self.launches[a:b]
+            sigs = [_launch_signature(la) for la in mine]
+            kept.extend(la for la, sig in zip(mine, sigs) if sig is None or sig not in earlier)
+            earlier.update(sig for sig in sigs if sig is not None)
+        self.launches = kept
 
     def _case(self, node, src: Src) -> None:
         before = self._snapshot()
@@ -1895,3 +1915,19 @@ def read(path: str, abspath: Path, text: str, scheduler_facts: FactMap | None = 
         for link in la.links:
             ff.links.append(link)
     return ff
+
+
+def _value_key(v) -> tuple:
+    return (v.known, repr(v.value), v.why) if v is not None else (None,)
+
+
+def _launch_signature(la) -> "tuple | None":
+    """What makes two launch commands the same job, positions aside (None when not comparable)."""
+    try:
+        return (la.launcher, _value_key(la.script), la.is_module, tuple(_value_key(a) for a in la.args),
+                tuple(sorted((k, _value_key(v)) for k, v in la.options.items())),
+                tuple(sorted((k, _value_key(v)) for k, v in la.env.items())),
+                tuple(sorted((k, _value_key(v)) for k, v in la.scheduler.items())),
+                _launch_signature(la.wrapper) if la.wrapper is not None else None)
+    except (AttributeError, TypeError):
+        return None

@@ -57,6 +57,12 @@ class DeepspeedBatchIdentity(FactRule):
     Without a known world size it still fires when no data-parallel size at all could satisfy
     it (e.g. `train_batch_size` not divisible by the micro batch). `"auto"` values are unknown.
 
+    OpenRLHF's DeepSpeed trainers (`deepspeed --num_gpus N --module openrlhf.cli.train_sft`,
+    `train_rm`, `train_dpo`, ...) build the config from the flags: `--train_batch_size` and
+    `--micro_train_batch_size` (`--train.batch_size`, `--train.micro_batch_size` in newer
+    releases) are checked the same way against the launcher's world, when every word of the line
+    is read and no ring attention, DeepSpeed TP or dynamic batching is on it.
+
     ## Why it matters
     DeepSpeed asserts it inside every worker: "Check batch related parameters. train_batch_size
     is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1".

@@ -123,6 +123,13 @@ class ParallelProductMismatch(FactRule):
     calling `dist.ddp(..., j="NxM")`), `fabric run`, a SkyPilot
     task, a RayJob running a Ray Train `ScalingConfig`, submitit or NeMo-Run executors.
 
+    Not checked: fairseq's `--model-parallel-size` and `--distributed-world-size`. Under torchrun
+    or `torch.distributed.launch` fairseq replaces `--distributed-world-size` with the launcher's
+    `WORLD_SIZE`, so the two cannot disagree; `fairseq-train` run directly spawns
+    `min(GPUs, --distributed-world-size)` processes on a machine whose GPU count a static check
+    does not know; and its model parallelism is a Megatron fork whose division rule (it clamps the
+    degree to the world) parallint has not verified.
+
     Only configs that run as written count: a base config that a tool rewrites (NeMo
     `auto_configurator`), a checkpoint-conversion config, a model restored from
     `pretrained_model_path` and gpt-neox's parallelism left at 1 by convention are silent (see
