@@ -228,3 +228,35 @@ def test_openrlhf_batch_against_the_deepspeed_world(cli, tmp_path, launcher, fla
     assert res.returncode == (1 if found else 0), res.stdout + res.stderr
     if found:
         assert "scripts/train_sft.sh:8:" in res.stdout and "is not divisible by micro batch" in res.stdout, res.stdout
+
+
+VERL_ROLLOUT = """#!/bin/bash
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=16 \\
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct-1M \\
+    actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 \\
+    actor_rollout_ref.rollout.n=16 \\
+    trainer.n_gpus_per_node={gpus} \\
+    trainer.nnodes=1{tail}
+"""
+
+
+def test_verl_rollout_tp_against_the_gpus_of_the_job(tmp_path):
+    """verl#1191 ("rollout world_size: 1 is not divisible by infer_tp: 2"): one GPU with a rollout
+    TP of 2 is LAY014; two GPUs are fine, and a `$@` that may override any key is silent."""
+    import json
+    import subprocess
+    import sys
+
+    def lay014(gpus, tail=""):
+        (tmp_path / "run_grpo.sh").write_text(VERL_ROLLOUT.format(gpus=gpus, tail=tail))
+        r = subprocess.run([sys.executable, "-m", "parallint", "check", ".", "--no-cache", "--format", "json",
+                            "--exit-zero"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        return [(d["path"], d["line"]) for d in json.loads(r.stdout) if d["code"] == "LAY014"]
+
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    assert lay014(1) == [("run_grpo.sh", 7)]
+    assert lay014(2) == []
+    assert lay014(1, ' \\\n    "$@"') == []

@@ -155,6 +155,9 @@ MODULES: dict[str, dict] = {
     'lay.lay013_tp_comm_overlap_without_sequence_parallel': {'source': '6779:3c7233d2', 'rules': [
         {'class': 'TpCommOverlapWithoutSequenceParallel', 'code': 'LAY013', 'name': 'tp-comm-overlap-without-sequence-parallel', 'severity': 'error', 'summary': 'Tensor-parallel communication overlap without sequence parallelism (or with TP 1)', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
+    'lay.lay014_rollout_tp_not_dividing_world': {'source': '2953:c4673129', 'rules': [
+        {'class': 'RolloutTpNotDividingWorld', 'code': 'LAY014', 'name': 'rollout-tp-not-dividing-world', 'severity': 'error', 'summary': "The rollout engine's tensor-parallel degree does not divide the GPUs of an RL job.", 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
+    ]},
     'lch.lch001_launcher_world_size_mismatch': {'source': '12232:b4d474f4', 'rules': [
         {'class': 'LauncherWorldSizeMismatch', 'code': 'LCH001', 'name': 'launcher-world-size-mismatch', 'severity': 'error', 'summary': 'Two launch layers disagree on the number of nodes or processes per node.', 'kinds': ['accelerate', 'kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': True},
     ]},

@@ -332,6 +332,9 @@ def _verl(job: Any, launch: Any) -> None:
     real = batch if k == 1 else Value(b * k, batch.span, True, "",
                                       f"data.train_batch_size {b} × actor_rollout_ref.rollout.n {k}", Origin(How.DERIVED))
     facts = [("parallel.world_size", world), ("training.global_batch", real)]
+    rtp = _int_of(over, "actor_rollout_ref.rollout.tensor_model_parallel_size")
+    if rtp is not None and rtp.span is not None:  # given on the line: verl builds its rollout engine with it
+        facts.append(("parallel.rollout_tp", rtp))
     if megatron:
         micro = _int_of(over, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
         if micro is None:
