@@ -148,7 +148,7 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("parallel.vpp_layers", "int", "layers per virtual pipeline stage (--num-layers-per-virtual-pipeline-stage)",
          "layers", producers=_MEGATRON, spec=False),
     Fact("parallel.rollout_tp", "int", "tensor-parallel degree of an RL framework's rollout (inference) engine "
-         "(verl actor_rollout_ref.rollout.tensor_model_parallel_size)", producers=("frameworkcli",), spec=False),
+         "(verl actor_rollout_ref.rollout.tensor_model_parallel_size; stated by link.frameworkcli on the job)", spec=False),
     Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate",) + _ALL_DEGREE + ("cmdline", "torchtune")),
     Fact("parallel.ep", "int", "expert-parallel degree", "ranks", producers=("nanotron",) + _ALL_DEGREE),
     Fact("parallel.etp", "int", "expert tensor-parallel degree", "ranks",
