@@ -312,14 +312,31 @@ def _is_tf_config_slot(t: Any) -> bool:
             and v.value.id == "os") or (isinstance(v, ast.Name) and v.id == "environ")
 
 
-def _literal_config(s: Script, node: Any, frame: Frame) -> dict | None:
+def _literal_config(s: Script, node: Any, frame: Frame, depth: int = 0) -> dict | None:
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dumps"
             and len(node.args) == 1):
         node = node.args[0]
+    if isinstance(node, ast.Name) and depth < 3:
+        b = s.binding(node.id, frame)
+        if b is not None and isinstance(b[0], ast.Dict):
+            return _literal_config(s, b[0], b[1], depth + 1)
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+        # key by key: a task index computed at run time leaves the cluster readable
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            got = _known(s, v, frame)
+            if got is not None:
+                out[k.value] = got  # type: ignore[union-attr]
+        if isinstance(out.get("task"), dict) is False and "task" in out:
+            del out["task"]
+        return parse_tf_config(out)
+    got = _known(s, node, frame)
+    return None if got is None else parse_tf_config(got)
+
+
+def _known(s: Script, node: Any, frame: Frame) -> Any:
     try:
         v = s.value(node, frame, with_span=False)
     except Exception:  # noqa: BLE001 - an expression the evaluator does not take: unknown
         return None
-    if not v.known:
-        return None
-    return parse_tf_config(v.value)
+    return v.value if v.known else None
