@@ -332,3 +332,21 @@ model.fit(dataset, steps_per_epoch=500 // hvd.size(), callbacks=callbacks, epoch
     assert _new(got) == []
     got, _ = _check(cli, tmp_path, {"train.py": script.format(lr="scaled_lr * hvd.size()")})
     assert _new(got) == [("DDP008", "train.py", 9, "warning")]
+
+
+def test_share_of_a_global_batch_given_to_the_distributed_dataset(cli, tmp_path):
+    # BATCH_SIZE_PER_REPLICA = GLOBAL // num_replicas_in_sync, then batched and distributed: each
+    # replica gets a share of the share
+    script = CTL.format(batch="BATCH_SIZE_PER_REPLICA", loss_batch="GLOBAL_BATCH_SIZE").replace(
+        "BATCH_SIZE_PER_REPLICA = 64\nGLOBAL_BATCH_SIZE = BATCH_SIZE_PER_REPLICA * strategy.num_replicas_in_sync\n",
+        "GLOBAL_BATCH_SIZE = 64\nBATCH_SIZE_PER_REPLICA = GLOBAL_BATCH_SIZE // strategy.num_replicas_in_sync\n")
+    got, _ = _check(cli, tmp_path, {"train.py": script})
+    assert _new(got) == [("TFD006", "train.py", 10, "warning")]
+
+
+def test_name_says_per_replica_but_value_is_global(cli, tmp_path):
+    # a name that lies: computed as per-replica × replicas, it is the global batch
+    script = CTL.format(batch="batch_size_per_replica", loss_batch="GLOBAL_BATCH_SIZE").replace(
+        "EPOCHS = 10\n", "EPOCHS = 10\nbatch_size_per_replica = BATCH_SIZE_PER_REPLICA * strategy.num_replicas_in_sync\n")
+    got, _ = _check(cli, tmp_path, {"train.py": script})
+    assert _new(got) == []

@@ -39,6 +39,9 @@ def _naming(s: Script, node, frame, depth: int = 0) -> str | None:
         return None
     if isinstance(node, ast.Name):
         b = s.binding(node.id, frame)
+        if (b is not None and isinstance(b[0], ast.BinOp) and isinstance(b[0].op, ast.Div | ast.FloorDiv)
+                and isinstance(b[0].right, ast.Attribute) and b[0].right.attr == "num_replicas_in_sync"):
+            return "per"  # GLOBAL // strategy.num_replicas_in_sync: one replica's share
         if b is not None and not isinstance(b[0], ast.Name | ast.Attribute | ast.Constant):
             return None  # computed: the name says nothing certain
         if b is not None and isinstance(b[0], ast.Name | ast.Attribute):
@@ -88,7 +91,8 @@ class PerReplicaBatchAsGlobal(Rule):
     `tf.nn.compute_average_loss(..., global_batch_size=...)`. Flags the reverse too: a
     global-named batch in the `dataset_fn` of `strategy.distribute_datasets_from_function()`,
     which batches for one replica. A value multiplied by anything (`* strategy.num_replicas_in_sync`,
-    `* num_workers`) or computed otherwise is left alone: only the name is evidence.
+    `* num_workers`) or computed otherwise is left alone: only the name is evidence, and a value
+    assigned `GLOBAL // strategy.num_replicas_in_sync` (one replica's share).
 
     ## Why it matters
     `experimental_distribute_dataset` and Keras `fit` split each batch of the dataset across
