@@ -350,3 +350,19 @@ def test_name_says_per_replica_but_value_is_global(cli, tmp_path):
         "EPOCHS = 10\n", "EPOCHS = 10\nbatch_size_per_replica = BATCH_SIZE_PER_REPLICA * strategy.num_replicas_in_sync\n")
     got, _ = _check(cli, tmp_path, {"train.py": script})
     assert _new(got) == []
+
+
+def test_script_tf_config_fallback_for_local_runs_is_silent(cli, tmp_path):
+    # the script writes TF_CONFIG only when none is set: the TFJob operator's value skips it
+    files = _tfjob_writing_tf_config(2)
+    files["train.py"] = files["train.py"].replace(
+        'os.environ["TF_CONFIG"] = json.dumps({\n', 'if "TF_CONFIG" not in os.environ:\n  os.environ["TF_CONFIG"] = json.dumps({\n', 1)
+    got, _ = _check(cli, tmp_path, files)
+    assert _new(got) == [] and not [g for g in got if g[0] == "SYN001"]
+
+
+def test_lr_scaled_twice_through_a_world_name(cli, tmp_path):
+    files = _hvd(lr="args.base_lr * lr_scaler * world")
+    files["train.py"] = files["train.py"].replace("lr_scaler = ", "world = hvd.size()\nlr_scaler = ", 1)
+    got, _ = _check(cli, tmp_path, files)
+    assert _new(got) == [("DDP008", "train.py", 23, "warning")]

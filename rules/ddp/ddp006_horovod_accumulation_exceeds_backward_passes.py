@@ -63,7 +63,8 @@ class HorovodAccumulationExceedsBackwardPasses(Rule):
     `hvd.DistributedOptimizer`, and compares `N` with the wrapper's `backward_passes_per_step`
     (1 when not passed). Flags `N` above it; an `N` the code does not show gets an `info` hint
     when `backward_passes_per_step` is left at 1. Silent when the script synchronizes by hand
-    (`optimizer.synchronize()`, `skip_synchronize()`).
+    (`optimizer.synchronize()`, `skip_synchronize()`) or changes the count later
+    (`set_backward_passes_per_step`).
 
     ## Why it matters
     Horovod's wrapper counts the backward passes of each gradient and starts its allreduce after
@@ -92,7 +93,7 @@ class HorovodAccumulationExceedsBackwardPasses(Rule):
         s = script_of(f)
         if s is None:
             return
-        if s.methods("synchronize") or "skip_synchronize" in (s.text or ""):
+        if s.methods("synchronize") or s.methods("set_backward_passes_per_step") or "skip_synchronize" in (s.text or ""):
             return
         for wrap in s.by("hvd_optimizer"):
             if wrap.target is None or wrap.has_star():

@@ -26,14 +26,22 @@ def _size_factors(s, node, frame, depth=0, seen=None):
     for n in ast.walk(node):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
             for side in (n.left, n.right):
-                if isinstance(side, ast.Call) and not side.args and s.qname_in(side.func, set(HVD_SIZE)):
+                if _is_size(s, side):
                     out.append(side)
+                elif isinstance(side, ast.Name):  # world = hvd.size(); lr * world
+                    b = s.binding(side.id, frame)
+                    if b is not None and _is_size(s, b[0]):
+                        out.append(b[0])
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in seen:
             b = s.binding(n.id, frame)
             if b is not None:
                 seen.add(n.id)
                 out.extend(_size_factors(s, b[0], b[1], depth + 1, seen))
     return out
+
+
+def _is_size(s, node) -> bool:
+    return isinstance(node, ast.Call) and not node.args and s.qname_in(node.func, set(HVD_SIZE))
 
 
 class HorovodLrScaledTwice(Rule):
@@ -110,7 +118,7 @@ class HorovodLrScaledTwice(Rule):
                 node = c.arg_node(None, 1 if any(q.startswith("torch.optim.") for q in c.qnames) else 0)
             if node is None:
                 continue
-            if not (any(q.startswith(_OPT_PREFIXES) for q in c.qnames) or c.qnames & {"horovod"}
+            if not (any(q.startswith(_OPT_PREFIXES) for q in c.qnames)
                     or (c.method or "").endswith(("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LAMB", "Lamb"))):
                 continue
             got = _size_factors(s, node, c.frame)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Related, Severity
@@ -9,7 +10,7 @@ from parallint.model.launches import LAUNCH_FILE_KINDS, launches
 from parallint.model.rule import Example, Rule
 from parallint.model.script import job_scripts, script_of
 from parallint.rules.tfd._common import (
-    _PY, parse_tf_config, replicas, script_tf_configs, strategies, tf_config_problems, tfjob_of, trainers_of,
+    _PY, frame_node, parse_tf_config, replicas, script_tf_configs, strategies, tf_config_problems, tfjob_of, trainers_of,
 )
 from parallint.rules.tfd._common import tfjob_example as _tfjob
 
@@ -132,8 +133,8 @@ class TfConfigClusterInvalid(Rule):
         related = tuple(Related.at(v.span, f"{v.source}: {v.value}") for v in vals + ps[1] if v.span is not None)
         for _f, s in job_scripts(job):
             for cfg, node, frame in script_tf_configs(s):
-                if s.paths(frame) is None:
-                    continue
+                if s.paths(frame) is None or _conditional(s, node, frame):
+                    continue  # `if "TF_CONFIG" not in os.environ:`: a fallback the operator's value skips
                 got = trainers_of(cfg)
                 cluster = cfg["cluster"]
                 got_ps = len(cluster["ps"]) if isinstance(cluster.get("ps"), list) else 0
@@ -153,6 +154,19 @@ class TfConfigClusterInvalid(Rule):
                     "cluster the operator gives each pod, so the workers wait for tasks that never start or "
                     "leave pods out; drop the hand-written TF_CONFIG and let the TFJob operator set it",
                     related=related)
+
+
+def _conditional(s, node, frame) -> bool:
+    """The assignment runs under an ``if``, ``try`` or loop of its own frame."""
+    root = frame_node(s, frame)
+    if root is None:
+        return True
+    here = (node.lineno, node.col_offset)
+    for n in ast.walk(root):
+        if isinstance(n, ast.If | ast.Try | ast.For | ast.While) and n is not root:
+            if (n.lineno, n.col_offset) < here <= (n.end_lineno or n.lineno, n.end_col_offset or 0):
+                return True
+    return False
 
 
 _FIX = ("TensorFlow's MultiWorkerMirroredStrategy and ParameterServerStrategy stop with ValueError when "
