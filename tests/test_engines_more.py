@@ -366,3 +366,41 @@ def test_lr_scaled_twice_through_a_world_name(cli, tmp_path):
     files["train.py"] = files["train.py"].replace("lr_scaler = ", "world = hvd.size()\nlr_scaler = ", 1)
     got, _ = _check(cli, tmp_path, files)
     assert _new(got) == [("DDP008", "train.py", 23, "warning")]
+
+
+HELPERS = """\
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()
+BATCH_SIZE_PER_REPLICA = 64
+GLOBAL_BATCH_SIZE = BATCH_SIZE_PER_REPLICA * strategy.num_replicas_in_sync
+
+
+def format_image(image, label):
+    return tf.image.resize(image, (224, 224)) / 255.0, label
+
+
+def distribute_datasets(strategy, train_batches, validation_batches):
+    train_dist = strategy.experimental_distribute_dataset(train_batches)
+    val_dist = strategy.experimental_distribute_dataset(validation_batches)
+    return train_dist, val_dist
+
+
+def make_batches(examples, batch_size):
+    return examples.map(format_image).batch(batch_size).prefetch(1)
+
+
+train_batches = train_examples.shuffle(1024).map(format_image).batch({train}).prefetch(1)
+validation_batches = make_batches(validation_examples, {val})
+train_dist, val_dist = distribute_datasets(strategy, train_batches, validation_batches)
+"""
+
+
+def test_per_replica_batch_through_helper_functions(cli, tmp_path):
+    # the datasets reach experimental_distribute_dataset through a helper's parameters, and one
+    # is batched by a helper whose parameter names nothing: what its caller passes decides
+    got, _ = _check(cli, tmp_path, {"train.py": HELPERS.format(train="BATCH_SIZE_PER_REPLICA",
+                                                                 val="BATCH_SIZE_PER_REPLICA")})
+    assert _new(got) == [("TFD006", "train.py", 19, "warning"), ("TFD006", "train.py", 22, "warning")]
+    got, _ = _check(cli, tmp_path, {"train.py": HELPERS.format(train="GLOBAL_BATCH_SIZE", val="GLOBAL_BATCH_SIZE")})
+    assert _new(got) == []

@@ -281,7 +281,7 @@ MODULES: dict[str, dict] = {
     'tfd.tfd005_tf_config_cluster_invalid': {'source': '8602:56f80efc', 'rules': [
         {'class': 'TfConfigClusterInvalid', 'code': 'TFD005', 'name': 'tf-config-cluster-invalid', 'severity': 'error', 'summary': 'a literal TF_CONFIG TensorFlow refuses, or whose cluster is not the job that runs it', 'kinds': ['kube', 'makefile', 'python', 'shell', 'skypilot'], 'calls': ['tf_strategy'], 'file': True, 'job': True},
     ]},
-    'tfd.tfd006_per_replica_batch_as_global': {'source': '10770:6e06c203', 'rules': [
+    'tfd.tfd006_per_replica_batch_as_global': {'source': '13113:4c5af689', 'rules': [
         {'class': 'PerReplicaBatchAsGlobal', 'code': 'TFD006', 'name': 'per-replica-batch-as-global', 'severity': 'warning', 'summary': 'a batch named per replica where tf.distribute expects the global batch (or the reverse)', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
     ]},
 }

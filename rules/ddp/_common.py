@@ -5,8 +5,6 @@ from __future__ import annotations
 
 _PY = frozenset({"python"})
 
-import ast  # noqa: E402
-
 #: Horovod's optimizer wrappers, in each front end
 HVD_WRAPPERS = frozenset(f"horovod.{fe}.DistributedOptimizer"
                          for fe in ("torch", "tensorflow", "keras", "tensorflow.keras"))

@@ -115,10 +115,10 @@ class TfConfigClusterInvalid(Rule):
                 if name != "TF_CONFIG" or not v.known or v.span in seen:
                     continue
                 seen.add(v.span)
-                cfg = parse_tf_config(v.value)
-                if cfg is None:
+                parsed = parse_tf_config(v.value)
+                if parsed is None:
                     continue
-                for p in tf_config_problems(cfg):
+                for p in tf_config_problems(parsed):
                     yield self.report(v.span or la.span, f"TF_CONFIG: {p}; " + _FIX)
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:

@@ -18,6 +18,31 @@ _GLOBAL = re.compile(r"global", re.I)
 _SPLITTING = frozenset({"mirrored", "multi_worker", "tpu", "central"})
 
 
+def _passed(s: Script, frame, name: str) -> list | None:
+    """The (expression, frame) each call site of ``frame``'s function passes for its parameter
+    ``name``; None when the function is a method, the parameter is not a plain one, or a call site
+    does not show it (``*args``, a callback)."""
+    fn = frame.node
+    if frame.kind != "function" or frame.cls is not None or not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    names = [a.arg for a in fn.args.args]
+    if name not in names:
+        return None
+    pos = names.index(name)
+    sites = s.callsites.get(frame.name) or []
+    if not sites or len(s.functions.get(frame.name, ())) != 1 or frame.name in s.refs:
+        return None
+    out = []
+    for call, _guards, caller in sites:
+        if call is None or call.has_star():
+            return None
+        node = call.arg_node(name, pos)
+        if node is None:
+            return None
+        out.append((node, caller))
+    return out
+
+
 def _leaf_name(node) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -37,6 +62,11 @@ def _naming(s: Script, node, frame, depth: int = 0) -> str | None:
     name = _leaf_name(node)
     if name is None:
         return None
+    if isinstance(node, ast.Name) and node.id in frame.params and not _PER.search(name) and not _GLOBAL.search(name):
+        # a parameter that names nothing (`batch_size`): what every caller passes
+        got = _passed(s, frame, node.id)
+        kinds = {_naming(s, n, f, depth + 1) for n, f in got or ()}
+        return kinds.pop() if len(kinds) == 1 else None
     if isinstance(node, ast.Name):
         b = s.binding(node.id, frame)
         if (b is not None and isinstance(b[0], ast.BinOp) and isinstance(b[0].op, ast.Div | ast.FloorDiv)
@@ -62,16 +92,27 @@ def _batch_calls(expr):
             yield n
 
 
-def _pipeline(s: Script, arg, frame):
-    """The expressions that build dataset ``arg``: itself, and each value assigned to its name in
-    the frame that passes it."""
-    out = [arg]
+def _pipeline(s: Script, arg, frame, depth: int = 0):
+    """The (expression, frame) pairs that build dataset ``arg``: itself, each value assigned to its
+    name in the frame that passes it, and for a parameter what the function's callers pass."""
+    out = [(arg, frame)]
     if isinstance(arg, ast.Name):
         root = frame_node(s, frame)
         if root is not None:
             for n in ast.walk(root):
                 if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets):
-                    out.append(n.value)
+                    out.append((n.value, frame))
+        if arg.id in frame.params and depth < 2:
+            for node, caller in _passed(s, frame, arg.id) or ():
+                out.extend(_pipeline(s, node, caller, depth + 1))
+    for expr, _fr in list(out):
+        # a dataset a local function returns: its return expressions, in its own frame
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and depth < 2:
+            callees = s.functions.get(expr.func.id, ())
+            if len(callees) == 1 and callees[0].cls is None:
+                for ret in callees[0].returns:
+                    if ret is not None:
+                        out.extend(_pipeline(s, ret, callees[0], depth + 1))
     return out
 
 
@@ -88,7 +129,10 @@ class PerReplicaBatchAsGlobal(Rule):
     per replica (`BATCH_SIZE_PER_REPLICA`, `per_gpu_batch`, `per_worker_batch_size`), passed as
     it is, where TensorFlow expects the global batch: `dataset.batch(...)` of a dataset given to
     `strategy.experimental_distribute_dataset()` or to `model.fit()`, and
-    `tf.nn.compute_average_loss(..., global_batch_size=...)`. Flags the reverse too: a
+    `tf.nn.compute_average_loss(..., global_batch_size=...)`. The dataset is followed through
+    the script's own helper functions (a parameter: what every call site passes; a local
+    function's return value; a batch-size parameter that names nothing: what its callers
+    pass). Flags the reverse too: a
     global-named batch in the `dataset_fn` of `strategy.distribute_datasets_from_function()`,
     which batches for one replica. A value multiplied by anything (`* strategy.num_replicas_in_sync`,
     `* num_workers`) or computed otherwise is left alone: only the name is evidence, and a value
@@ -184,9 +228,9 @@ class PerReplicaBatchAsGlobal(Rule):
                 arg = c.node.args[0] if c.node.args else None
                 if arg is None:
                     continue
-                for expr in _pipeline(s, arg, c.frame):
+                for expr, fr in _pipeline(s, arg, c.frame):
                     for b in _batch_calls(expr):
-                        if id(b) in seen or _naming(s, b.args[0], c.frame) != "per":
+                        if id(b) in seen or _naming(s, b.args[0], fr) != "per":
                             continue
                         seen.add(id(b))
                         x = s.code(b.args[0])
