@@ -278,7 +278,7 @@ MODULES: dict[str, dict] = {
     'tfd.tfd004_mirrored_devices_exceed_gpus': {'source': '5765:60d4902a', 'rules': [
         {'class': 'MirroredDevicesExceedGpus', 'code': 'TFD004', 'name': 'mirrored-devices-exceed-gpus', 'severity': 'error', 'summary': "MirroredStrategy(devices=[...]) names GPUs the job's pod or node does not have", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
     ]},
-    'tfd.tfd005_tf_config_cluster_invalid': {'source': '8602:56f80efc', 'rules': [
+    'tfd.tfd005_tf_config_cluster_invalid': {'source': '8611:00da4f85', 'rules': [
         {'class': 'TfConfigClusterInvalid', 'code': 'TFD005', 'name': 'tf-config-cluster-invalid', 'severity': 'error', 'summary': 'a literal TF_CONFIG TensorFlow refuses, or whose cluster is not the job that runs it', 'kinds': ['kube', 'makefile', 'python', 'shell', 'skypilot'], 'calls': ['tf_strategy'], 'file': True, 'job': True},
     ]},
     'tfd.tfd006_per_replica_batch_as_global': {'source': '13113:4c5af689', 'rules': [
