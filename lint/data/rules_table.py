@@ -86,6 +86,15 @@ MODULES: dict[str, dict] = {
     'ddp.ddp005_horovod_parameters_not_broadcast': {'source': '7709:4a7789b3', 'rules': [
         {'class': 'HorovodParametersNotBroadcast', 'code': 'DDP005', 'name': 'horovod-parameters-not-broadcast', 'severity': 'warning', 'summary': "Horovod training whose workers never receive rank 0's initial weights", 'kinds': ['python'], 'calls': ['horovod.keras.DistributedGradientTape', 'horovod.keras.DistributedOptimizer', 'horovod.keras.DistributedTrainer', 'horovod.mxnet.DistributedGradientTape', 'horovod.mxnet.DistributedOptimizer', 'horovod.mxnet.DistributedTrainer', 'horovod.tensorflow.DistributedGradientTape', 'horovod.tensorflow.DistributedOptimizer', 'horovod.tensorflow.DistributedTrainer', 'horovod.tensorflow.keras.DistributedGradientTape', 'horovod.tensorflow.keras.DistributedOptimizer', 'horovod.tensorflow.keras.DistributedTrainer', 'horovod.torch.DistributedGradientTape', 'horovod.torch.DistributedOptimizer', 'horovod.torch.DistributedTrainer'], 'file': True, 'job': False},
     ]},
+    'ddp.ddp006_horovod_accumulation_exceeds_backward_passes': {'source': '7865:ffbda1c0', 'rules': [
+        {'class': 'HorovodAccumulationExceedsBackwardPasses', 'code': 'DDP006', 'name': 'horovod-accumulation-exceeds-backward-passes', 'severity': 'error', 'summary': "a loop accumulates more backward passes per step than hvd.DistributedOptimizer's backward_passes_per_step", 'kinds': ['python'], 'calls': ['hvd_optimizer'], 'file': True, 'job': False},
+    ]},
+    'ddp.ddp007_horovod_optimizer_wrapped_twice': {'source': '6482:c301559e', 'rules': [
+        {'class': 'HorovodOptimizerWrappedTwice', 'code': 'DDP007', 'name': 'horovod-optimizer-wrapped-twice', 'severity': 'error', 'summary': 'gradients averaged twice: hvd.DistributedOptimizer over itself, or over a DistributedDataParallel model', 'kinds': ['python'], 'calls': ['ddp', 'horovod.keras.DistributedOptimizer', 'horovod.tensorflow.DistributedOptimizer', 'horovod.tensorflow.keras.DistributedOptimizer', 'horovod.torch.DistributedOptimizer'], 'file': True, 'job': False},
+    ]},
+    'ddp.ddp008_horovod_lr_scaled_twice': {'source': '5908:1e8126ec', 'rules': [
+        {'class': 'HorovodLrScaledTwice', 'code': 'DDP008', 'name': 'horovod-lr-scaled-twice', 'severity': 'warning', 'summary': "an optimizer's learning rate multiplied by hvd.size() twice on its way in", 'kinds': ['python'], 'calls': ['horovod.keras.size', 'horovod.mxnet.size', 'horovod.tensorflow.keras.size', 'horovod.tensorflow.size', 'horovod.torch.size'], 'file': True, 'job': False},
+    ]},
     'env.env001_nccl_transport_disabled': {'source': '5468:0c0cd08b', 'rules': [
         {'class': 'NcclTransportDisabled', 'code': 'ENV001', 'name': 'nccl-transport-disabled', 'severity': 'warning', 'summary': 'NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
@@ -277,5 +286,11 @@ MODULES: dict[str, dict] = {
     ]},
     'tfd.tfd004_mirrored_devices_exceed_gpus': {'source': '5765:60d4902a', 'rules': [
         {'class': 'MirroredDevicesExceedGpus', 'code': 'TFD004', 'name': 'mirrored-devices-exceed-gpus', 'severity': 'error', 'summary': "MirroredStrategy(devices=[...]) names GPUs the job's pod or node does not have", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
+    ]},
+    'tfd.tfd005_tf_config_cluster_invalid': {'source': '8611:00da4f85', 'rules': [
+        {'class': 'TfConfigClusterInvalid', 'code': 'TFD005', 'name': 'tf-config-cluster-invalid', 'severity': 'error', 'summary': 'a literal TF_CONFIG TensorFlow refuses, or whose cluster is not the job that runs it', 'kinds': ['kube', 'makefile', 'python', 'shell', 'skypilot'], 'calls': ['tf_strategy'], 'file': True, 'job': True},
+    ]},
+    'tfd.tfd006_per_replica_batch_as_global': {'source': '13113:4c5af689', 'rules': [
+        {'class': 'PerReplicaBatchAsGlobal', 'code': 'TFD006', 'name': 'per-replica-batch-as-global', 'severity': 'warning', 'summary': 'a batch named per replica where tf.distribute expects the global batch (or the reverse)', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
     ]},
 }

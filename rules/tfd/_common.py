@@ -197,3 +197,146 @@ def tfjob_example(chief: int, workers: int, gpus: int = 1, strategy: str = "tf.d
                      '    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")\n'
                      "model.fit(train_ds, epochs=3)\n"),
     }
+
+
+# -- TF_CONFIG (TFD005) ------------------------------------------------------------------------
+#: the task types TensorFlow's cluster validation accepts (multi_worker_util._validate_cluster_spec)
+TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+
+
+def parse_tf_config(value: Any) -> dict | None:
+    """A TF_CONFIG's cluster and task, from its JSON text or a dict literal; None when it is not a
+    literal of that shape (a value built at run time, a template placeholder)."""
+    import json
+
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict):
+        return None
+    cluster = value.get("cluster")
+    if not isinstance(cluster, dict) or not cluster:
+        return None
+    if not all(isinstance(k, str) and isinstance(v, list | tuple | dict) for k, v in cluster.items()):
+        return None
+    return value
+
+
+def tf_config_problems(cfg: dict) -> list[str]:
+    """What TensorFlow refuses in one TF_CONFIG, as its cluster validation checks it: more than one
+    chief, a task type the cluster does not list, a task index past the tasks of its type. The
+    evaluator is left out (older Estimator set-ups keep it out of the cluster on purpose)."""
+    cluster = cfg["cluster"]
+    out: list[str] = []
+    chiefs = cluster.get("chief")
+    if chiefs is not None and len(chiefs) > 1:
+        out.append(f"its cluster lists {len(chiefs)} chief tasks and TensorFlow allows at most one "
+                   "(\"There must be at most one 'chief' job\")")
+    task = cfg.get("task")
+    if not isinstance(task, dict):
+        return out
+    ttype, index = task.get("type"), task.get("index", 0)
+    if not isinstance(ttype, str) or ttype not in ("chief", "worker", "ps"):
+        return out
+    if ttype not in cluster:
+        listed = ", ".join(sorted(cluster))
+        out.append(f"its task type is {ttype!r} but the cluster lists only {listed} "
+                   f"(\"`task_type` {ttype!r} not found in cluster_spec\")")
+        return out
+    if isinstance(index, bool) or not isinstance(index, int):
+        return out
+    n = len(cluster[ttype]) if not isinstance(cluster[ttype], dict) else None
+    if n is not None and (index >= n or index < 0):
+        out.append(f"its task is {ttype} {index} but the cluster lists {n} {ttype} task"
+                   f"{'s' if n != 1 else ''} (indices 0..{n - 1}): \"The `task_id` {index} exceeds the "
+                   f"maximum id of {ttype}\"")
+    return out
+
+
+def trainers_of(cfg: dict) -> int | None:
+    """The training tasks a TF_CONFIG cluster lists (chief + worker: the chief trains too)."""
+    cluster = cfg["cluster"]
+    n = 0
+    for t in ("chief", "master", "worker"):
+        v = cluster.get(t)
+        if v is None:
+            continue
+        if isinstance(v, dict):
+            return None
+        n += len(v)
+    return n
+
+
+def _frames_by_node(s: Script) -> dict[int, Frame]:
+    out: dict[int, Frame] = {}
+    for group in (s.functions, s.classes):
+        for frames in group.values():
+            for fr in frames:
+                if fr.node is not None:
+                    out[id(fr.node)] = fr
+    return out
+
+
+def script_tf_configs(s: Script) -> list[tuple[dict, Any, Frame]]:
+    """The literal TF_CONFIG a script writes: ``os.environ["TF_CONFIG"] = json.dumps({...})`` (or a
+    JSON string), with the assignment node and its frame. Only a value the evaluator resolves."""
+    tree = getattr(s, "_module", None)
+    if tree is None or "TF_CONFIG" not in (s.text or ""):
+        return []
+    frames = _frames_by_node(s)
+    out: list[tuple[dict, Any, Frame]] = []
+
+    def visit(node: Any, frame: Frame) -> None:
+        for child in ast.iter_child_nodes(node):
+            fr = frames.get(id(child), frame)
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and _is_tf_config_slot(child.targets[0]):
+                cfg = _literal_config(s, child.value, frame)
+                if cfg is not None:
+                    out.append((cfg, child, frame))
+            visit(child, fr)
+
+    visit(tree, s.module_frame)
+    return out
+
+
+def _is_tf_config_slot(t: Any) -> bool:
+    if not isinstance(t, ast.Subscript):
+        return False
+    key = t.slice
+    if not (isinstance(key, ast.Constant) and key.value == "TF_CONFIG"):
+        return False
+    v = t.value
+    return (isinstance(v, ast.Attribute) and v.attr == "environ" and isinstance(v.value, ast.Name)
+            and v.value.id == "os") or (isinstance(v, ast.Name) and v.id == "environ")
+
+
+def _literal_config(s: Script, node: Any, frame: Frame, depth: int = 0) -> dict | None:
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dumps"
+            and len(node.args) == 1):
+        node = node.args[0]
+    if isinstance(node, ast.Name) and depth < 3:
+        b = s.binding(node.id, frame)
+        if b is not None and isinstance(b[0], ast.Dict):
+            return _literal_config(s, b[0], b[1], depth + 1)
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+        # key by key: a task index computed at run time leaves the cluster readable
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            got = _known(s, v, frame)
+            if got is not None:
+                out[k.value] = got  # type: ignore[union-attr]
+        if isinstance(out.get("task"), dict) is False and "task" in out:
+            del out["task"]
+        return parse_tf_config(out)
+    got = _known(s, node, frame)
+    return None if got is None else parse_tf_config(got)
+
+
+def _known(s: Script, node: Any, frame: Frame) -> Any:
+    try:
+        v = s.value(node, frame, with_span=False)
+    except Exception:  # noqa: BLE001 - an expression the evaluator does not take: unknown
+        return None
+    return v.value if v.known else None
