@@ -370,7 +370,8 @@ class Runner:
         self.timeout = file_timeout(config.settings)
         self.memory = file_memory(config.settings)
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
-                    "parallint.link.versions"):  # an earlier run's
+                    "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
+                    "parallint.readers.pyparser_import"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
 

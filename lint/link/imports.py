@@ -38,7 +38,23 @@ def _imports(path: Path) -> list[tuple[str, int]]:
     raw = read_inside(path, path, MAX_BYTES)
     if raw is None:
         return []
-    return import_statements(raw)
+    from hashlib import blake2b
+
+    key = blake2b(raw, digest_size=16).digest()
+    got = _STATED.get(key)
+    if got is None:
+        got = _STATED[key] = import_statements(raw)
+    return got
+
+
+#: import statements by the digest of the file's content, for one run (each entry script's walk
+#: reads the same modules)
+_STATED: dict[bytes, list[tuple[str, int]]] = {}
+
+
+def reset() -> None:
+    """Forget the import statements read by an earlier run."""
+    _STATED.clear()
 
 
 def import_statements(raw: bytes) -> list[tuple[str, int]]:
