@@ -107,6 +107,28 @@ def _workers() -> int:
     return max(1, min(int(env) if env.isdigit() else n, 8))
 
 
+#: Python source (bytes) that keeps one worker busy long enough to repay its start and the results
+#: it sends back: a tree with less to check in workers is checked in this process
+WORKER_BYTES = 1_000_000
+
+
+def _pool_size(work: int) -> int:
+    """How many workers to check ``work`` bytes of Python with: ``PARALLINT_JOBS`` when set; else
+    no more than the work keeps busy (:data:`WORKER_BYTES` each) nor than the CPUs that other
+    processes leave free (the load average; this process mostly waits while its workers run). 1
+    means no pool: a worker on a CPU that another process holds only adds the cost of sending its
+    results back, and then default workers would be slower than one."""
+    n = _workers()
+    if n <= 1 or os.environ.get("PARALLINT_JOBS", "").isdigit():
+        return n
+    try:
+        busy = os.getloadavg()[0]  # other processes wanting a CPU, over the last minute
+    except (AttributeError, OSError):
+        busy = 0.0
+    free = int(n - busy + 0.5)
+    return max(1, min(n, free, work // WORKER_BYTES))
+
+
 def _versions(f: FileFacts):
     """The version facts of the jobs ``f`` roots (:func:`parallint.link.versions.for_file`), for
     file rules (``Context.versions``)."""
@@ -362,6 +384,7 @@ class Runner:
         self.dropped = 0  # files read (see _reclaim)
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
+        self.pool = 1  # workers for the Python files (see _pool_size)
         self.gated: set[Path] = set()  # Python files read through the gate
         self.store: Any = None  # parallint.engine.cache.FileCache when the run uses the content cache
         self._keys: dict[Path, str] = {}  # cache keys of the files checked on their own
@@ -637,7 +660,10 @@ class Runner:
             self.gated = {p[0] for p in python if p[0] not in linked}
         from parallint.engine import workers
 
-        many = len(python) >= PARALLEL_MIN_FILES and _workers() > 1
+        self.pool = 1
+        if len(python) >= PARALLEL_MIN_FILES and _workers() > 1:
+            self.pool = _pool_size(sum(len(p[2]) for p in python if p[0] not in linked))
+        many = self.pool > 1
         remote: list[tuple[Path, str, str, str]] = []
         if workers.available():  # (multiprocessing is only imported here)
             remote = [p for p in python if len(p[2]) > RISKY_BYTES or (many and p[0] not in linked)]
@@ -817,7 +843,7 @@ class Runner:
 
         global _WORKER
         _WORKER = (self, [r() for r in rules])
-        n = max(1, min(_workers(), len(items)))
+        n = max(1, min(self.pool, len(items)))
         # import the readers once here: forked workers inherit them instead of each paying the
         # import inside its first file's time limit (the Python reader needs no LibCST)
         for mod in {READERS.get(item[3]) for item in items}:
