@@ -385,6 +385,8 @@ class Runner:
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
         self.pool = 1  # workers for the Python files (see _pool_size)
+        #: build_jobs(lean=True): keep the syntax trees of linked scripts only (see _read_pending)
+        self.lean = False
         self.gated: set[Path] = set()  # Python files read through the gate
         self.store: Any = None  # parallint.engine.cache.FileCache when the run uses the content cache
         self._keys: dict[Path, str] = {}  # cache keys of the files checked on their own
@@ -648,9 +650,16 @@ class Runner:
                 self.cache[item[0]] = self._parse(*item)
                 self._reclaim()
         if not (rules and python):
+            # lean (estimate, plan): the facts are what a job needs, so a file no launch or link
+            # names keeps only its facts, as a file checked on its own does in check
+            linked = self._linked({p[0] for p in python}) if self.lean and python else None
             for item in python:
                 if item[0] not in self.cache:
-                    self.cache[item[0]] = self._parse(*item)
+                    f = self.cache[item[0]] = self._parse(*item)
+                    if linked is not None and f is not None and item[0] not in linked:
+                        _drop(f)
+                        self.stripped.add(item[0])
+                        self._reclaim()
             return
         linked = self._linked({p[0] for p in python})
         if self.store is not None and self.store.usable:
@@ -997,12 +1006,15 @@ def check_paths(paths: list[str], config: Config, rules: list[type] | None = Non
     return runner.check(paths, rules)
 
 
-def build_jobs(paths: list[str], config: Config | dict | None = None, cwd: Path | None = None):
-    """The jobs parallint assembles from ``paths`` (for show / estimate / plan)."""
+def build_jobs(paths: list[str], config: Config | dict | None = None, cwd: Path | None = None, lean: bool = False):
+    """The jobs parallint assembles from ``paths`` (for show / estimate / plan). ``lean``: only
+    the jobs' facts are wanted (estimate, plan): the Python files that no launch or link names
+    keep their facts, not their syntax trees, so memory stays bounded as in ``check``."""
     if config is None:
         config = Config()
     elif isinstance(config, dict):
         config = Config(None, cwd or Path.cwd(), config)
     runner = Runner(config, cwd)
+    runner.lean = lean
     files = runner.collect(paths)
     return runner.jobs(files)
