@@ -67,11 +67,15 @@ def import_statements(raw: bytes) -> list[tuple[str, int]]:
         tree = ast.parse(raw.decode("utf-8", errors="replace"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+    from parallint.model.pyshared import walk
+
     out: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+    Import, ImportFrom = ast.Import, ast.ImportFrom
+    for node in walk(tree):
+        t = type(node)
+        if t is Import:
             out.extend((a.name, 0) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
+        elif t is ImportFrom:
             base = node.module or ""
             if base:
                 out.append((base, node.level))

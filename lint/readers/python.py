@@ -355,6 +355,8 @@ def _argparse_closure(script: Script, tree) -> None:
     adds options passed elsewhere as a callback, ``parse_args(<words>)``, ``fromfile_prefix_chars``."""
     import ast
 
+    from parallint.model.pyshared import walk
+
     m = _OTHER_PARSERS.search(script.text)
     if m is not None:
         script.argparse_open = m.group(0)
@@ -362,7 +364,8 @@ def _argparse_closure(script: Script, tree) -> None:
     parsers: set[str] = set()
     groups: set[str] = set()
     made = 0
-    for node in ast.walk(tree):
+    nodes = walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Call):
             tail = _tail(node.func)
             if tail == "ArgumentParser":
@@ -384,11 +387,11 @@ def _argparse_closure(script: Script, tree) -> None:
         return
     local = set(script.functions)
     takers: set[str] = set()  # local functions whose parameters receive add_argument
-    for fn in ast.walk(tree):
+    for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in ("add_argument", *_GROUP_MAKERS) \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
@@ -398,7 +401,7 @@ def _argparse_closure(script: Script, tree) -> None:
         script.argparse_open = "a function adding options is handed elsewhere"
         return
     handles = parsers | groups
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
