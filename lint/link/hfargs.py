@@ -308,7 +308,7 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
     tree = getattr(s, "_module", None) if s is not None else None
     if tree is None or s is None or s.abspath is None:
         return None
-    seen = getattr(s, "_cli_imports", None)  # a script that many launches start is walked once
+    seen = s._cli_imports  # a script that many launches start is walked once
     if seen is None or seen[0] is not tree:
         from parallint.model.pyshared import walk
 

@@ -130,7 +130,7 @@ _NO_NODES = frozenset({"id", "attr", "arg", "name", "asname", "module", "level",
                        "simple", "type_comment", "tag", "ctx", "op", "ops"})
 
 
-def walk(tree: Any) -> list:
+def walk(tree: Any) -> list[Any]:
     """Every node of ``tree`` in :func:`ast.walk`'s order (breadth first, fields in order), but
     for expression contexts and operators (``Load``, ``Add``, ``Eq``...): leaves, so the order of
     the rest is the same. A list, built without ``ast.walk``'s generators (about 3× faster)."""
