@@ -456,6 +456,7 @@ class Figure:
     env: dict[str, str] = field(default_factory=dict)
     times: list[float] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)  # KiB
+    cpu: list[float] = field(default_factory=list)  # user + system seconds (its waited-for workers included)
     failed: str = ""
     #: run before each timed run, untimed (e.g. edit the file a pre-commit run would check)
     prepare: Callable[[], None] | None = None
@@ -463,6 +464,10 @@ class Figure:
     @property
     def median(self) -> float:
         return statistics.median(self.times) if self.times else float("nan")
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu) if self.cpu else float("nan")
 
     @property
     def rss_mb(self) -> float:
@@ -487,6 +492,7 @@ def _run(fig: Figure, base_env: dict[str, str]) -> None:
             fig.failed = f"exit {proc.returncode}: {tail[0][:160]}"
     fig.times.append(elapsed)
     fig.rss.append(usage.ru_maxrss)
+    fig.cpu.append(usage.ru_utime + usage.ru_stime)
 
 
 def measure(figures: list[Figure], repeat: int, base_env: dict[str, str]) -> None:
@@ -564,12 +570,21 @@ class Bench:
         figs = [floor, Figure("parallint", self._check(root, *self._no_cache()))]
         if one_worker:
             figs.append(Figure("parallint 1 worker", self._check(root, *self._no_cache()), env={"PARALLINT_JOBS": "1"}))
+        if self.args.baseline:  # another build, in the same rounds
+            base = [self.args.baseline, *self._check(root, *self._no_cache())[1:]]
+            figs.append(Figure("parallint baseline", base))
+            if one_worker:
+                figs.append(Figure("parallint baseline 1 worker", base, env={"PARALLINT_JOBS": "1"}))
+        if self.args.estimate:
+            figs.append(Figure("parallint estimate", [self.exe, "estimate", "--format", "json", str(root)]))
+        if self.args.lean:
+            libcst = False
         if libcst:
             figs.append(Figure("LibCST parse", [self.py, "-c", LIBCST_FLOOR, str(root)]))
-        if self.ruff:
+        if self.ruff and not self.args.lean:
             figs.append(Figure("ruff --select ALL", [self.ruff, "check", "--isolated", "--select", "ALL", "--no-cache",
                                                      "--exit-zero", "--quiet", str(root)]))
-        if self.has_cache:
+        if self.has_cache and not self.args.lean:
             warm_dir = str(self.work / f"cache-warm-{len(self.results['trees'])}")
             subprocess.run(self._check(root), env=dict(self.env, PARALLINT_CACHE_DIR=warm_dir), capture_output=True)
             figs.append(Figure("parallint warm cache", self._check(root), env={"PARALLINT_CACHE_DIR": warm_dir}))
@@ -580,10 +595,13 @@ class Bench:
         for f in figs:
             row["figures"][f.label] = {
                 "median_s": f.median, "runs_s": f.times, "ratio": f.median / floor.median if floor.times else None,
+                "cpu_s": f.cpu_median, "cpu_ratio": f.cpu_median / floor.cpu_median if floor.cpu else None,
                 "peak_rss_mb": f.rss_mb if f.label.startswith("parallint") else None, "failed": f.failed or None}
         row["_by"] = by
         self.results["trees"].append(row)
         print("    " + ", ".join(f"{f.label} {_fmt(f, floor)}" for f in figs), file=sys.stderr, flush=True)
+        print("    CPU: " + ", ".join(f"{f.label} {f.cpu_median:.2f} s ({f.cpu_median / floor.cpu_median:.2f}×)"
+                                  for f in figs if f.cpu), file=sys.stderr, flush=True)
 
     # ---- one-file runs
 
@@ -651,17 +669,22 @@ class Bench:
     def print_tables(self) -> None:
         cols = ["ast.parse", "parallint", "parallint 1 worker", "LibCST parse", "ruff --select ALL", "parallint warm cache"]
         heads = ["tree", "ast.parse", "parallint, default workers", "parallint, 1 worker", "LibCST parse of all .py",
-                 "ruff --select ALL", "warm cached run", "peak RSS default / 1 worker"]
+                 "ruff --select ALL", "warm cached run", "peak RSS (MB, in column order)"]
         print("\nWhole trees (ratio to ast.parse of every .py; targets: Megatron-LM ≤ 2× default, ≤ 3× one worker;"
               " warm ≤ 0.5×; stdlib ≤ 0.5×; peak RSS on Megatron-LM ≤ 250 MB)\n")
+        extra = [c for c in ("parallint baseline", "parallint baseline 1 worker", "parallint estimate")
+                 if any(c in row["_by"] for row in self.results["trees"])]
+        if extra:
+            heads[-1:-1] = [c.replace("parallint ", "") for c in extra]
+            cols += extra
         print("| " + " | ".join(heads) + " |")
         print("|" + "---|" * len(heads))
         for row in self.results["trees"]:
             by = row["_by"]
             floor = by.get("ast.parse")
             cells = [f"{row['tree']} ({row['py_files']} .py)"] + [_fmt(by.get(c), floor) for c in cols]
-            rss = [f"{by[c].rss_mb:.0f} MB" if c in by and by[c].rss else "—" for c in ("parallint", "parallint 1 worker")]
-            print("| " + " | ".join(cells + [" / ".join(rss)]) + " |")
+            rss = [f"{by[c].rss_mb:.0f} MB" for c in ("parallint", "parallint 1 worker", *extra) if c in by and by[c].rss]
+            print("| " + " | ".join(cells + [" / ".join(rss) or "—"]) + " |")
         if self.results["one_file"]:
             print("\nOne-file runs, as pre-commit makes them\n")
             print("| run | time | floor | floor time | ratio | target |")
@@ -693,6 +716,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallint", metavar="EXE", help="the parallint command (default: next to this Python)")
     ap.add_argument("--compare", metavar="EXE", help="one-file runs of another parallint too (e.g. main's), interleaved")
     ap.add_argument("--scale", type=float, default=None, help="size of the synthetic tree (1.0 full, 0.1 quick)")
+    ap.add_argument("--trees-only", action="store_true", help="only the trees given with --trees (no synthetic tree, "
+                    "standard library, one-file runs or big file)")
+    ap.add_argument("--lean", action="store_true", help="trees: the floor and parallint only (no LibCST, ruff, warm)")
+    ap.add_argument("--baseline", metavar="EXE", help="trees: another parallint too (default and 1 worker), interleaved")
+    ap.add_argument("--estimate", action="store_true", help="trees: `parallint estimate` over the tree too")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -707,8 +735,12 @@ def main(argv: list[str] | None = None) -> int:
             bench.notes.append("ruff is not installed: no ruff column")
         if not bench.has_cache:
             bench.notes.append("this parallint has no content cache (no `cache` command): no warm cached run")
-        bench.tree("synthetic", synth)
-        if not args.quick:
+        if not args.trees_only:
+            bench.tree("synthetic", synth)
+        if args.trees_only:
+            for t in (Path(t) for t in args.trees or ()):
+                bench.tree(t.name, t)
+        elif not args.quick:
             trees = [Path(t) for t in args.trees] if args.trees else [REPOS / n for n in REAL_TREES if (REPOS / n).is_dir()]
             for t in trees:
                 if t.is_dir():
@@ -723,8 +755,9 @@ def main(argv: list[str] | None = None) -> int:
                                                          not os.path.isdir(os.path.join(d, n)))])
                 bench.tree(f"CPython {sys.version_info[0]}.{sys.version_info[1]} Lib", stdlib, libcst=False)
                 bench.notes.append("the standard library row (its .py files, site-packages left out) has no LibCST column")
-        bench.one_file()
-        if not args.quick:
+        if not args.trees_only:
+            bench.one_file()
+        if not args.quick and not args.trees_only:
             bench.big()
         bench.print_tables()
         if args.json:

@@ -37,3 +37,41 @@ def test_parallel_and_serial_runs_agree(tmp_path, cli):
     # DDP002 only where a launch spans two nodes; the unlaunched copies may run on one node
     sev = {(d["path"], d["severity"]) for d in s if d["code"] == "DDP002"}
     assert sev == {("pkg/train_3.py", "error")}
+
+
+def test_pool_size_follows_the_work_and_the_free_cpus(monkeypatch):
+    """Without PARALLINT_JOBS the pool is no larger than the work keeps busy nor than the CPUs
+    other processes leave free; 1 (no pool) when either is short. PARALLINT_JOBS is obeyed."""
+    import os
+
+    from parallint.engine import runner
+
+    monkeypatch.delenv("PARALLINT_JOBS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    mb = runner.WORKER_BYTES
+    assert runner._pool_size(10 * mb) == 4
+    assert runner._pool_size(2 * mb) == 2
+    assert runner._pool_size(mb // 2) == 1  # too little to repay a worker
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 3.0, 3.0))  # three CPUs held elsewhere
+    assert runner._pool_size(10 * mb) == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert runner._pool_size(10 * mb) == 3
+    monkeypatch.setenv("PARALLINT_JOBS", "2")
+    assert runner._pool_size(mb // 2) == 2
+
+
+def test_a_tree_too_small_for_workers_is_checked_in_process(tmp_path, monkeypatch):
+    """30 small scripts: below the work that repays a worker, no worker is started."""
+    from parallint.engine import runner
+    from parallint.discover.settings import Config
+
+    monkeypatch.delenv("PARALLINT_JOBS", raising=False)
+    for i in range(30):
+        (tmp_path / f"t{i}.py").write_text(SCRIPT.format(flag=True))
+    started = []
+    real = runner.Runner._parse_in_workers
+    monkeypatch.setattr(runner.Runner, "_parse_in_workers", lambda self, items, *a, **k: started.append(items) or real(self, items, *a, **k))
+    res = runner.check_paths(["."], Config(None, tmp_path, {}), cwd=tmp_path)
+    assert not started and not res.errors
+    assert len([d for d in res.diagnostics if d.code == "DDP001"]) == 30

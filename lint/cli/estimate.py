@@ -53,7 +53,7 @@ def _specs(paths: list[str], config: dict) -> tuple[list[tuple[str, dict | None]
     try:
         from parallint.engine.runner import build_jobs
 
-        jobs = build_jobs(paths, config)
+        jobs = build_jobs(paths, config, lean=True)
     except Exception as exc:  # the engine's problem: still try the job-spec files
         errors.append(f"cannot assemble jobs: {exc}")
     for job in jobs:

@@ -115,6 +115,31 @@ def _workers() -> int:
     return max(1, min(int(env) if env.isdigit() else n, 8))
 
 
+#: a file at least this large keeps its pre-parse guard's verdict for the run (see Runner._load):
+#: the Python guard tokenizes the whole text, 0.4 s for a 1.8 MB file
+GUARD_MEMO_BYTES = 64 * 1024
+#: Python source (bytes) that keeps one worker busy long enough to repay its start and the results
+#: it sends back: a tree with less to check in workers is checked in this process
+WORKER_BYTES = 1_000_000
+
+
+def _pool_size(work: int) -> int:
+    """How many workers to check ``work`` bytes of Python with: ``PARALLINT_JOBS`` when set; else
+    no more than the work keeps busy (:data:`WORKER_BYTES` each) nor than the CPUs that other
+    processes leave free (the load average; this process mostly waits while its workers run). 1
+    means no pool: a worker on a CPU that another process holds only adds the cost of sending its
+    results back, and then default workers would be slower than one."""
+    n = _workers()
+    if n <= 1 or os.environ.get("PARALLINT_JOBS", "").isdigit():
+        return n
+    try:
+        busy = os.getloadavg()[0]  # other processes wanting a CPU, over the last minute
+    except (AttributeError, OSError):
+        busy = 0.0
+    free = int(n - busy + 0.5)
+    return max(1, min(n, free, work // WORKER_BYTES))
+
+
 def _versions(f: FileFacts):
     """The version facts of the jobs ``f`` roots (:func:`parallint.link.versions.for_file`), for
     file rules (``Context.versions``)."""
@@ -370,6 +395,11 @@ class Runner:
         self.dropped = 0  # files read (see _reclaim)
         self.reparsed = 0  # files parsed a second time (see rehydrate): 0 but for odd links
         self.gate: Any = None  # the Python reader's CallGate for this run's rules (see _gate)
+        self.pool = 1  # workers for the Python files (see _pool_size)
+        #: the pre-parse guard's verdict on the large files loaded so far: (kind, text, reason)
+        self._guarded: dict[Path, tuple[str, str, str | None]] = {}
+        #: build_jobs(lean=True): keep the syntax trees of linked scripts only (see _read_pending)
+        self.lean = False
         self.gated: set[Path] = set()  # Python files read through the gate
         self.store: Any = None  # parallint.engine.cache.FileCache when the run uses the content cache
         self._keys: dict[Path, str] = {}  # cache keys of the files checked on their own
@@ -378,7 +408,8 @@ class Runner:
         self.timeout = file_timeout(config.settings)
         self.memory = file_memory(config.settings)
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
-                    "parallint.link.versions"):  # an earlier run's
+                    "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
+                    "parallint.readers.pyparser_import"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
 
@@ -507,7 +538,13 @@ class Runner:
             return self._broken(abspath, display, f"invalid UTF-8 at byte {decode_error.start}", kind, line)
         from parallint.util.guards import guard
 
-        reason = guard(kind, display, text)
+        known = self._guarded.get(abspath)
+        if known is not None and known[0] == kind and known[1] == text:
+            reason = known[2]  # loaded again in this run (a one-file check loads its target twice)
+        else:
+            reason = guard(kind, display, text)
+            if len(text) >= GUARD_MEMO_BYTES:
+                self._guarded[abspath] = (kind, text, reason)
         if reason is not None:
             return self._skipped(abspath, display, reason, kind)
         return abspath, display, text, kind
@@ -632,9 +669,16 @@ class Runner:
                 self.cache[item[0]] = self._parse(*item)
                 self._reclaim()
         if not (rules and python):
+            # lean (estimate, plan): the facts are what a job needs, so a file no launch or link
+            # names keeps only its facts, as a file checked on its own does in check
+            linked = self._linked({p[0] for p in python}) if self.lean and python else None
             for item in python:
                 if item[0] not in self.cache:
-                    self.cache[item[0]] = self._parse(*item)
+                    f = self.cache[item[0]] = self._parse(*item)
+                    if linked is not None and f is not None and item[0] not in linked:
+                        _drop(f)
+                        self.stripped.add(item[0])
+                        self._reclaim()
             return
         linked = self._linked({p[0] for p in python})
         if self.store is not None and self.store.usable:
@@ -644,7 +688,10 @@ class Runner:
             self.gated = {p[0] for p in python if p[0] not in linked}
         from parallint.engine import workers
 
-        many = len(python) >= PARALLEL_MIN_FILES and _workers() > 1
+        self.pool = 1
+        if len(python) >= PARALLEL_MIN_FILES and _workers() > 1:
+            self.pool = _pool_size(sum(len(p[2]) for p in python if p[0] not in linked))
+        many = self.pool > 1
         remote: list[tuple[Path, str, str, str]] = []
         if workers.available():  # (multiprocessing is only imported here)
             remote = [p for p in python if len(p[2]) > RISKY_BYTES or (many and p[0] not in linked)]
@@ -824,7 +871,7 @@ class Runner:
 
         global _WORKER
         _WORKER = (self, [r() for r in rules])
-        n = max(1, min(_workers(), len(items)))
+        n = max(1, min(self.pool, len(items)))
         # import the readers once here: forked workers inherit them instead of each paying the
         # import inside its first file's time limit (the Python reader needs no LibCST)
         for mod in {READERS.get(item[3]) for item in items}:
@@ -978,12 +1025,15 @@ def check_paths(paths: list[str], config: Config, rules: list[type] | None = Non
     return runner.check(paths, rules)
 
 
-def build_jobs(paths: list[str], config: Config | dict | None = None, cwd: Path | None = None):
-    """The jobs parallint assembles from ``paths`` (for show / estimate / plan)."""
+def build_jobs(paths: list[str], config: Config | dict | None = None, cwd: Path | None = None, lean: bool = False):
+    """The jobs parallint assembles from ``paths`` (for show / estimate / plan). ``lean``: only
+    the jobs' facts are wanted (estimate, plan): the Python files that no launch or link names
+    keep their facts, not their syntax trees, so memory stays bounded as in ``check``."""
     if config is None:
         config = Config()
     elif isinstance(config, dict):
         config = Config(None, cwd or Path.cwd(), config)
     runner = Runner(config, cwd)
+    runner.lean = lean
     files = runner.collect(paths)
     return runner.jobs(files)

@@ -340,11 +340,22 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
     tree = getattr(s, "_module", None) if s is not None else None
     if tree is None or s is None or s.abspath is None:
         return None
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    seen = s._cli_imports  # a script that many launches start is walked once
+    if seen is None or seen[0] is not tree:
+        from parallint.model.pyshared import walk
+
+        called: set[str] = set()
+        imports = []
+        for n in walk(tree):
+            t = type(n)
+            if t is ast.Call and type(n.func) is ast.Name:
+                called.add(n.func.id)
+            elif t is ast.ImportFrom:
+                imports.append(n)
+        seen = s._cli_imports = (tree, called, imports)
+    _tree, called, imports = seen
     found = []
-    for st in ast.walk(tree):
-        if not isinstance(st, ast.ImportFrom):
-            continue
+    for st in imports:
         names = {a.asname or a.name for a in st.names} & called
         if not names:
             continue

@@ -38,7 +38,23 @@ def _imports(path: Path) -> list[tuple[str, int]]:
     raw = read_inside(path, path, MAX_BYTES)
     if raw is None:
         return []
-    return import_statements(raw)
+    from hashlib import blake2b
+
+    key = blake2b(raw, digest_size=16).digest()
+    got = _STATED.get(key)
+    if got is None:
+        got = _STATED[key] = import_statements(raw)
+    return got
+
+
+#: import statements by the digest of the file's content, for one run (each entry script's walk
+#: reads the same modules)
+_STATED: dict[bytes, list[tuple[str, int]]] = {}
+
+
+def reset() -> None:
+    """Forget the import statements read by an earlier run."""
+    _STATED.clear()
 
 
 def import_statements(raw: bytes) -> list[tuple[str, int]]:
@@ -51,11 +67,15 @@ def import_statements(raw: bytes) -> list[tuple[str, int]]:
         tree = ast.parse(raw.decode("utf-8", errors="replace"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+    from parallint.model.pyshared import walk
+
     out: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+    Import, ImportFrom = ast.Import, ast.ImportFrom
+    for node in walk(tree):
+        t = type(node)
+        if t is Import:
             out.extend((a.name, 0) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
+        elif t is ImportFrom:
             base = node.module or ""
             if base:
                 out.append((base, node.level))

@@ -120,3 +120,36 @@ def env_name(script: "_Names", node: Any) -> str | None:
         if args and args[0].keyword is None:
             return string_literal(args[0].value)
     return None
+
+
+#: per ``ast`` node type: its fields that can hold a node, in ``_fields`` order (see :func:`walk`)
+_WALK_FIELDS: dict[type, tuple[str, ...]] = {}
+#: fields that never hold a node, or hold only leaves no caller of :func:`walk` looks for
+#: (expression contexts, operators)
+_NO_NODES = frozenset({"id", "attr", "arg", "name", "asname", "module", "level", "kind", "conversion", "is_async",
+                       "simple", "type_comment", "tag", "ctx", "op", "ops"})
+
+
+def walk(tree: Any) -> list[Any]:
+    """Every node of ``tree`` in :func:`ast.walk`'s order (breadth first, fields in order), but
+    for expression contexts and operators (``Load``, ``Add``, ``Eq``...): leaves, so the order of
+    the rest is the same. A list, built without ``ast.walk``'s generators (about 3× faster)."""
+    out = [tree]
+    fields = _WALK_FIELDS
+    AST = ast.AST
+    for node in out:  # the list grows while it is read: breadth first
+        t = type(node)
+        fs = fields.get(t)
+        if fs is None:
+            keep = ("name",) if t.__name__ == "TypeAlias" else ()  # 3.12: its name is a Name node
+            fs = fields[t] = tuple(f for f in t._fields  # type: ignore[attr-defined]
+                                   if f not in _NO_NODES or f in keep)
+        for f in fs:
+            v = getattr(node, f, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        out.append(x)
+            elif isinstance(v, AST):
+                out.append(v)
+    return out

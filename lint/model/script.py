@@ -477,6 +477,8 @@ class Script:
         #: the reader's loader of a repository module (``parallint.readers.python.load_module``),
         #: for :meth:`imported_class`; None for a module that was itself loaded that way
         self.module_loader: Callable[[Any, str, int], Any] | None = None
+        #: (tree, called names, ``from ... import`` nodes), for ``parallint.link.hfargs`` (walked once)
+        self._cli_imports: Any = None
         self.calls: list[Call] = []
         self.module_frame = Frame("module", "<module>", None)
         self.imports: set[str] = set()  # top-level package names imported

@@ -26,17 +26,31 @@ _MARKERS = (".git", "pyproject.toml", "setup.py")
 
 
 def _root(start: Path) -> Path | None:
+    if start in _ROOTS:
+        return _ROOTS[start]
+    found = None
     for d in (start, *start.parents):
         if any(os.path.exists(d / m) for m in _MARKERS):
-            return d
-    return None
+            found = d
+            break
+    _ROOTS[start] = found
+    return found
 
 
-def _note(p: Path) -> None:
-    from parallint.util import deps
+#: for one run (see reset): the repository root of a folder; what :func:`resolve` found, as
+#: (the folders searched, the module's parts, how many candidates it looked for, the file): the
+#: candidates are noted again on each hit, for the run's dependencies
+_ROOTS: dict[Path, "Path | None"] = {}
+_RESOLVED: dict[tuple, tuple[tuple[str, ...], list[str], int, "Path | None"]] = {}
+#: the folders searched, shared by the entries of one folder
+_BASES: dict[tuple, tuple[str, ...]] = {}
 
-    if deps.recording() is not None:
-        deps.note_probe(p)
+
+def reset() -> None:
+    """Forget the roots and modules found by an earlier run."""
+    _ROOTS.clear()
+    _RESOLVED.clear()
+    _BASES.clear()
 
 
 #: per file: (its stat signature, the folders its ``sys.path`` tweaks add)
@@ -151,6 +165,29 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
     ``extra``: folders the entry script added to ``sys.path`` (by default the file's own,
     :func:`path_tweaks`), searched after the usual ones."""
     here = script_path.parent
+    if extra is None and not level:
+        extra = path_tweaks(script_path)
+    tweaks = tuple(extra) if extra is not None and not level else None
+    key = (here, module, level, tweaks)
+    got = _RESOLVED.get(key)
+    if got is None:
+        got = _RESOLVED[key] = _resolve(here, module, level, extra, tweaks)
+    bases, parts, n, found = got
+    if n:
+        from parallint.util import deps
+
+        if deps.recording() is not None:
+            for i in range(n):
+                if i % 2:
+                    deps.note_probe(os.path.join(bases[i // 2], *parts, "__init__.py"))
+                else:
+                    deps.note_probe(os.path.join(bases[i // 2], *parts) + ".py")
+    return found
+
+
+def _resolve(here: Path, module: str, level: int, extra: "list[Path] | None",
+             tweaks: "tuple | None") -> tuple[tuple[str, ...], list[str], int, Path | None]:
+    """(the folders searched, the module's parts, the candidates looked for, the file found)."""
     root = _root(here)
     parts = [p for p in module.split(".") if p] if module else []
     if level:
@@ -167,12 +204,17 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
                 break
         if root is not None:
             bases.append(root / "src")
-        bases.extend(b for b in (path_tweaks(script_path) if extra is None else extra) if b not in bases)
+        bases.extend(b for b in (extra or ()) if b not in bases)
     if not parts:
-        return None
+        return (), parts, 0, None
+    bkey = (here, level, tweaks)
+    shown = _BASES.get(bkey)
+    if shown is None:
+        shown = _BASES[bkey] = tuple(str(b) for b in bases)
+    n = 0
     for b in bases:
         for cand in (b.joinpath(*parts).with_suffix(".py"), b.joinpath(*parts, "__init__.py")):
-            _note(cand)
+            n += 1
             try:
                 if not cand.is_file():
                     continue
@@ -180,12 +222,12 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
             except (OSError, ValueError):
                 continue
             if "site-packages" in real.parts or "dist-packages" in real.parts:
-                return None
+                return shown, parts, n, None
             top = (root or here).resolve()
             if top != real and top not in real.parents:
-                return None
-            return real
-    return None
+                return shown, parts, n, None
+            return shown, parts, n, real
+    return shown, parts, n, None
 
 
 def _literal(node: ast.AST | None) -> tuple[bool, object]:

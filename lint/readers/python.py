@@ -282,6 +282,17 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
 
 #: the largest repository module read for a name a script imports from it
 MODULE_BYTES = 400_000
+#: modules loaded in this run: (path, rel, content) -> the result of :func:`load_module`; the
+#: linker and the rules ask for the same module once per job and per rule (see reset)
+_MODULES: dict = {}
+#: the most entries kept (each holds a syntax tree)
+_MODULES_MAX = 8
+
+
+def reset() -> None:
+    """Forget the modules loaded by an earlier run."""
+    while _MODULES:
+        _forget(_MODULES.popitem()[1])
 
 
 def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] | None":
@@ -301,6 +312,26 @@ def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] |
     if raw is None or len(raw) > MODULE_BYTES:
         return None
     rel = os.path.relpath(path, os.path.dirname(abspath)).replace(os.sep, "/")
+    key = (path, rel, raw)
+    if key in _MODULES:
+        got = _MODULES.pop(key)
+        _MODULES[key] = got  # the most recently used last
+        return got
+    got = _load(path, rel, raw)
+    if len(_MODULES) >= _MODULES_MAX:
+        _forget(_MODULES.pop(next(iter(_MODULES))))
+    _MODULES[key] = got
+    return got
+
+
+def _forget(got: "tuple[str, Script] | None") -> None:
+    """Empty a Script that leaves the cache (its calls, guards and frames point at each other):
+    its tree is freed at once by reference counting, not at the next scan of the collector."""
+    if got is not None:
+        got[1].__dict__.clear()
+
+
+def _load(path: Path, rel: str, raw: bytes) -> "tuple[str, Script] | None":
     try:
         script, _tree = _parse(rel, raw.decode("utf-8", errors="replace"))
     except (_SyntaxProblem, RecursionError, MemoryError):
@@ -324,6 +355,8 @@ def _argparse_closure(script: Script, tree) -> None:
     adds options passed elsewhere as a callback, ``parse_args(<words>)``, ``fromfile_prefix_chars``."""
     import ast
 
+    from parallint.model.pyshared import walk
+
     m = _OTHER_PARSERS.search(script.text)
     if m is not None:
         script.argparse_open = m.group(0)
@@ -331,7 +364,8 @@ def _argparse_closure(script: Script, tree) -> None:
     parsers: set[str] = set()
     groups: set[str] = set()
     made = 0
-    for node in ast.walk(tree):
+    nodes = walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Call):
             tail = _tail(node.func)
             if tail == "ArgumentParser":
@@ -353,11 +387,11 @@ def _argparse_closure(script: Script, tree) -> None:
         return
     local = set(script.functions)
     takers: set[str] = set()  # local functions whose parameters receive add_argument
-    for fn in ast.walk(tree):
+    for fn in nodes:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in ("add_argument", *_GROUP_MAKERS) \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
@@ -367,7 +401,7 @@ def _argparse_closure(script: Script, tree) -> None:
         script.argparse_open = "a function adding options is handed elsewhere"
         return
     handles = parsers | groups
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
