@@ -212,8 +212,10 @@ class ReverseIndex:
         self.cache = LinkCache(root, use_cache)
         self._exc = None
         self.parsed = 0  # files parsed to learn their links (cache misses)
-        self.tree = tree if tree is not None else TreeIndex(root, self._conf(), self.cache.enabled)
+        conf = self._conf()
+        self.tree = tree if tree is not None and tree.conf == conf else TreeIndex(root, conf, self.cache.enabled)
         self._raw: dict[str, bytes] = {}  # files read this run (changed ones), by path below the root
+        self._fresh = False  # the tree index is refreshed once per run
 
     def _conf(self) -> str:
         from parallint.engine.cache import canonical
@@ -323,7 +325,9 @@ class ReverseIndex:
             return set()
         declared = self._declared()
         tree = self.tree
-        tree.refresh(self)
+        if not self._fresh:
+            tree.refresh(self)
+            self._fresh = True
         found: set[Path] = set()
         frontier = set(targets)
         for _ in range(MAX_ROUNDS):
@@ -750,7 +754,8 @@ def _git_files(root: Path) -> list[str] | None:
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
-                related_findings: bool = False, run_cache: bool | None = None, progress=None):
+                related_findings: bool = False, run_cache: bool | None = None, progress=None,
+                trees: dict | None = None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
@@ -760,7 +765,10 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     With ``use_cache``, per-file results come from the content cache (parallint.engine.cache); with
     ``run_cache`` too (the default), a run over folders only whose files, folders and settings are
     unchanged since the same run was last made gives that run's findings without reading any file
-    (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``)."""
+    (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``).
+
+    ``trees`` (root -> :class:`TreeIndex`) keeps the link index in memory between calls (the
+    language server): a call refreshes it from the tree's stat signatures instead of loading it."""
     from parallint.engine.runner import Runner
 
     runner = Runner(config, cwd)
@@ -773,7 +781,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
                 all(os.path.isdir(os.path.join(cwd, p)) for p in paths):
             whole = _run_cache(runner, paths, rules, all_job_findings, related_findings)
     if whole is None:
-        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache,
+                            trees)
     from parallint.engine.runner import Result
 
     hit = whole.load()
@@ -789,7 +798,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     t0 = time.time_ns()
     rec = deps.start_recording()
     try:
-        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache,
+                              trees)
     finally:
         deps.stop_recording()
     stored = False
@@ -825,7 +835,7 @@ def _run_cache(runner, paths: list[str], rules, all_job_findings: bool, related_
 
 
 def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool, buffers: dict | None,
-                 related_findings: bool, use_cache: bool):
+                 related_findings: bool, use_cache: bool, trees: dict | None = None):
     cwd = runner.cwd
     for ap, text in (buffers or {}).items():
         runner.stdin[Path(os.path.abspath(ap))] = text
@@ -849,11 +859,22 @@ def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool,
                 entries.add(ap)  # an entry point (Megatron's pretrain_gpt.py): ours if a launch starts it
             continue  # missing, or not a file parallint reads: it is in no job
         by_root.setdefault(find_root(ap), set()).add(ap)
+    indexes: dict[Path, ReverseIndex] = {}
+
+    def index(root: Path) -> ReverseIndex:  # one per root and run (its tree refreshed once)
+        ri = indexes.get(root)
+        if ri is None:
+            kept = trees.get(root) if trees is not None and use_cache else None
+            ri = indexes[root] = ReverseIndex(runner, root, use_cache, tree=kept)
+            if trees is not None and use_cache:
+                trees[root] = ri.tree
+        return ri
+
     for root, targets in by_root.items():
-        extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
+        extra |= index(root).referrers(targets)
     launched: set[Path] = set()
     for ap in sorted(entries):
-        refs = ReverseIndex(runner, find_root(ap), use_cache).referrers({ap})
+        refs = index(find_root(ap)).referrers({ap})
         if refs:
             launched.add(ap)
             extra |= refs
