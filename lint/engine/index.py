@@ -8,11 +8,13 @@ the given file (a launch file naming a script, a script naming its DeepSpeed JSO
 files together with those referrers builds exactly the jobs that include a given file, so the
 findings located in the given files are the ones a whole-repository run reports there.
 
-Finding referrers cheaply: every file under the root is read (bytes only) and only those that
-contain a *needle* of a wanted file (its name, its stem for ``-m`` modules and ``${NAME}.json``, the
-package name of a ``__main__.py``) are parsed; their links are resolved exactly as the linker does.
-The links a file states are cached by content hash (``.parallint_cache/`` at the root, or
-``$PARALLINT_CACHE_DIR``), so a second run parses only the files that changed.
+Finding referrers cheaply: only the files that contain a *needle* of a wanted file (its name, its
+stem for ``-m`` modules and ``${NAME}.json``, the package name of a ``__main__.py``) as a word are
+parsed; their links are resolved exactly as the linker does. Which file holds which needle is kept
+between runs (:class:`TreeIndex`: the first run reads every file under the root, later runs only
+the files whose stat signature changed), and the links a file states are cached by content hash
+(``.parallint_cache/`` at the root, or ``$PARALLINT_CACHE_DIR``), so a second run parses only the
+files that changed.
 
 A file named only through a computed name (``ds_${STAGE}.json``) is not found as a referrer; check
 the launch file (or the folder) to get its job.
@@ -39,8 +41,8 @@ CACHE_DIR_NAME = ".parallint_cache"
 CACHE_FORMAT = 1
 MAX_ROUNDS = 8  # referrer levels (the linker follows 3; a fixed point comes far sooner)
 MAX_INDEX_FILES = 100_000
-#: bytes of the tree a one-file check's reverse index holds in memory between its rounds
-CORPUS_BYTES = 256 * 1024 * 1024
+#: bytes of the files read by a refresh that a run keeps for its link cache misses
+RAW_BYTES = 16 * 1024 * 1024
 
 
 @lru_cache(maxsize=1024)
@@ -606,6 +608,7 @@ class TreeIndex:
         files, racy = self.files, self.racy
         soon = time.time_ns() - RACY_NS
         lstat, stat = os.lstat, os.stat
+        kept_bytes = [0]
         rewalk = False
         sep = os.sep
         for ap, rel in zip(listing, rels):
@@ -644,8 +647,9 @@ class TreeIndex:
             if ent is None or ent[1] != dig:
                 held = set() if data is None else self._present(data, vocab())
                 self._set(rel, held, ent is not None)
-                if data is not None:
-                    ri._raw[rel] = data
+                if data is not None and held and kept_bytes[0] + len(data) <= RAW_BYTES:
+                    kept_bytes[0] += len(data)  # for a link cache miss this run (bounded: a cold
+                    ri._raw[rel] = data  # build of a large tree must not hold it all)
             files[rel] = [sig, dig]
             if ap.endswith(sep + ".gitignore") and not cold and (ent is None or ent[1] != dig) and self.dirs:
                 self.dirs = {}  # its folders' exclusions are decided again
