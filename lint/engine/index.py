@@ -410,7 +410,7 @@ class TreeIndex:
 
     Built once (the first one-file check of a repository reads every file under it, as a run
     without the index did each time) and kept in the cache folder, signed as the cache's entries
-    are. Each later run takes the tree's listing and each file's stat signature; only a file whose
+    are (marshal, read only after its signature is checked). Each later run takes the tree's listing and each file's stat signature; only a file whose
     signature changed is read again, and its needles are updated. So a warm one-file check reads
     no file of the tree to find the files that name its target: those come from the postings here,
     their links from the link cache (by content digest), and only the files of its jobs are read.
@@ -468,10 +468,10 @@ class TreeIndex:
         mac, payload = raw[:_MAC], raw[_MAC:]
         if len(mac) != _MAC or not same(mac, self._mac(payload)):
             return  # not this user's: never unpickled
-        import pickle
+        import marshal  # built in: no import cost on a one-file check (pickle, tempfile: start-up)
 
         try:
-            tag, conf, files, post, racy, dirs = pickle.loads(payload)
+            tag, conf, files, post, racy, dirs = marshal.loads(payload)
         except Exception:  # noqa: BLE001 - a damaged index is built again
             return
         if tag == self.tag and conf == self.conf and isinstance(files, dict) and isinstance(post, dict):
@@ -480,22 +480,33 @@ class TreeIndex:
     def save(self) -> None:
         if not (self.enabled and self.dirty):
             return
-        import pickle
+        import marshal
 
         from parallint.engine.cache import _ignore_file, folder_ok
-        from parallint.util.safeio import replace_bytes
 
+        tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not folder_ok(self.path.parent):
                 return
             _ignore_file(self.path.parent)
-            payload = pickle.dumps((self.tag, self.conf, self.files, self.post, sorted(self.racy), self.dirs),
-                                   protocol=pickle.HIGHEST_PROTOCOL)
-            replace_bytes(self.path, self._mac(payload) + payload, ".index.")
+            payload = marshal.dumps((self.tag, self.conf, self.files, self.post, sorted(self.racy), self.dirs))
+            # a new file beside it, then renamed over it (without tempfile: start-up)
+            tmp = self.path.with_name(f".index.{os.getpid()}.{os.urandom(6).hex()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._mac(payload) + payload)
+            os.replace(tmp, self.path)
+            tmp = None
             self.dirty = False
-        except OSError:
+        except (OSError, ValueError):
             pass  # a read-only checkout still works, only slower
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
     # -- keeping it current ---------------------------------------------------------------------
     def walk(self, excluder, inside, same_device) -> list[str]:
