@@ -20,6 +20,15 @@ One-file runs, as pre-commit makes them (cold: ``--no-cache``, the file changed 
   ``python -c "import yaml"``, ``parallint --version`` against ``python -c pass``; and the YAML as
   a hook runs it by default: the cache on and existing, the file edited before each run.
 One generated 50,000-line Python file against its LibCST parse.
+One file inside a large repository (issue 27; ``--megatron PATH``, else Megatron-LM found under
+/work/repos): a copy of the tree (hard links where the file system allows) with a DeepSpeed JSON
+and the launch line that names it, and a 16× copy (16 such trees in one repository); in each, the
+warm one-file check of a Megatron YAML and of the JSON (the cache on and built by an untimed run)
+against ``python -c "import yaml"``, with their peak RSS; a warm whole-tree run made after a
+change in the temporary folder (and whether the run cache hit); the language server: its start-up
+(``parallint server`` answering ``initialize``) against ``python -c pass``, and an edit of the
+launch file analysed in a Megatron workspace (``Linter.lint`` with the edited buffer, which is what
+runs after the debounce), the median over edits, after one untimed analysis.
 
 Commands run with bytecode (as an installed tool does): ``PYTHONDONTWRITEBYTECODE`` is dropped and
 ``PYTHONPYCACHEPREFIX`` points at a per-user folder in the temporary directory, warmed before the
@@ -445,6 +454,76 @@ class Meter{k}:
     return head + "".join(block.format(k=k, w=10 + k % 90) for k in range(max(1, lines // per)))
 
 
+# --------------------------------------------------------------------------- large repositories
+
+#: `parallint server` (argv[1]) answering `initialize`: the time a client waits for it
+SERVER_START = r"""
+import json, subprocess, sys
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+p = subprocess.Popen([sys.argv[1], "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+p.stdin.flush()
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    c = p.stdout.read(1)
+    if not c:
+        sys.exit("no answer")
+    head += c
+p.kill()
+p.wait()
+"""
+
+#: a Megatron workspace (argv[1]): its launch file edited N (argv[2]) times, each analysed as the
+#: server does after the debounce (Linter.lint with the buffer); prints JSON
+LSP_EDIT = r"""
+import json, statistics, sys, time
+from pathlib import Path
+from parallint.cli.server import Linter
+root = Path(sys.argv[1]).resolve()
+target = root / "run_ds_perf.sh"
+lin = Linter(root)
+text = target.read_text()
+t0 = time.perf_counter()
+lin.buffers[target] = text
+lin.lint(target)
+first = time.perf_counter() - t0
+times = []
+for i in range(int(sys.argv[2])):
+    lin.buffers[target] = text + f"# edit {i}\n"
+    t0 = time.perf_counter()
+    lin.lint(target)
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"file": target.name, "median_ms": statistics.median(times) * 1000, "edits": len(times),
+                  "first_ms": first * 1000, "runs_ms": [t * 1000 for t in times]}))
+"""
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    """A copy of ``src`` made of hard links where the file system allows (no bytes copied)."""
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, dst, symlinks=True, copy_function=link,
+                    ignore=lambda d, names: [n for n in names if n in (".git", ".parallint_cache")])
+
+
+def _plant_json(root: Path) -> None:
+    """A DeepSpeed JSON and the launch line that names it (Megatron-LM holds none of its own)."""
+    (root / "ds_config_perf.json").write_text(deepspeed_json(3))
+    (root / "run_ds_perf.sh").write_text("#!/bin/bash\ndeepspeed --num_gpus 8 pretrain_gpt.py "
+                                         "--deepspeed --deepspeed_config ds_config_perf.json\n")
+
+
+def _a_megatron_yaml(root: Path) -> str | None:
+    """A Megatron model_config.yaml of the functional tests, the first in sorted order."""
+    found = sorted(root.glob("tests/functional_tests/test_cases/*/*/model_config.yaml"))
+    return str(found[0].relative_to(root)) if found else None
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -540,7 +619,8 @@ class Bench:
         self.has_cache = self.has_no_cache and any(
             line.split()[:1] == ["cache"] or line.strip().startswith("│ cache ") for line in self.help.splitlines())
         self.notes: list[str] = []
-        self.results: dict = {"meta": {}, "trees": [], "one_file": [], "big_file": None}
+        self.results: dict = {"meta": {}, "trees": [], "one_file": [], "big_file": None, "large_repo": [],
+                              "lsp_edit": None}
 
     def _capture(self, cmd: list[str]) -> str:
         try:
@@ -664,6 +744,77 @@ class Bench:
                                     "parallint_s": fig.median, "libcst_s": floor.median,
                                     "ratio": fig.median / floor.median, "target": 1.5, "failed": fig.failed or None}
 
+    # ---- one file inside a large repository (issue 27)
+
+    def large_repo(self, source: Path) -> None:
+        work = self.work / "large"
+        one = work / "x1"
+        _link_copy(source, one / "megatron")
+        _plant_json(one / "megatron")
+        (one / ".git").mkdir()
+        sixteen = work / "x16"
+        for i in range(16):
+            _link_copy(source, sixteen / f"copy{i:02d}")
+            _plant_json(sixteen / f"copy{i:02d}")
+        (sixteen / ".git").mkdir()
+        yaml_rel = _a_megatron_yaml(one / "megatron")
+        if yaml_rel is None:
+            self.notes.append(f"{source}: no Megatron model_config.yaml, no one-file figures")
+            return
+        imp_yaml = Figure('python -c "import yaml"', [self.py, "-c", "import yaml"], cwd=str(one))
+        bare = Figure("python -c pass", [self.py, "-c", "pass"], cwd=str(one))
+        figs: list[tuple[Figure, Figure]] = []
+        for label, root, sub in (("1×", one, "megatron"), ("16×", sixteen, "copy07")):
+            cache = {"PARALLINT_CACHE_DIR": str(work / f"cache-{label}")}
+            for kind, rel in (("YAML", yaml_rel), ("JSON", "ds_config_perf.json")):
+                target = root / sub / rel
+                cmd = [self.exe, "check", "--exit-zero", str(target)]
+                subprocess.run(cmd, cwd=str(root), env=dict(self.env, **cache), capture_output=True)  # builds the index
+                figs.append((Figure(f"warm one-file {kind} check, Megatron {label}", cmd, cwd=str(root), env=cache), imp_yaml))
+        # a warm whole-tree run after a change in the temporary folder (Megatron's launch lines name /tmp/...)
+        tmp_cache = {"PARALLINT_CACHE_DIR": str(work / "cache-tmp")}
+        whole = [self.exe, "check", "--format", "json", "--exit-zero", str(one / "megatron")]
+        subprocess.run(whole, cwd=str(one), env=dict(self.env, **tmp_cache), capture_output=True)
+        scratch = Path(tempfile.gettempdir())
+        stamps = iter(range(1 << 30))
+
+        def tmp_change() -> None:
+            (scratch / f"parallint-perf-{os.getpid()}-{next(stamps)}.tmp").write_text("x")
+
+        tmp_fig = Figure("warm whole-tree run after a /tmp change, Megatron 1×", whole, cwd=str(one), env=tmp_cache,
+                         prepare=tmp_change)
+        lsp_py = str(Path(self.exe).with_name("python"))
+        start = Figure("server start-up (initialize answered)", [lsp_py, "-c", SERVER_START, self.exe], cwd=str(one))
+        print("  measuring one file inside a large repository ...", file=sys.stderr, flush=True)
+        measure([bare, imp_yaml] + [f for f, _ in figs] + [tmp_fig, start], self.args.repeat, self.env)
+        traced = subprocess.run(whole, cwd=str(one), env=dict(self.env, **tmp_cache, PARALLINT_CACHE_TRACE="1"),
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        tmp_change()
+        traced = subprocess.run(whole, cwd=str(one), env=dict(self.env, **tmp_cache, PARALLINT_CACHE_TRACE="1"),
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        outcome = " ".join(ln.split("run cache: ", 1)[1] for ln in traced.stderr.splitlines() if "run cache: " in ln)
+        for p in scratch.glob(f"parallint-perf-{os.getpid()}-*.tmp"):
+            p.unlink()
+        rows = self.results["large_repo"] = []
+        for fig, floor in figs + [(tmp_fig, None), (start, bare)]:
+            rows.append({"run": fig.label, "median_s": fig.median, "runs_s": fig.times, "peak_rss_mb": fig.rss_mb,
+                         "floor": floor.label if floor else None, "floor_s": floor.median if floor else None,
+                         "ratio": fig.median / floor.median if floor else None, "failed": fig.failed or None})
+        rows[-2]["run cache"] = outcome
+        # the language server's edit, in one process (what runs after the debounce)
+        edit = subprocess.run([lsp_py, "-c", LSP_EDIT, str(one / "megatron"), str(max(self.args.repeat, 5))],
+                              env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        try:
+            ms = json.loads(edit.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            ms = {"failed": (edit.stderr.strip().splitlines() or ["?"])[-1][:160]}
+        self.results["lsp_edit"] = ms
+        x1 = [r for r in rows if r["run"].endswith("Megatron 1×") and "one-file" in r["run"]]
+        x16 = [r for r in rows if r["run"].endswith("Megatron 16×")]
+        for a, b in zip(x1, x16):
+            b["vs_1x_time"] = b["median_s"] / a["median_s"] if a["median_s"] else None
+            b["vs_1x_rss"] = b["peak_rss_mb"] / a["peak_rss_mb"] if a["peak_rss_mb"] else None
+
     # ---- output
 
     def print_tables(self) -> None:
@@ -698,6 +849,23 @@ class Bench:
             took = "failed" if b["failed"] else f"{b['parallint_s']:.2f} s"
             print(f"\nOne {b['lines']:,}-line file ({b['bytes'] / 1e6:.1f} MB): parallint {took}, "
                   f"its LibCST parse {b['libcst_s']:.2f} s: {b['ratio']:.2f}× (target ≤ 1.5×)")
+        if self.results.get("large_repo"):
+            print("\nOne file inside a large repository (targets: warm YAML/JSON ≤ 1.5× import yaml; 16× within"
+                  " 10 % of 1× in time and RSS; server start-up ≤ 300 ms)\n")
+            print("| run | time | peak RSS | floor | floor time | ratio | 16× / 1× time, RSS |")
+            print("|---|---|---|---|---|---|---|")
+            for r in self.results["large_repo"]:
+                t = "failed" if r["failed"] else f"{r['median_s'] * 1000:.0f} ms"
+                ratio = f"{r['ratio']:.2f}×" if r["ratio"] else ""
+                floor = f"{r['floor_s'] * 1000:.0f} ms" if r["floor_s"] else ""
+                vs = f"{r['vs_1x_time']:.2f}, {r['vs_1x_rss']:.2f}" if r.get("vs_1x_time") else r.get("run cache", "")
+                print(f"| {r['run']} | {t} | {r['peak_rss_mb']:.0f} MB | {r['floor'] or ''} | {floor} | {ratio} | {vs} |")
+            e = self.results.get("lsp_edit") or {}
+            if "median_ms" in e:
+                print(f"\nLanguage server, Megatron workspace: an edit of {e['file']} analysed in {e['median_ms']:.0f} ms"
+                      f" (median of {e['edits']}; first analysis {e['first_ms']:.0f} ms; target ≤ 50 ms)")
+            elif e:
+                print(f"\nLanguage server edit: failed ({e.get('failed')})")
         for note in self.notes:
             print(f"note: {note}")
         for row in self.results["trees"]:
@@ -715,6 +883,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="OUT", help="also write every figure as JSON")
     ap.add_argument("--parallint", metavar="EXE", help="the parallint command (default: next to this Python)")
     ap.add_argument("--compare", metavar="EXE", help="one-file runs of another parallint too (e.g. main's), interleaved")
+    ap.add_argument("--megatron", metavar="PATH", help="Megatron-LM for the one-file-in-a-large-repository figures"
+                    " (also with --quick)")
     ap.add_argument("--scale", type=float, default=None, help="size of the synthetic tree (1.0 full, 0.1 quick)")
     ap.add_argument("--trees-only", action="store_true", help="only the trees given with --trees (no synthetic tree, "
                     "standard library, one-file runs or big file)")
@@ -759,6 +929,10 @@ def main(argv: list[str] | None = None) -> int:
             bench.one_file()
         if not args.quick and not args.trees_only:
             bench.big()
+        mega = Path(args.megatron) if args.megatron else next(
+            (p for p in [REPOS / "NVIDIA+Megatron-LM", *sorted(REPOS.glob("*/NVIDIA+Megatron-LM"))] if p.is_dir()), None)
+        if (not args.quick or args.megatron) and mega is not None and bench.has_cache:
+            bench.large_repo(mega)
         bench.print_tables()
         if args.json:
             out = dict(bench.results)

@@ -272,3 +272,20 @@ def test_a_path_a_launch_only_names_is_no_folder_dependency(cli, repo, env, tmp_
     _age(outside)
     _, how = _check(cli, repo, env)
     assert how.startswith("changed"), how
+
+
+def test_a_folder_listing_counts_only_where_it_was_listed(cli, repo, env):
+    """Issue 27: dependencies are what was read. `sub/run_ds.sh` links `../cfg/ds.json`; checking
+    `sub` reads that file but never lists `cfg/`, so a new file there is still a hit, while an edit
+    of the linked file itself is not."""
+    _age(repo)
+    before = _settled(cli, repo, env, "sub")
+    (repo / "cfg" / "notes.txt").write_text("a file beside the linked config\n")
+    _age(repo / "cfg")
+    again, how = _check(cli, repo, env, "sub")
+    assert how == "hit" and again == before
+    (repo / "cfg" / "ds.json").write_text(DS_BAD)
+    _age(repo / "cfg")
+    after, how = _check(cli, repo, env, "sub")
+    assert how.startswith("changed"), how
+    assert after != before and "BAT001" in after

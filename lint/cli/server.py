@@ -54,6 +54,7 @@ class Linter:
         self.cwd = cwd
         self.buffers: dict[Path, str] = {}
         self.job_files: dict[Path, set[Path]] = {}  # file -> files of its jobs (last run)
+        self.trees: dict = {}  # repository root -> its link index, kept in memory between edits
         self.lock = threading.Lock()
 
     def _rules(self, config):
@@ -80,7 +81,8 @@ class Linter:
 
                 config = Config(None, self.cwd, {})
             rules = self._rules(config)
-            first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers))
+            first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
+                                trees=self.trees)
             affected = {changed}
             for job in first.jobs:
                 members = {f.abspath for f in job.files}
@@ -95,7 +97,7 @@ class Linter:
             if existing:
                 # each other file checked in all of its own jobs, as `check FILE` would
                 second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
-                                     buffers=dict(self.buffers))
+                                     buffers=dict(self.buffers), trees=self.trees)
                 for d in second.diagnostics:
                     p = self._abs(d.span.path)
                     if p != changed:

@@ -247,9 +247,9 @@ def clean(folder: Path) -> bool:
     marker = folder / ".gitignore"
     try:
         ours = marker.read_text("utf-8").startswith("# created by parallint") or \
-            (folder / FILES_DIR).is_dir() or (folder / "links.json").is_file()
+            (folder / FILES_DIR).is_dir() or (folder / "links.json").is_file() or (folder / "index.bin").is_file()
     except OSError:
-        ours = (folder / FILES_DIR).is_dir() or (folder / "links.json").is_file()
+        ours = (folder / FILES_DIR).is_dir() or (folder / "links.json").is_file() or (folder / "index.bin").is_file()
     if not ours:
         return False
     shutil.rmtree(folder, ignore_errors=True)
@@ -447,19 +447,22 @@ class RunCache:
             s = _fspath(raw)
             if s is not None and not s.startswith(skip) and not s.startswith(_SKIP_DEVICES):
                 folders.add(s)
-        for p, content in list(paths.items()):
-            if content:  # a path only looked for (named on a launch line) is checked by its own
-                folders.add(os.path.dirname(p))  # existence, not by its folder's listing (/tmp)
+        # A folder's listing is a dependency only where the run listed it (walked it, or a reader
+        # or the linker listed it): a file read beside others, or a path only looked for (named on
+        # a launch line: /tmp/checkpoints), counts by its own signature or existence, never by its
+        # folder's listing. Their folders still count for the markers above them.
+        bases = set(folders)
+        bases.update(os.path.dirname(p) for p, content in paths.items() if content)
         above: set[str] = set()
-        for d in folders:
+        for d in bases:
             parent = os.path.dirname(d)
-            while parent and parent not in above and parent not in folders:
+            while parent and parent not in above and parent not in bases:
                 above.add(parent)
                 nxt = os.path.dirname(parent)
                 if nxt == parent:
                     break
                 parent = nxt
-        for d in above | folders:
+        for d in above | bases:
             for m in MARKERS:
                 paths.setdefault(os.path.join(d, m), False)
         for p, content in paths.items():

@@ -8,11 +8,13 @@ the given file (a launch file naming a script, a script naming its DeepSpeed JSO
 files together with those referrers builds exactly the jobs that include a given file, so the
 findings located in the given files are the ones a whole-repository run reports there.
 
-Finding referrers cheaply: every file under the root is read (bytes only) and only those that
-contain a *needle* of a wanted file (its name, its stem for ``-m`` modules and ``${NAME}.json``, the
-package name of a ``__main__.py``) are parsed; their links are resolved exactly as the linker does.
-The links a file states are cached by content hash (``.parallint_cache/`` at the root, or
-``$PARALLINT_CACHE_DIR``), so a second run parses only the files that changed.
+Finding referrers cheaply: only the files that contain a *needle* of a wanted file (its name, its
+stem for ``-m`` modules and ``${NAME}.json``, the package name of a ``__main__.py``) as a word are
+parsed; their links are resolved exactly as the linker does. Which file holds which needle is kept
+between runs (:class:`TreeIndex`: the first run reads every file under the root, later runs only
+the files whose stat signature changed), and the links a file states are cached by content hash
+(``.parallint_cache/`` at the root, or ``$PARALLINT_CACHE_DIR``), so a second run parses only the
+files that changed.
 
 A file named only through a computed name (``ds_${STAGE}.json``) is not found as a referrer; check
 the launch file (or the folder) to get its job.
@@ -39,8 +41,8 @@ CACHE_DIR_NAME = ".parallint_cache"
 CACHE_FORMAT = 1
 MAX_ROUNDS = 8  # referrer levels (the linker follows 3; a fixed point comes far sooner)
 MAX_INDEX_FILES = 100_000
-#: bytes of the tree a one-file check's reverse index holds in memory between its rounds
-CORPUS_BYTES = 256 * 1024 * 1024
+#: bytes of the files read by a refresh that a run keeps for its link cache misses
+RAW_BYTES = 16 * 1024 * 1024
 
 
 @lru_cache(maxsize=1024)
@@ -203,57 +205,38 @@ def resolve_all(links: Iterable[list], abspath: Path) -> set[Path]:
 
 
 class ReverseIndex:
-    """Who names whom below one root, computed lazily for the files asked about."""
+    """Who names whom below one root, computed lazily for the files asked about, from the kept
+    :class:`TreeIndex` (which file contains which needle) and the link cache."""
 
-    def __init__(self, runner, root: Path, use_cache: bool = True) -> None:
+    def __init__(self, runner, root: Path, use_cache: bool = True, tree: "TreeIndex | None" = None) -> None:
         self.runner = runner
         self.root = root
         self.cache = LinkCache(root, use_cache)
-        self._files: list[tuple[Path, bytes | None]] | None = None
         self._exc = None
         self.parsed = 0  # files parsed to learn their links (cache misses)
+        conf = self._conf()
+        self.tree = tree if tree is not None and tree.conf == conf else TreeIndex(root, conf, self.cache.enabled)
+        self._raw: dict[str, bytes] = {}  # files read this run (changed ones), by path below the root
+        self._fresh = False  # the tree index is refreshed once per run
 
-    def _corpus(self) -> "Iterable[tuple[Path, bytes]]":
-        """Every file under the root that a whole-repository run could look at, with its bytes.
-        (Folders are pruned as ``check ROOT`` prunes them; a file's own exclusion is decided only
-        when it matters, see :meth:`_kept`.) Bounded (issue 23, item 6): a file whose real path
-        leaves the repository boundary is not read, nor one over ``max-file-size``; and only the
-        first ``CORPUS_BYTES`` bytes of the tree are held between rounds, the rest is read again
-        when a round needs it."""
-        from parallint.util.safeio import read_regular
+    def _conf(self) -> str:
+        from parallint.engine.cache import canonical
 
-        if self._files is None:
-            from parallint.util.boundary import Boundary
+        cfg = self.runner.config
+        return canonical([str(self.root), str(cfg.base), list(cfg.exclude), bool(cfg.get("respect-gitignore", True)),
+                          min(self.runner.max_bytes, 4 * 1024 * 1024), MAX_INDEX_FILES])
 
-            inside = Boundary()
-            inside.add(self.root)
-            cap = min(self.runner.max_bytes, 4 * 1024 * 1024)
-            files: list[tuple[Path, bytes | None]] = []
-            held = 0
-            buffers = self.runner.stdin
-            for ap in self._listing():
-                if ap in buffers:  # an unsaved buffer stands for the file
-                    files.append((ap, buffers[ap].encode("utf-8", "surrogateescape")))
-                    continue
-                if os.path.islink(ap) and not inside.holds(ap):
-                    continue  # a file link out of the repository: never read
-                data = read_regular(ap, cap)  # regular files only: a FIFO never blocks
-                if data is None:
-                    continue
-                if held + len(data) <= CORPUS_BYTES:
-                    held += len(data)
-                    files.append((ap, data))
-                else:
-                    files.append((ap, None))  # read again when a round needs it
-                if len(files) >= MAX_INDEX_FILES:
-                    break
-            self._files = files
-        for ap, data in self._files:
-            if data is None:
-                data = read_regular(ap, min(self.runner.max_bytes, 4 * 1024 * 1024))
-                if data is None:
-                    continue
-            yield ap, data
+    def _bytes(self, rel: str) -> bytes | None:
+        """The bytes of a file of the index (read only when this run needs them: a link cache miss)."""
+        raw = self._raw.get(rel)
+        if raw is None:
+            from parallint.util.safeio import read_regular
+
+            ap = self.root / rel
+            buf = self.runner.stdin.get(ap)
+            raw = buf.encode("utf-8", "surrogateescape") if buf is not None else \
+                read_regular(ap, min(self.runner.max_bytes, 4 * 1024 * 1024))
+        return raw
 
     def _excluder(self):
         if self._exc is None:
@@ -268,7 +251,7 @@ class ReverseIndex:
         only for the few files that contain a needle."""
         return not self._excluder().excluded(ap, False)
 
-    def _listing(self) -> list[Path]:
+    def _listing(self) -> "list[Path] | list[str]":
         excluder = self._excluder()
         cfg = self.runner.config
         git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
@@ -290,17 +273,21 @@ class ReverseIndex:
             except OSError:
                 return False
 
+        tree = getattr(self, "tree", None)
+        if tree is not None:
+            return tree.walk(excluder, inside, same_device)
         for d, dirnames, filenames in walk_once(self.root, set(), followlinks=True):
             dirnames[:] = sorted(x for x in dirnames if not excluder.excluded(d / x, True)
                                  and (not os.path.islink(d / x) or inside.holds(d / x)) and same_device(d / x))
             out.extend(d / fn for fn in sorted(filenames))
         return out
 
-    def links_of(self, abspath: Path, raw: bytes, names: set[bytes]) -> set[Path]:
-        digest = hashlib.blake2b(raw, digest_size=16).hexdigest() + ":" + abspath.name
+    def links_of(self, abspath: Path, rel: str, names: set[bytes]) -> set[Path]:
+        tree = self.tree
+        digest = tree.digest(rel) + ":" + abspath.name
         links = self.cache.get(digest)
         if links is None:
-            if abspath.suffix == ".py" and not any(n in raw for n in names):
+            if abspath.suffix == ".py" and not any(tree.holds(rel, n) for n in names):
                 # Python names files by path only (`config="ds.json"`); a stem alone (a module
                 # name in a launch line) is not a link there, and LibCST is the costly parse
                 return set()
@@ -310,22 +297,23 @@ class ReverseIndex:
             self.cache.put(digest, links)
         return resolve_all(links, abspath)
 
-    def _imports(self, abspath: Path, raw: bytes, frontier: set[Path]) -> bool:
+    def _imports(self, abspath: Path, rel: str, frontier: set[Path]) -> bool:
         """Whether the Python file ``abspath`` imports one of the Python files of ``frontier``
         (a helper module's launch is found through the entry script that imports it, see
         :mod:`parallint.link.imports`). The import statements are kept in the index by content
         hash, as links are; they are resolved again each time (files may have moved)."""
-        if abspath.suffix != ".py" or b"import" not in raw:
+        if abspath.suffix != ".py" or not self.tree.holds(rel, b"import"):
             return False
         wanted = {t for t in frontier if t.suffix == ".py"}
         if not wanted:
             return False
         from parallint.link.imports import imported_files, import_statements
 
-        key = "imports:" + hashlib.blake2b(raw, digest_size=16).hexdigest()
+        key = "imports:" + self.tree.digest(rel)
         stated = self.cache.get(key)
         if not isinstance(stated, list):
-            stated = [[m, lv] for m, lv in import_statements(raw)]
+            raw = self._bytes(rel)
+            stated = [[m, lv] for m, lv in import_statements(raw)] if raw is not None else []
             self.cache.put(key, stated)
         pairs = [(m, lv) for m, lv in (x for x in stated if isinstance(x, list) and len(x) == 2)
                  if isinstance(m, str) and isinstance(lv, int)]
@@ -338,6 +326,10 @@ class ReverseIndex:
         if self.root.parent == self.root:
             return set()
         declared = self._declared()
+        tree = self.tree
+        if not self._fresh:
+            tree.refresh(self)
+            self._fresh = True
         found: set[Path] = set()
         frontier = set(targets)
         for _ in range(MAX_ROUNDS):
@@ -346,12 +338,17 @@ class ReverseIndex:
             wanted = set().union(*(needles(t) for t in frontier))
             names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
             new: set[Path] = set()
-            for abspath, raw in self._corpus():
+            for rel in sorted(tree.containing(wanted, self)):
+                abspath = self.root / rel
                 if abspath in found or abspath in targets:
                     continue
-                if not any(n in raw for n in wanted) or not self._kept(abspath):
+                # the exclusion is decided first only when learning the links means parsing the
+                # file; otherwise only for the few files that do name the frontier
+                known = self.cache.get(tree.digest(rel) + ":" + abspath.name) is not None
+                if not known and not self._kept(abspath):
                     continue
-                if self.links_of(abspath, raw, names) & frontier or self._imports(abspath, raw, frontier):
+                if (self.links_of(abspath, rel, names) & frontier or self._imports(abspath, rel, frontier)) \
+                        and (not known or self._kept(abspath)):
                     new.add(abspath)
             for launch, files in declared:
                 if launch not in found and launch not in targets and files & frontier:
@@ -359,6 +356,7 @@ class ReverseIndex:
             found |= new
             frontier = new
         self.cache.save()
+        tree.save()
         return found
 
     def _declared(self) -> list[tuple[Path, set[Path]]]:
@@ -368,6 +366,372 @@ class ReverseIndex:
             if entry.get("launch"):
                 out.append(((cfg.base / entry["launch"]).resolve(),
                             {(cfg.base / p).resolve() for p in entry.get("files", [])}))
+        return out
+
+
+#: bytes that make up a word of a file's text for the index: a needle is found in a file when it
+#: is one of its words, or a dotted part of one (`-m pkg.train` holds `train`); a needle with other
+#: bytes (a space, `@`) is looked for as a substring
+_WORD = rb"[A-Za-z0-9_.+\-\x80-\xff]+"
+INDEX_NAME = "index.bin"
+INDEX_FORMAT = 1
+#: needles the index keeps besides the names of the tree's files
+_FIXED = (b"import",)
+
+
+@lru_cache(maxsize=1)
+def _word_re():
+    import re
+
+    return re.compile(_WORD)
+
+
+def words_of(raw: bytes) -> set[bytes]:
+    """The words of ``raw`` and their dotted parts (``a.b.c`` gives a, b, c, a.b, b.c)."""
+    out: set[bytes] = set()
+    for t in set(_word_re().findall(raw)):
+        out.add(t)
+        if b"." in t:
+            parts = t.split(b".")
+            out.update(parts)
+            for i in range(1, len(parts)):
+                out.add(b".".join(parts[i:]))
+                out.add(b".".join(parts[:i]))
+    return out
+
+
+def _plain(n: bytes) -> bool:
+    m = _word_re().fullmatch(n)
+    return m is not None
+
+
+class TreeIndex:
+    """Which file below a root contains which needle, kept between runs (issue 27).
+
+    Built once (the first one-file check of a repository reads every file under it, as a run
+    without the index did each time) and kept in the cache folder, signed as the cache's entries
+    are (marshal, read only after its signature is checked). Each later run takes the tree's listing and each file's stat signature; only a file whose
+    signature changed is read again, and its needles are updated. So a warm one-file check reads
+    no file of the tree to find the files that name its target: those come from the postings here,
+    their links from the link cache (by content digest), and only the files of its jobs are read.
+
+    A needle is a name, stem or package name of a file of the tree (:func:`needles`): the postings
+    hold every one of them, and a needle asked later that the index does not hold yet (a file made
+    since) is looked for once in every file and then kept. A file's signature is not trusted when
+    it was modified within ``RACY_NS`` of when it was read (a coarse clock could hide a later edit).
+    """
+
+    def __init__(self, root: Path, conf: str, enabled: bool = True) -> None:
+        from parallint import __version__
+
+        self.root = root
+        self.prefix = str(root).rstrip(os.sep) + os.sep
+        self.conf = conf
+        self.tag = f"{INDEX_FORMAT}:{__version__}"
+        self.path = cache_dir(root) / INDEX_NAME
+        self.enabled = enabled
+        self.files: dict[str, list] = {}  # path below the root -> [stat signature, content digest or None]
+        self.post: dict[bytes, set[str]] = {}  # needle -> paths of the files that hold it
+        self.dirs: dict[str, tuple] = {}  # folder below the root -> (stat, kept subfolders, files, racy)
+        self.racy: set[str] = set()  # files read too soon after their last change to trust their stat
+        self.overlay: dict[str, tuple[str, set[bytes]]] = {}  # editor buffers: (digest, words), this run
+        self.dirty = False
+        self.read = 0  # files of the tree read by the last refresh (tests, benchmarks)
+        self.key: bytes | None = None
+        if enabled:
+            from parallint.engine.cache import folder_ok, user_key
+
+            self.key = user_key()
+            if self.key is None or not folder_ok(self.path.parent):
+                self.enabled = False
+            else:
+                self._load()
+
+    # -- storage ------------------------------------------------------------------------------
+    def _mac(self, payload: bytes) -> bytes:
+        from parallint.engine.cache import _MAC
+
+        assert self.key is not None
+        return hashlib.blake2b(payload, key=self.key, digest_size=_MAC).digest()
+
+    def _load(self) -> None:
+        from parallint.engine.cache import _MAC, entry_ok
+        from parallint.util.safeio import read_regular
+
+        raw = read_regular(self.path, nofollow=True) if entry_ok(self.path.parent, self.path) else None
+        if raw is None:
+            return
+        try:  # hmac.compare_digest itself (importing hmac starts OpenSSL)
+            from _operator import _compare_digest as same
+        except ImportError:  # pragma: no cover - other Pythons
+            from hmac import compare_digest as same  # type: ignore[no-redef]
+        mac, payload = raw[:_MAC], raw[_MAC:]
+        if len(mac) != _MAC or not same(mac, self._mac(payload)):
+            return  # not this user's: never unpickled
+        import marshal  # built in: no import cost on a one-file check (pickle, tempfile: start-up)
+
+        try:
+            tag, conf, files, post, racy, dirs = marshal.loads(payload)
+        except Exception:  # noqa: BLE001 - a damaged index is built again
+            return
+        if tag == self.tag and conf == self.conf and isinstance(files, dict) and isinstance(post, dict):
+            self.files, self.post, self.racy, self.dirs = files, post, set(racy), dirs
+
+    def save(self) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        import marshal
+
+        from parallint.engine.cache import _ignore_file, folder_ok
+
+        tmp = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not folder_ok(self.path.parent):
+                return
+            _ignore_file(self.path.parent)
+            payload = marshal.dumps((self.tag, self.conf, self.files, self.post, sorted(self.racy), self.dirs))
+            # a new file beside it, then renamed over it (without tempfile: start-up)
+            tmp = self.path.with_name(f".index.{os.getpid()}.{os.urandom(6).hex()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._mac(payload) + payload)
+            os.replace(tmp, self.path)
+            tmp = None
+            self.dirty = False
+        except (OSError, ValueError):
+            pass  # a read-only checkout still works, only slower
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    # -- keeping it current ---------------------------------------------------------------------
+    def walk(self, excluder, inside, same_device) -> list[str]:
+        """The files of the tree, as :meth:`ReverseIndex._listing` walks it: a folder whose stat
+        signature is the one kept is not listed again (nor its exclusions decided again); a
+        changed ``.gitignore`` makes the next refresh walk everything (:meth:`refresh`)."""
+        import time
+
+        from parallint.engine.cache import RACY_NS
+        from parallint.util.fswalk import MAX_DEPTH
+
+        soon = time.time_ns() - RACY_NS
+        old, new = self.dirs, {}
+        out: list[str] = []
+        visited: set[tuple[int, int]] = set()
+        stack: list[tuple[str, str, int]] = [(str(self.root), "", 0)]
+        sep = os.sep
+        while stack:
+            d, rel, depth = stack.pop()
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                continue
+            visited.add((st.st_dev, st.st_ino))
+            sig = (st.st_mode, st.st_mtime_ns, st.st_ino, st.st_dev)
+            ent = old.get(rel)
+            if ent is None or ent[0] != sig or ent[3]:
+                self.dirty = True
+                dirs, files = [], []
+                try:
+                    with os.scandir(d) as it:
+                        for e in it:
+                            try:
+                                (dirs if e.is_dir() else files).append(e.name)
+                            except OSError:
+                                files.append(e.name)
+                except OSError:
+                    continue
+                dp = Path(d)
+                kept = sorted(x for x in dirs if not excluder.excluded(dp / x, True)
+                              and (not os.path.islink(dp / x) or inside.holds(dp / x)) and same_device(dp / x))
+                ent = (sig, kept, sorted(files), st.st_mtime_ns >= soon)
+            new[rel] = ent
+            head = d + sep
+            out.extend(head + fn for fn in ent[2])
+            if depth < MAX_DEPTH:
+                for x in reversed(ent[1]):
+                    stack.append((head + x, f"{rel}{sep}{x}" if rel else x, depth + 1))
+        if len(new) != len(old):
+            self.dirty = True
+        self.dirs = new
+        return out
+
+    @staticmethod
+    def _split(vocab: "Iterable[bytes]") -> tuple[set[bytes], list[bytes]]:
+        plain: set[bytes] = set()
+        other: list[bytes] = []
+        for n in vocab:
+            (plain.add(n) if _plain(n) else other.append(n))
+        return plain, other
+
+    def _present(self, raw: bytes, vocab: tuple[set[bytes], list[bytes]]) -> set[bytes]:
+        plain, other = vocab
+        out = words_of(raw) & plain
+        out.update(n for n in other if n in raw)
+        return out
+
+    def _set(self, rel: str, held: set[bytes], known: bool) -> None:
+        if known:  # drop the file's old postings (a changed file)
+            for n, where in self.post.items():
+                if n not in held:
+                    where.discard(rel)
+        for n in held:
+            self.post.setdefault(n, set()).add(rel)
+
+    def refresh(self, ri: "ReverseIndex") -> None:
+        """Bring the index up to the tree: its listing and every file's stat signature; read only
+        the files that are new or whose signature changed."""
+        import time
+
+        from parallint.engine.cache import RACY_NS
+        from parallint.util.boundary import Boundary
+        from parallint.util.safeio import read_regular
+
+        inside = Boundary()
+        inside.add(self.root)
+        cap = min(ri.runner.max_bytes, 4 * 1024 * 1024)
+        buffers = ri.runner.stdin
+        listing = [str(ap) for ap in ri._listing()[:MAX_INDEX_FILES]]
+        prefix, n0 = self.prefix, len(self.prefix)
+        rels = [ap[n0:] if ap.startswith(prefix) else None for ap in listing]
+        cold = not self.files
+        fresh_vocab: set[bytes] = set(_FIXED)
+        if cold:
+            for ap in listing:
+                fresh_vocab |= needles(Path(ap))
+        buffers = {str(k): v for k, v in buffers.items()}
+        self.overlay = {}
+        self.read = 0
+        seen: set[str] = set()
+        split: list = []
+
+        def vocab() -> tuple[set[bytes], list[bytes]]:
+            if not split:
+                split.append(self._split(self.post.keys() | fresh_vocab))
+            return split[0]
+
+        files, racy = self.files, self.racy
+        soon = time.time_ns() - RACY_NS
+        lstat, stat = os.lstat, os.stat
+        kept_bytes = [0]
+        rewalk = False
+        sep = os.sep
+        for ap, rel in zip(listing, rels):
+            if rel is None:
+                continue
+            if ap in buffers:  # an unsaved buffer stands for the file (not kept)
+                data = buffers[ap].encode("utf-8", "surrogateescape")
+                self.overlay[rel] = (hashlib.blake2b(data, digest_size=16).hexdigest(),
+                                     self._present(data, vocab()))
+                ri._raw[rel] = data
+                seen.add(rel)
+                continue
+            try:
+                st = lstat(ap)
+                if (st.st_mode & 0o170000) == 0o120000:  # a link: never read one out of the repository
+                    if not inside.holds(ap):
+                        continue
+                    st = stat(ap)
+            except (OSError, ValueError):
+                continue
+            if (st.st_mode & 0o170000) != 0o100000:
+                continue  # regular files only: a FIFO never blocks
+            seen.add(rel)
+            sig = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+            ent = files.get(rel)
+            if ent is not None and ent[0] == sig and rel not in racy:
+                continue
+            data = read_regular(ap, cap)
+            self.read += 1
+            self.dirty = True
+            if st.st_mtime_ns >= soon:
+                racy.add(rel)
+            else:
+                racy.discard(rel)
+            dig = None if data is None else hashlib.blake2b(data, digest_size=16).hexdigest()
+            if ent is None or ent[1] != dig:
+                held = set() if data is None else self._present(data, vocab())
+                self._set(rel, held, ent is not None)
+                if data is not None and held and kept_bytes[0] + len(data) <= RAW_BYTES:
+                    kept_bytes[0] += len(data)  # for a link cache miss this run (bounded: a cold
+                    ri._raw[rel] = data  # build of a large tree must not hold it all)
+            files[rel] = [sig, dig]
+            if ap.endswith(sep + ".gitignore") and not cold and (ent is None or ent[1] != dig) and self.dirs:
+                self.dirs = {}  # its folders' exclusions are decided again
+                rewalk = True
+        if rewalk:
+            return self.refresh(ri)
+        gone = [rel for rel in files if rel not in seen]
+        if any(rel.endswith(".gitignore") for rel in gone) and self.dirs:
+            self.dirs = {}
+            for rel in gone:
+                if rel.endswith(".gitignore"):
+                    del files[rel]
+            return self.refresh(ri)
+        if gone:
+            self.dirty = True
+            drop = set(gone)
+            for rel in gone:
+                del files[rel]
+            racy -= drop
+            for where in self.post.values():
+                where -= drop
+        if cold:
+            for n in fresh_vocab:
+                self.post.setdefault(n, set())
+
+    def digest(self, rel: str) -> str:
+        o = self.overlay.get(rel)
+        if o is not None:
+            return o[0]
+        ent = self.files.get(rel)
+        return ent[1] if ent is not None and ent[1] else ""
+
+    def holds(self, rel: str, needle: bytes) -> bool:
+        o = self.overlay.get(rel)
+        if o is not None:
+            return needle in o[1]
+        where = self.post.get(needle)
+        return where is not None and rel in where
+
+    def containing(self, wanted: set[bytes], ri: "ReverseIndex") -> set[str]:
+        """The files that hold one of ``wanted``; a needle the index does not hold yet is looked
+        for once in every file (and kept)."""
+        unknown = [n for n in wanted if n not in self.post]
+        if unknown:
+            from parallint.util.safeio import read_regular
+
+            cap = min(ri.runner.max_bytes, 4 * 1024 * 1024)
+            for n in unknown:
+                self.post[n] = set()
+            self.dirty = True
+            vocab = self._split(unknown)
+            for rel, ent in self.files.items():
+                if ent[1] is None or rel in self.overlay:
+                    continue
+                data = ri._raw.get(rel)
+                if data is None:
+                    data = read_regular(self.root / rel, cap)
+                    self.read += 1
+                if data is not None:
+                    for n in self._present(data, vocab):
+                        self.post[n].add(rel)
+            for rel in self.overlay:
+                data = ri._raw.get(rel)
+                if data is not None:
+                    self.overlay[rel][1].update(self._present(data, vocab))
+        out: set[str] = set()
+        for n in wanted:
+            out |= self.post.get(n, ())
+        if self.overlay:
+            out -= self.overlay.keys()
+            out.update(rel for rel, (_, held) in self.overlay.items() if held & wanted)
         return out
 
 
@@ -405,7 +769,8 @@ def _git_files(root: Path) -> list[str] | None:
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
-                related_findings: bool = False, run_cache: bool | None = None, progress=None):
+                related_findings: bool = False, run_cache: bool | None = None, progress=None,
+                trees: dict | None = None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
@@ -415,7 +780,10 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     With ``use_cache``, per-file results come from the content cache (parallint.engine.cache); with
     ``run_cache`` too (the default), a run over folders only whose files, folders and settings are
     unchanged since the same run was last made gives that run's findings without reading any file
-    (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``)."""
+    (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``).
+
+    ``trees`` (root -> :class:`TreeIndex`) keeps the link index in memory between calls (the
+    language server): a call refreshes it from the tree's stat signatures instead of loading it."""
     from parallint.engine.runner import Runner
 
     runner = Runner(config, cwd)
@@ -428,7 +796,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
                 all(os.path.isdir(os.path.join(cwd, p)) for p in paths):
             whole = _run_cache(runner, paths, rules, all_job_findings, related_findings)
     if whole is None:
-        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+        return _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache,
+                            trees)
     from parallint.engine.runner import Result
 
     hit = whole.load()
@@ -444,7 +813,8 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     t0 = time.time_ns()
     rec = deps.start_recording()
     try:
-        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache)
+        result = _check_files(runner, paths, rules, stdin, all_job_findings, buffers, related_findings, use_cache,
+                              trees)
     finally:
         deps.stop_recording()
     stored = False
@@ -480,7 +850,7 @@ def _run_cache(runner, paths: list[str], rules, all_job_findings: bool, related_
 
 
 def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool, buffers: dict | None,
-                 related_findings: bool, use_cache: bool):
+                 related_findings: bool, use_cache: bool, trees: dict | None = None):
     cwd = runner.cwd
     for ap, text in (buffers or {}).items():
         runner.stdin[Path(os.path.abspath(ap))] = text
@@ -504,11 +874,22 @@ def _check_files(runner, paths: list[str], rules, stdin, all_job_findings: bool,
                 entries.add(ap)  # an entry point (Megatron's pretrain_gpt.py): ours if a launch starts it
             continue  # missing, or not a file parallint reads: it is in no job
         by_root.setdefault(find_root(ap), set()).add(ap)
+    indexes: dict[Path, ReverseIndex] = {}
+
+    def index(root: Path) -> ReverseIndex:  # one per root and run (its tree refreshed once)
+        ri = indexes.get(root)
+        if ri is None:
+            kept = trees.get(root) if trees is not None and use_cache else None
+            ri = indexes[root] = ReverseIndex(runner, root, use_cache, tree=kept)
+            if trees is not None and use_cache:
+                trees[root] = ri.tree
+        return ri
+
     for root, targets in by_root.items():
-        extra |= ReverseIndex(runner, root, use_cache).referrers(targets)
+        extra |= index(root).referrers(targets)
     launched: set[Path] = set()
     for ap in sorted(entries):
-        refs = ReverseIndex(runner, find_root(ap), use_cache).referrers({ap})
+        refs = index(find_root(ap)).referrers({ap})
         if refs:
             launched.add(ap)
             extra |= refs
