@@ -18,6 +18,7 @@ import ast
 
 from parallint.model.facts import Value
 from parallint.model.pyshared import GLOBAL_RANK_ENV, LOCAL_RANK_ENV, call_args, env_name, string_literal  # noqa: F401 - re-exported
+from parallint.model.pyshared import dotted as _dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from parallint.model.script import Frame, Script
@@ -491,15 +492,6 @@ def _binop(op: ast.operator, a: Any, b: Any) -> Any:
     raise _Unknown("operator")
 
 
-def _dotted_name(node: Any) -> str | None:
-    """``a.b.c`` for a chain of attributes on a name, else None."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    return ".".join([node.id] + parts[::-1])
 
 
 def _factory_call(expr: Any) -> Any:

@@ -98,6 +98,18 @@ def ast_nodes(tree: Any) -> list[Any]:
 GLOBAL_RANK_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
 LOCAL_RANK_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
 
+def dotted(node: Any) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None (cheap: no code generation)."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def string_literal(node: Any) -> str | None:
     """The value of a plain (non-f) string literal or an implicit concatenation of them."""
     if type(node) is ast.Constant and type(node.value) is str:

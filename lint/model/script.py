@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 from parallint.model.diagnostics import Span
 from parallint.model.facts import FileFacts, Value
-from parallint.model.pyshared import MULTI
+from parallint.model.pyshared import MULTI, dotted
 from parallint.util.record import EqRecord, Record
 
 import ast
@@ -1156,16 +1156,7 @@ def _is_environ(node: ast.AST) -> bool:
             isinstance(node, ast.Name) and node.id == "environ")
 
 
-def _dotted(node: Any) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None (cheap: no code generation)."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+_dotted = dotted  # one helper for the script API and the evaluator (model.pyshared)
 
 
 def _tail(node: Any) -> str | None:
