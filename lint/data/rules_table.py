@@ -281,13 +281,13 @@ MODULES: dict[str, dict] = {
     'tfd.tfd002_per_replica_mean_loss': {'source': '9862:71d327f6', 'rules': [
         {'class': 'PerReplicaMeanLoss', 'code': 'TFD002', 'name': 'per-replica-mean-loss', 'severity': 'warning', 'summary': 'a custom training loop under a tf.distribute strategy averages its loss with reduce_mean per replica', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': True, 'job': False},
     ]},
-    'tfd.tfd003_single_machine_strategy_in_multi_worker_job': {'source': '3646:bf9692be', 'rules': [
+    'tfd.tfd003_single_machine_strategy_in_multi_worker_job': {'source': '3509:6557c8ed', 'rules': [
         {'class': 'SingleMachineStrategyInMultiWorkerJob', 'code': 'TFD003', 'name': 'single-machine-strategy-in-multi-worker-job', 'severity': 'error', 'summary': 'a MirroredStrategy script run by a TFJob of several workers, where each pod trains alone', 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
     ]},
     'tfd.tfd004_mirrored_devices_exceed_gpus': {'source': '5765:60d4902a', 'rules': [
         {'class': 'MirroredDevicesExceedGpus', 'code': 'TFD004', 'name': 'mirrored-devices-exceed-gpus', 'severity': 'error', 'summary': "MirroredStrategy(devices=[...]) names GPUs the job's pod or node does not have", 'kinds': ['python'], 'calls': ['tf_strategy'], 'file': False, 'job': True},
     ]},
-    'tfd.tfd005_tf_config_cluster_invalid': {'source': '8611:00da4f85', 'rules': [
+    'tfd.tfd005_tf_config_cluster_invalid': {'source': '8473:5a341ebf', 'rules': [
         {'class': 'TfConfigClusterInvalid', 'code': 'TFD005', 'name': 'tf-config-cluster-invalid', 'severity': 'error', 'summary': 'a literal TF_CONFIG TensorFlow refuses, or whose cluster is not the job that runs it', 'kinds': ['kube', 'makefile', 'python', 'shell', 'skypilot'], 'calls': ['tf_strategy'], 'file': True, 'job': True},
     ]},
     'tfd.tfd006_per_replica_batch_as_global': {'source': '13113:4c5af689', 'rules': [

@@ -85,16 +85,13 @@ def _note_missing(job: Job, value: Value, base: Path, root: Path) -> None:
         return
     note = _probed()
     try:
-        up = base.resolve()
-        top_root = root.resolve()
-        while up != top_root and top_root in up.parents:
-            up = up.parent
-            if up == top_root:
+        top = root.resolve()
+        for up in base.resolve().parents:  # the folders strictly between the file's and the root
+            if up == top or top not in up.parents:
                 break
-            cand = up / raw
             if note is not None:
-                note(cand)
-            if cand.is_file():
+                note(up / raw)
+            if (up / raw).is_file():
                 return  # right when the command runs from a folder above (the project's own folder)
     except (OSError, ValueError):
         return

@@ -340,3 +340,15 @@ def _known(s: Script, node: Any, frame: Frame) -> Any:
     except Exception:  # noqa: BLE001 - an expression the evaluator does not take: unknown
         return None
     return v.value if v.known else None
+
+
+def tfjob_pods(job: Any) -> tuple[int, list[Any], int, list[Any]] | None:
+    """The TFJob a job runs in, counted: (chief + master + worker replicas, their Values, ps
+    replicas, their Values); None outside a TFJob or when a count is unknown."""
+    tj = tfjob_of(job)
+    if tj is None:
+        return None
+    trainers, ps = replicas(tj, "Chief", "Master", "Worker"), replicas(tj, "PS")
+    if trainers is None or ps is None:
+        return None
+    return trainers[0], trainers[1], ps[0], ps[1]

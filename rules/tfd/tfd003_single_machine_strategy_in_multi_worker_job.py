@@ -7,7 +7,7 @@ from typing import Iterable
 from parallint.model.diagnostics import Diagnostic, Related, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import job_scripts
-from parallint.rules.tfd._common import _PY, MULTI_MACHINE, replicas, strategies, tfjob_of
+from parallint.rules.tfd._common import _PY, MULTI_MACHINE, strategies, tfjob_pods
 from parallint.rules.tfd._common import tfjob_example as _tfjob
 
 
@@ -46,15 +46,11 @@ class SingleMachineStrategyInMultiWorkerJob(Rule):
     ]
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        tj = tfjob_of(job)
-        if tj is None:
+        pods = tfjob_pods(job)
+        if pods is None:
             return
-        trainers = replicas(tj, "Chief", "Master", "Worker")
-        ps = replicas(tj, "PS")
-        if trainers is None or ps is None:
-            return
-        n, vals = trainers
-        if n <= 1 and ps[0] == 0:
+        n, vals, n_ps, ps_vals = pods
+        if n <= 1 and n_ps == 0:
             return
         scripts = job_scripts(job)
         found = []
@@ -68,12 +64,12 @@ class SingleMachineStrategyInMultiWorkerJob(Rule):
                     found.append(c)
         counted = " + ".join(f"{v.source.split(' ')[1].split('.')[0]} {v.value}" for v in vals
                              if v.source.startswith("TFJob "))
-        pods = f"{n} training pods ({counted})" + (f" and {ps[0]} parameter servers" if ps[0] else "")
-        related = [Related.at(v.span, f"{v.source}: {v.value}") for v in vals + ps[1] if v.span is not None]
+        pods_text = f"{n} training pods ({counted})" + (f" and {n_ps} parameter servers" if n_ps else "")
+        related = [Related.at(v.span, f"{v.source}: {v.value}") for v in vals + ps_vals if v.span is not None]
         for c in found[:1]:
             yield self.report(
                 c.span,
-                f"{c.func_text}() mirrors over the GPUs of one pod, but the TFJob starts {pods}: each pod "
+                f"{c.func_text}() mirrors over the GPUs of one pod, but the TFJob starts {pods_text}: each pod "
                 "trains its own copy of the model and none sees the others' gradients; use "
                 "tf.distribute.MultiWorkerMirroredStrategy() (it reads the TF_CONFIG the operator sets)",
                 related=related,

@@ -10,7 +10,7 @@ from parallint.model.launches import LAUNCH_FILE_KINDS, launches
 from parallint.model.rule import Example, Rule
 from parallint.model.script import job_scripts, script_of
 from parallint.rules.tfd._common import (
-    _PY, frame_node, parse_tf_config, replicas, script_tf_configs, strategies, tf_config_problems, tfjob_of, trainers_of,
+    _PY, frame_node, parse_tf_config, script_tf_configs, strategies, tf_config_problems, tfjob_pods, trainers_of,
 )
 from parallint.rules.tfd._common import tfjob_example as _tfjob
 
@@ -122,15 +122,11 @@ class TfConfigClusterInvalid(Rule):
                     yield self.report(v.span or la.span, f"TF_CONFIG: {p}; " + _FIX)
 
     def check_job(self, job, ctx) -> Iterable[Diagnostic]:
-        tj = tfjob_of(job)
-        if tj is None:
+        pods = tfjob_pods(job)
+        if pods is None:
             return
-        trainers = replicas(tj, "Chief", "Master", "Worker")
-        ps = replicas(tj, "PS")
-        if trainers is None or ps is None:
-            return
-        n, vals = trainers
-        related = tuple(Related.at(v.span, f"{v.source}: {v.value}") for v in vals + ps[1] if v.span is not None)
+        n, vals, n_ps, ps_vals = pods
+        related = tuple(Related.at(v.span, f"{v.source}: {v.value}") for v in vals + ps_vals if v.span is not None)
         for _f, s in job_scripts(job):
             for cfg, node, frame in script_tf_configs(s):
                 if s.paths(frame) is None or _conditional(s, node, frame):
@@ -138,7 +134,7 @@ class TfConfigClusterInvalid(Rule):
                 got = trainers_of(cfg)
                 cluster = cfg["cluster"]
                 got_ps = len(cluster["ps"]) if isinstance(cluster.get("ps"), list) else 0
-                if got is None or (got == n and got_ps == ps[0]):
+                if got is None or (got == n and got_ps == n_ps):
                     if any(k == "ps" for _c, k in strategies(s)) and (got_ps == 0 or not cluster.get("worker")):
                         yield self.report(
                             s.span_of(node),
@@ -146,11 +142,11 @@ class TfConfigClusterInvalid(Rule):
                             "writes lists " + ", ".join(f"{len(v)} {k}" for k, v in sorted(cluster.items())) +
                             " (\"There must be at least one ps\"); " + _FIX, related=related)
                     continue
-                said = f"{got} chief + worker task{'s' if got != 1 else ''}" + (f" and {got_ps} ps" if got_ps or ps[0] else "")
-                pods = f"{n} training pod{'s' if n != 1 else ''}" + (f" and {ps[0]} ps" if got_ps or ps[0] else "")
+                said = f"{got} chief + worker task{'s' if got != 1 else ''}" + (f" and {got_ps} ps" if got_ps or n_ps else "")
+                pods_text = f"{n} training pod{'s' if n != 1 else ''}" + (f" and {n_ps} ps" if got_ps or n_ps else "")
                 yield self.report(
                     s.span_of(node),
-                    f"the script writes a TF_CONFIG of {said}, but the TFJob starts {pods}: it replaces the "
+                    f"the script writes a TF_CONFIG of {said}, but the TFJob starts {pods_text}: it replaces the "
                     "cluster the operator gives each pod, so the workers wait for tasks that never start or "
                     "leave pods out; drop the hand-written TF_CONFIG and let the TFJob operator set it",
                     related=related)
