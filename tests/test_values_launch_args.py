@@ -109,6 +109,18 @@ def test_cfg009_unrecognized_flag_with_did_you_mean(tmp_path, cli):
     assert "--learning-rte" in got[0]["message"] and "did you mean --learning-rate?" in got[0]["message"]
 
 
+def test_cfg009_suggests_no_option_the_line_already_passes(tmp_path, cli):
+    # FastVideo's preprocess scripts pass --model_path and --model_type; the parser has only the
+    # first, so "rename it to --model_path" would repeat an option the line already gives
+    script = PLAIN.replace('"--bf16", action="store_true"', '"--model_path", type=str')
+    line = "--model_path x --model_type wan"
+    got = _findings(cli, tmp_path, {"train.py": script, "run.sh": _run(line)}, "CFG009")
+    assert len(got) == 1 and "--model_type" in got[0]["message"]
+    assert "did you mean" not in got[0]["message"] and "remove it or add it" in got[0]["message"]
+    alone = _findings(cli, tmp_path, {"train.py": script, "run.sh": _run("--model_type wan")}, "CFG009")
+    assert "did you mean --model_path?" in alone[0]["message"]
+
+
 def test_cfg009_accepts_exact_and_prefix_flags(tmp_path, cli):
     assert _findings(cli, tmp_path, {"train.py": PLAIN, "run.sh": _run("--learning 3e-4 --bf16")}, "CFG009") == []
 

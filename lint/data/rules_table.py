@@ -38,7 +38,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg008_overlap_param_gather_requirements': {'source': '5079:b2fced21', 'rules': [
         {'class': 'OverlapParamGatherRequirements', 'code': 'CFG008', 'name': 'overlap-param-gather-requirements', 'severity': 'error', 'summary': '--overlap-param-gather without the distributed optimizer or without --overlap-grad-reduce.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'cfg.cfg009_unrecognized_script_argument': {'source': '6187:a62dfa8a', 'rules': [
+    'cfg.cfg009_unrecognized_script_argument': {'source': '6666:3ab8d9e4', 'rules': [
         {'class': 'UnrecognizedScriptArgument', 'code': 'CFG009', 'name': 'unrecognized-script-argument', 'severity': 'error', 'summary': "A launch line passes a flag that the script's own argparse parser rejects.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
     'cfg.cfg010_renamed_training_argument': {'source': '6140:03201de6', 'rules': [
@@ -95,7 +95,7 @@ MODULES: dict[str, dict] = {
     'ddp.ddp008_horovod_lr_scaled_twice': {'source': '5908:1e8126ec', 'rules': [
         {'class': 'HorovodLrScaledTwice', 'code': 'DDP008', 'name': 'horovod-lr-scaled-twice', 'severity': 'warning', 'summary': "an optimizer's learning rate multiplied by hvd.size() twice on its way in", 'kinds': ['python'], 'calls': ['horovod.keras.size', 'horovod.mxnet.size', 'horovod.tensorflow.keras.size', 'horovod.tensorflow.size', 'horovod.torch.size'], 'file': True, 'job': False},
     ]},
-    'env.env001_nccl_transport_disabled': {'source': '5468:0c0cd08b', 'rules': [
+    'env.env001_nccl_transport_disabled': {'source': '6260:5dbff217', 'rules': [
         {'class': 'NcclTransportDisabled', 'code': 'ENV001', 'name': 'nccl-transport-disabled', 'severity': 'warning', 'summary': 'NCCL_P2P_DISABLE, NCCL_SHM_DISABLE or (multi-node) NCCL_IB_DISABLE set for a training launch.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
     'env.env002_visible_devices_fewer_than_procs': {'source': '5403:6e09881c', 'rules': [

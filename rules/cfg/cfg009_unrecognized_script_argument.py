@@ -25,6 +25,17 @@ def _script(job):
     return None
 
 
+def _given_options(script, words) -> set[str]:
+    """The parser options that the launch line's own known words already pass."""
+    given = set()
+    for w in words:
+        if w.known and isinstance(w.value, str) and w.value.startswith("--"):
+            opt, _uncertain = script.option(w.value.partition("=")[0])
+            if opt is not None:
+                given.add(opt)
+    return given
+
+
 class UnrecognizedScriptArgument(Rule):
     code = "CFG009"
     name = "unrecognized-script-argument"
@@ -141,8 +152,9 @@ class UnrecognizedScriptArgument(Rule):
             if flag not in suggested and len(suggested) < MAX_SUGGESTIONS:
                 import difflib
 
-                suggested[flag] = difflib.get_close_matches(flag, [o for o in opts if o.startswith("--")],
-                                                            n=1, cutoff=0.7)
+                given = _given_options(script, words)  # a flag the line already passes is no rename
+                suggested[flag] = difflib.get_close_matches(
+                    flag, [o for o in opts if o.startswith("--") and o not in given], n=1, cutoff=0.7)
             close = suggested.get(flag)
             what = la.script.value if la.script is not None and la.script.known else "the script"
             mean = f" (did you mean {close[0]}?)" if close else ""

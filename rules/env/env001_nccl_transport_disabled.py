@@ -6,7 +6,7 @@ from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.launches import (
-    LAUNCH_FILE_KINDS, effective_nodes, launches,
+    LAUNCH_FILE_KINDS, effective_nodes, launches, procs_per_node,
 )
 from parallint.model.rule import Example, Rule
 from parallint.rules.env._common import _env_items
@@ -37,6 +37,13 @@ def _no_infiniband(la) -> bool:
     return v is not None and v.known and v.value == 0
 
 
+def _one_process_per_node(la) -> bool:
+    """The launch is known to start one process per node: NCCL's peer-to-peer and shared-memory
+    transports carry traffic between processes on one node, so there is nothing to slow down."""
+    v = procs_per_node(la)
+    return v is not None and v.known and v.value == 1
+
+
 class NcclTransportDisabled(Rule):
     code = "ENV001"
     name = "nccl-transport-disabled"
@@ -46,8 +53,9 @@ class NcclTransportDisabled(Rule):
     facts = frozenset({"hardware.infiniband_devices"})
     doc = """
     ## What it does
-    Reports `NCCL_P2P_DISABLE=1` or `NCCL_SHM_DISABLE=1` in the environment of a training launch,
-    and `NCCL_IB_DISABLE=1` when the launch spans more than one node (within a node InfiniBand is
+    Reports `NCCL_P2P_DISABLE=1` or `NCCL_SHM_DISABLE=1` in the environment of a training launch
+    that starts more than one process per node (or an unknown number; with one process per node,
+    as in `torchrun --nproc_per_node 1`, these transports carry nothing), and `NCCL_IB_DISABLE=1` when the launch spans more than one node (within a node InfiniBand is
     not used anyway). `NCCL_IB_DISABLE=1` is not reported when the job uses a NCCL net plugin (AWS
     EFA through aws-ofi-nccl: `FI_PROVIDER`, `FI_EFA_*`, `OFI_NCCL_*`, or
     `NCCL_NET`/`NCCL_NET_PLUGIN`): the plugin, not NCCL's InfiniBand transport, carries the
@@ -76,6 +84,12 @@ class NcclTransportDisabled(Rule):
         #!/bin/bash
         export NCCL_IB_DISABLE=1
         torchrun --nnodes=1 --nproc_per_node=8 train.py
+        """, filename="run.sh"),
+        Example("""
+        #!/bin/bash
+        export NCCL_P2P_DISABLE=1
+        NUM_GPUS=1
+        torchrun --nnodes 1 --nproc_per_node $NUM_GPUS train.py
         """, filename="run.sh"),
         Example("""
         #!/bin/bash
@@ -109,6 +123,8 @@ class NcclTransportDisabled(Rule):
                 if name not in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE"):
                     continue
                 if not v.known or str(v.value).strip() not in ("1", "true", "True", "TRUE"):
+                    continue
+                if name != "NCCL_IB_DISABLE" and _one_process_per_node(la):
                     continue
                 if name == "NCCL_IB_DISABLE":
                     n = effective_nodes(la)
