@@ -50,7 +50,7 @@ MODULES: dict[str, dict] = {
     'cfg.cfg012_lightning_deepspeed_accumulation': {'source': '5388:341b8fa2', 'rules': [
         {'class': 'LightningDeepspeedAccumulation', 'code': 'CFG012', 'name': 'lightning-deepspeed-accumulation', 'severity': 'error', 'summary': "A DeepSpeed config given to Lightning's DeepSpeedStrategy sets gradient_accumulation_steps, which Lightning refuses.", 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'ckp.ckp001_unguarded_checkpoint_save': {'source': '12314:7b9fb145', 'rules': [
+    'ckp.ckp001_unguarded_checkpoint_save': {'source': '14115:23372d25', 'rules': [
         {'class': 'UnguardedCheckpointSave', 'code': 'CKP001', 'name': 'unguarded-checkpoint-save', 'severity': 'warning', 'summary': 'torch.save in a distributed script not guarded by a rank-0 condition', 'kinds': ['python'], 'calls': ['accelerator', 'ddp', 'ds_init_distributed', 'fabric', 'fsdp', 'fully_shard', 'hf_trainer', 'hvd_init', 'hvd_optimizer', 'init_device_mesh', 'init_process_group', 'pl_trainer', 'save', 'training_args'], 'file': True, 'job': False},
     ]},
     'ckp.ckp002_load_without_map_location': {'source': '9587:47da3a1e', 'rules': [
@@ -245,7 +245,7 @@ MODULES: dict[str, dict] = {
     'pg.pg004_env_rendezvous_without_launcher': {'source': '4599:5b40f3ef', 'rules': [
         {'class': 'EnvRendezvousWithoutLauncher', 'code': 'PG004', 'name': 'env-rendezvous-without-launcher', 'severity': 'error', 'summary': 'env:// rendezvous in a script started by plain python with no MASTER_ADDR/PORT/RANK/WORLD_SIZE', 'kinds': ['python'], 'calls': ['init_process_group', 'spawn'], 'file': False, 'job': True},
     ]},
-    'pg.pg005_collective_in_rank_branch': {'source': '19808:e24a9c5a', 'rules': [
+    'pg.pg005_collective_in_rank_branch': {'source': '22628:fde8844d', 'rules': [
         {'class': 'CollectiveInRankBranch', 'code': 'PG005', 'name': 'collective-in-rank-branch', 'severity': 'error', 'summary': 'a collective only some ranks reach (e.g. under `if rank == 0:`): the others wait forever', 'kinds': ['python'], 'calls': ['collective', 'dcp_save', 'fsdp', 'hvd_collective', 'spawn'], 'file': True, 'job': False},
     ]},
     'pg.pg006_rpc_world_size_conflict': {'source': '5119:d1b88bf3', 'rules': [

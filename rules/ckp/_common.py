@@ -93,7 +93,71 @@ def skips_done_items(s, call, dest) -> bool:
         test = node.test
         if isinstance(test, ast.Call) and isinstance(test.func, (ast.Attribute, ast.Name)):
             name = test.func.attr if isinstance(test.func, ast.Attribute) else test.func.id
-            if name in ("exists", "isfile", "is_file") and test.args and s.code(test.args[0]) == want \
+            if name in ("exists", "isfile", "is_file") and test.args and _names_path(s, test.args[0], want) \
                     and node.lineno < call.node.lineno:
                 return True
+    return False
+
+
+def _names_path(s, arg, want: str) -> bool:
+    """``arg`` is the saved path, or that path with a literal suffix: ``f"{save_path}.npy"`` and
+    ``save_path + ".npy"`` name the file that ``np.save(save_path, z)`` writes."""
+    import ast
+
+    if s.code(arg) == want:
+        return True
+    if isinstance(arg, ast.JoinedStr) and len(arg.values) == 2:
+        head, tail = arg.values
+        return (isinstance(head, ast.FormattedValue) and head.conversion == -1 and head.format_spec is None
+                and s.code(head.value) == want and isinstance(tail, ast.Constant))
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):
+        return s.code(arg.left) == want and isinstance(arg.right, ast.Constant) and isinstance(arg.right.value, str)
+    return False
+
+
+#: methods whose iteration order and items are the same in every process (the model's own modules,
+#: a dict's entries): a path named after their items is the same file on every rank
+_SAME_EVERYWHERE = frozenset({"items", "keys", "values", "named_modules", "named_parameters", "named_children",
+                              "named_buffers", "modules", "parameters", "children"})
+
+
+def _rank_identical(it) -> bool:
+    """An iterable that yields the same items in every process: ``range(...)``, a literal list or
+    tuple of constants, or one of :data:`_SAME_EVERYWHERE`'s methods."""
+    import ast
+
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
+        return all(isinstance(e, ast.Constant) for e in it.elts)
+    if isinstance(it, ast.Call):
+        f = it.func
+        if isinstance(f, ast.Name) and f.id in ("range", "sorted", "reversed", "list", "tuple") and it.args:
+            return f.id == "range" or _rank_identical(it.args[0])
+        if isinstance(f, ast.Attribute) and f.attr in _SAME_EVERYWHERE:
+            return True
+    return False
+
+
+def per_item_path(s, call, dest) -> bool:
+    """The saved path is named after the items of an enclosing ``for`` loop whose iterable is not
+    known to be the same in every process (a data loader's batches, a list passed in): each rank
+    may write its own items' files (PixArt-alpha's feature extraction over an
+    ``accelerator.prepare``-d loader), so "every rank writes the same file" is not shown. The index
+    of ``enumerate(...)`` is the same on every rank and does not count."""
+    import ast
+
+    names = {sub.id for piece, _fr in path_pieces(s, dest, call.frame) for sub in ast.walk(piece)
+             if isinstance(sub, ast.Name)}
+    if not names:
+        return False
+    for loop in call.loops:
+        node = getattr(loop, "_node", None)
+        if not isinstance(node, ast.For):
+            continue
+        target, it = node.target, node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args \
+                and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target, it = target.elts[1], it.args[0]
+        item_names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if item_names & names and not _rank_identical(it):
+            return True
     return False

@@ -8,7 +8,7 @@ from typing import Iterable
 from parallint.model.diagnostics import Diagnostic, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Script, script_of
-from parallint.rules.ckp._common import _PY, per_rank_path, skips_done_items
+from parallint.rules.ckp._common import _PY, per_rank_path, per_item_path, skips_done_items
 
 
 
@@ -86,7 +86,12 @@ class UnguardedCheckpointSave(Rule):
     flag whose name says main/master/rank 0), `if hvd.rank() == 0:`, `if local_rank in [-1, 0]:`, early returns on the
     other ranks (`if rank != 0: return`) and `@rank_zero_only`-style decorators. Saves to per-rank
     paths (a file name built from the rank, directly or in the variable the path is built from,
-    the data- or model-parallel rank included) and into an `io.BytesIO` buffer are fine. Scripts whose
+    the data- or model-parallel rank included) and into an `io.BytesIO` buffer are fine, and so are
+    one-file-per-item outputs: a save after `if os.path.exists(path): continue` (or that path with
+    the suffix `np.save` appends), and a path named after the items of an enclosing `for` loop whose
+    iterable may differ between ranks (a data loader's batches, a list passed in; not `range(...)`,
+    a literal, a dict's entries or the model's modules), which each rank may run over its own shard.
+    Scripts whose
     loop is run by Lightning's or HF's Trainer are left alone.
 
     ## Why it matters
@@ -180,6 +185,38 @@ class UnguardedCheckpointSave(Rule):
                 if os.path.exists(out):
                     continue
                 torch.save(encode(path), out)
+        """),
+        # np.save appends ".npy": the file skipped is the file written
+        Example("""
+            import os
+            import numpy as np
+            import torch.distributed as dist
+            dist.init_process_group("nccl")
+            for name in names:
+                save_path = os.path.join(out_dir, name)
+                if os.path.exists(f"{save_path}.npy"):
+                    continue
+                np.save(save_path, encode(name))
+        """),
+        # one file per item of what this rank computed (a sharded loader's results)
+        Example("""
+            import os
+            import numpy as np
+            from accelerate import Accelerator
+
+            def save_results(results, paths, out_dir):
+                for res, p in zip(results, paths):
+                    file_name = p.split(".")[0] + ".npy"
+                    np.save(os.path.join(out_dir, file_name), res)
+
+            def main(loader):
+                accelerator = Accelerator()
+                loader = accelerator.prepare(loader)
+                for batch, paths in loader:
+                    save_results(encode(batch), paths, "features")
+
+            if __name__ == "__main__":
+                main(make_loader())
         """),
         Example("""
             import numpy as np
@@ -282,6 +319,8 @@ class UnguardedCheckpointSave(Rule):
                 continue  # serialised into memory (to send or hash), not written
             if skips_done_items(s, c, dest):
                 continue  # a per-item file that the other processes skip once it exists
+            if per_item_path(s, c, dest):
+                continue  # named after the items of a loop each rank may run over its own shard
             paths = s.effective_guards(c)
             if not paths:
                 continue  # the file never calls the function that saves: unknown

@@ -135,6 +135,35 @@ def _lets_all_in(s: Script, node, depth: int) -> bool:
     return any(_lets_all_in(s, v, depth + 1) for v in ranked)
 
 
+def _fsdp_when_called(s: Script, c: Call, fsdp_calls: list[Call]) -> bool:
+    """The receiver of ``c`` (``model.state_dict()``) may be the FSDP model at the call: its own
+    function binds it, before the call, to an ``FSDP(...)`` call or to a call of a function of this
+    file that returns its ``FSDP(...)`` result; or binds it nowhere before the call (a parameter, a
+    global). A name the function binds before the call only to other values is not the FSDP model
+    yet: ``model.state_dict()`` on the plain module before ``model = setup_fsdp(model)`` gathers
+    nothing (Lumina-T2X loads its initial weights that way on rank 0)."""
+    import ast
+
+    name = s.code(c.receiver)
+    line = getattr(c.node, "lineno", None)
+    before = c.frame.bindings.get(name, [])
+    if line is None or any(getattr(e, "lineno", None) is None for e in before):
+        return True  # a binding without a place (unpacking): not followed
+    before = [e for e in before if e.lineno < line]
+    if not before:
+        return True
+    wrap_nodes = {id(f.node) for f in fsdp_calls}
+    for e in before:
+        if id(e) in wrap_nodes:
+            return True
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+            for fr in s.functions.get(e.func.id, ()):
+                wrapped = {f.target for f in fsdp_calls if f.frame is fr}
+                if any(isinstance(r, ast.Name) and r.id in wrapped for r in fr.returns):
+                    return True
+    return False
+
+
 def _unwrapped_alternative(s: Script, c: Call, wrap_conds: set[str]) -> bool:
     """``cpu_state if args.fsdp else model.state_dict()`` where the model is wrapped in FSDP only
     under ``if args.fsdp:``: the ``state_dict()`` runs only when the model is not FSDP."""
@@ -310,6 +339,24 @@ class CollectiveInRankBranch(Rule):
                     dist.broadcast(signal, src=0)
                 return {}
         """),
+        # the plain module's state_dict() on rank 0, before a helper wraps it in FSDP
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            def setup_fsdp(model):
+                model = FSDP(model)
+                return model
+
+            def main(build, path):
+                model = build()
+                if dist.get_rank() == 0:
+                    own = model.state_dict()
+                    model.load_state_dict(torch.load(path, map_location="cpu"))
+                dist.barrier()
+                model = setup_fsdp(model)
+        """),
     ]
     invalid = [
         Example("""
@@ -366,6 +413,22 @@ class CollectiveInRankBranch(Rule):
                 val = hvd.allreduce(torch.tensor(accuracy), name="val_acc")
                 print(val)
         """, line=5),
+        # a helper of this file wraps the model in FSDP and returns it; rank 0 then gathers it
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            def setup_fsdp(model):
+                model = FSDP(model)
+                return model
+
+            def main(build):
+                model = build()
+                model = setup_fsdp(model)
+                if dist.get_rank() == 0:
+                    torch.save(model.state_dict(), "ckpt.pt")
+        """, line=13),
     ]
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -392,7 +455,8 @@ class CollectiveInRankBranch(Rule):
         fsdp_names = {c.target for c in fsdp_calls}
         wrap_conds = {s.code(g._node) for c in fsdp_calls for g in c.guards if g.branch}
         for c in s.methods("state_dict"):
-            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.args:
+            if c.receiver is not None and s.code(c.receiver) in fsdp_names and not c.args \
+                    and _fsdp_when_called(s, c, fsdp_calls):
                 if _unwrapped_alternative(s, c, wrap_conds):
                     continue
                 cands.append((c, "FSDP state_dict"))
