@@ -42,6 +42,38 @@ def main(tp: int = 2, pp_size=4, seed=1):
 if __name__ == "__main__":
     fire.Fire(main)
 """
+TYPER = """\
+import typer
+from megatron.core import parallel_state
+
+
+def main(tp: int = 2, pipeline_size: int = 4, fp8: bool = False):
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp,
+                                             pipeline_model_parallel_size=pipeline_size)
+
+
+if __name__ == "__main__":
+    typer.run(main)
+"""
+TYPER_APP = """\
+from typing import Annotated
+
+import typer
+from megatron.core import parallel_state
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def train(data: str, tp: Annotated[int, typer.Option("--tp", "-t")] = 2,
+          pp: int = typer.Option(4, "--pp", "--pipeline")):
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp,
+                                             pipeline_model_parallel_size=pp)
+
+
+if __name__ == "__main__":
+    app()
+"""
 HYDRA = """\
 import hydra
 from megatron.core import parallel_state
@@ -107,6 +139,38 @@ def test_click_envvar_default_is_unknown(tmp_path, cli):
 def test_click_command_called_with_arguments_is_not_bound(tmp_path, cli):
     script = CLICK.replace("    main()\n", '    main(["--tp", "1"])\n')
     assert _findings(cli, tmp_path, {"train.py": script, "run.sh": _run("--tp 4")}) == []
+
+
+# ------------------------------------------------------------------ typer
+def test_typer_run_option_on_the_launch_line_wins_over_its_default(tmp_path, cli):
+    for args in ("--tp 4", "--tp=4", "--fp8 --tp 4"):
+        _one_at_the_line(_findings(cli, tmp_path, {"train.py": TYPER, "run.sh": _run(args)}), args)
+
+
+def test_typer_defaults_dashes_and_right_values_are_silent(tmp_path, cli):
+    # typer spells pipeline_size as --pipeline-size; --pipeline_size is not an option of the command
+    for args in ("", "--tp 4 --pipeline-size 2", "--no-fp8", "--tp 4 $EXTRA", "--tp $TP", "--tp 4 --pipeline_size 2"):
+        assert _findings(cli, tmp_path, {"train.py": TYPER, "run.sh": _run(args)}) == [], args
+
+
+def test_typer_app_with_one_command_binds_options_and_arguments(tmp_path, cli):
+    got = _findings(cli, tmp_path, {"train.py": TYPER_APP, "run.sh": _run("/data --tp 4")})
+    _one_at_the_line(got, "--tp")
+    for args in ("/data", "/data -t 1 --pipeline 8", "/data --pp 2 --tp 4"):
+        assert _findings(cli, tmp_path, {"train.py": TYPER_APP, "run.sh": _run(args)}) == [], args
+
+
+def test_typer_app_with_a_callback_or_two_commands_is_not_bound(tmp_path, cli):
+    two = TYPER_APP.replace("\n\nif __name__", "\n\n@app.command()\ndef evaluate():\n    pass\n\n\nif __name__")
+    callback = TYPER_APP.replace("@app.command()", "@app.callback()\ndef common():\n    pass\n\n\n@app.command()")
+    for script in (two, callback):
+        assert _findings(cli, tmp_path, {"train.py": script, "run.sh": _run("train /data --tp 4")}) == []
+
+
+def test_typer_envvar_default_is_unknown(tmp_path, cli):
+    script = TYPER_APP.replace('typer.Option(4, "--pp", "--pipeline")', 'typer.Option(4, "--pp", envvar="PP")')
+    assert _findings(cli, tmp_path, {"train.py": script, "run.sh": _run("/data --tp 4")}) == []
+    assert len(_findings(cli, tmp_path, {"train.py": script, "run.sh": _run("/data --tp 4 --pp 4")})) == 1
 
 
 # ------------------------------------------------------------------ fire

@@ -1,8 +1,12 @@
-"""The entry function a script's command line binds to, besides argparse: ``click``, ``fire`` and
-Hydra.
+"""The entry function a script's command line binds to, besides argparse: ``click``, ``typer``,
+``fire`` and Hydra.
 
 - ``@click.command()`` with ``@click.option("--tp", default=2)`` (and ``click.argument``): the
   function's parameter ``tp`` is the option's value;
+- ``typer.run(main)``, or one ``@app.command()`` of ``app = typer.Typer()`` run by ``app()``, over
+  ``def main(tp: int = 2, fp8: bool = False, data: str = typer.Option("x", "--data-path"))``: a
+  parameter with a default is the option ``--tp`` (underscores become dashes), a bool one the
+  flag pair ``--fp8/--no-fp8``, one without a default (or a ``typer.Argument``) a positional word;
 - ``fire.Fire(main)`` over ``def main(tp=2, pp=4)``: ``--tp 4`` / ``--tp=4`` set ``tp``;
 - ``@hydra.main(config_path="conf", config_name="config")`` (or NeMo's ``@hydra_runner``) over
   ``def main(cfg)``: ``cfg.model.tp`` is ``model.tp`` of ``conf/config.yaml``, and an override
@@ -168,6 +172,9 @@ def find(script: "Script", tree: "ast.Module | None", abspath: "Path | None") ->
     if "click" in text:
         found.extend(e for e in (_click(script, tree, n) for n in tree.body
                                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))) if e is not None)
+    if "typer" in text:
+        found.extend(e for e in (_typer(script, tree, n) for n in tree.body
+                                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))) if e is not None)
     if "Fire" in text:
         found.extend(e for e in (_fire(script, tree, n) for n in ast.walk(tree)
                                  if isinstance(n, ast.Call) and _is(script, n, {"fire.Fire"})) if e is not None)
@@ -291,6 +298,165 @@ def _click_argument(entry: Entry, d: "ast.Call") -> bool:
     entry.params[name] = Param(name, kw.get("default"), entry.frame.parent, _click_type(kw.get("type"), kw.get("default")),
                                why, name)
     entry.positionals.append(name)
+    return True
+
+
+# ---------------------------------------------------------------- typer
+#: ``typer.Typer(...)`` settings that leave one command's parsing as typer's default
+_TYPER_PLAIN = frozenset({"help", "add_completion", "rich_markup_mode", "pretty_exceptions_enable",
+                          "pretty_exceptions_show_locals", "pretty_exceptions_short", "name", "epilog",
+                          "short_help", "no_args_is_help", "add_help_option", "hidden", "deprecated"})
+
+
+def _typer_app_runs(script: "Script", tree: "ast.Module", node: "ast.FunctionDef | ast.AsyncFunctionDef") -> bool:
+    """``node`` is the one command of a module-level ``app = typer.Typer(...)`` that ``app()``
+    runs (no callback, no other command, no sub-app): typer then needs no command word."""
+    for d in node.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else None
+        if not (isinstance(f, ast.Attribute) and f.attr == "command" and isinstance(f.value, ast.Name)):
+            continue
+        app = f.value.id
+        makers = [n for n in tree.body if isinstance(n, ast.Assign) and app in _bound_names(n)]
+        if len(makers) != 1 or not isinstance(makers[0].value, ast.Call) \
+                or not _is(script, makers[0].value, {"typer.Typer", "typer.main.Typer"}):
+            return False
+        if any(k.arg not in _TYPER_PLAIN for k in makers[0].value.keywords) or makers[0].value.args:
+            return False
+        if any(k.arg not in ("help", "short_help", "epilog") for k in (d.keywords if isinstance(d, ast.Call) else ())):
+            return False
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == app]
+        if any(u.attr != "command" for u in uses) or len(uses) != 1:
+            return False  # a callback, a second command, add_typer(...): a command word or more
+        return bool(_calls_of(tree, app)) and all(not c.args and not c.keywords for c in _calls_of(tree, app))
+    return False
+
+
+def _typer(script: "Script", tree: "ast.Module", node: "ast.FunctionDef | ast.AsyncFunctionDef") -> Entry | None:
+    runs = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and _is(script, c, {"typer.run", "typer.main.run"})]
+    by_run = any(len(c.args) == 1 and not c.keywords and isinstance(c.args[0], ast.Name) and c.args[0].id == node.name
+                 for c in runs)
+    if not by_run and not _typer_app_runs(script, tree, node):
+        return None
+    if by_run and node.decorator_list:
+        return None
+    frame = _only_function(script, tree, node.name)
+    if frame is None or [c for c in _calls_of(tree, node.name)]:
+        return None  # called from Python too: its parameters are not only the command line's
+    a = node.args
+    if a.vararg is not None or a.kwarg is not None or a.posonlyargs:
+        return None
+    entry = Entry("typer", frame, node.name)
+    regular = a.args
+    first = len(regular) - len(a.defaults)
+    pairs = [(prm, a.defaults[i - first] if i >= first else None) for i, prm in enumerate(regular)]
+    pairs += list(zip(a.kwonlyargs, a.kw_defaults))
+    for prm, dflt in pairs:
+        if not _typer_param(script, entry, prm, dflt):
+            return None
+    return entry
+
+
+def _typer_annotation(script: "Script", ann: "ast.expr | None") -> "tuple[str | None, ast.Call | None, bool]":
+    """(type, the ``typer.Option``/``typer.Argument`` of an ``Annotated[...]``, parsable): the
+    type a word converts to (None: any), and False for a type parallint does not follow (a list,
+    an enum, a path class: how many words or which values it takes)."""
+    info = None
+    if isinstance(ann, ast.Subscript) and _tail(ann.value) == "Annotated" and isinstance(ann.slice, ast.Tuple) \
+            and ann.slice.elts:
+        for extra in ann.slice.elts[1:]:
+            if isinstance(extra, ast.Call) and _is(script, extra, {"typer.Option", "typer.Argument",
+                                                                   "typer.params.Option", "typer.params.Argument"}):
+                info = extra
+        ann = ann.slice.elts[0]
+    if isinstance(ann, ast.Subscript) and _tail(ann.value) == "Optional":
+        ann = ann.slice
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):  # int | None
+        sides = [x for x in (ann.left, ann.right) if not (isinstance(x, ast.Constant) and x.value is None)]
+        ann = sides[0] if len(sides) == 1 else None
+    if ann is None:
+        return "str", info, True
+    if isinstance(ann, ast.Name) and ann.id in ("int", "float", "str", "bool"):
+        return ann.id, info, True
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str) and ann.value in ("int", "float", "str", "bool"):
+        return ann.value, info, True
+    if isinstance(ann, ast.Attribute) and ann.attr == "Context":
+        return "context", info, True
+    return None, info, False
+
+
+def _typer_param(script: "Script", entry: Entry, prm: "ast.arg", dflt: "ast.expr | None") -> bool:
+    typ, info, ok = _typer_annotation(script, prm.annotation)
+    if typ == "context":
+        return True  # typer.Context: not on the command line
+    if not ok:
+        return False
+    name = prm.arg
+    decls: list[str] = []
+    kind = "option" if dflt is not None else "argument"
+    why = ""
+    if isinstance(dflt, ast.Call) and _is(script, dflt, {"typer.Option", "typer.Argument", "typer.params.Option",
+                                                         "typer.params.Argument"}):
+        info, kind_of = dflt, dflt  # the old spelling: typer.Option(default, "--name", ...)
+        kind = "argument" if _tail(kind_of.func) == "Argument" else "option"
+        kw = {k.arg: k.value for k in dflt.keywords if k.arg}
+        if any(k.arg is None for k in dflt.keywords):
+            return False
+        dflt = kw.get("default", dflt.args[0] if dflt.args else None)
+        for d in kind_of.args[1:]:
+            if not (isinstance(d, ast.Constant) and isinstance(d.value, str)):
+                return False
+            decls.append(d.value)
+        info_kw = kw
+    elif info is not None:
+        kind = "argument" if _tail(info.func) == "Argument" else "option"
+        info_kw = {k.arg: k.value for k in info.keywords if k.arg}
+        if any(k.arg is None for k in info.keywords):
+            return False
+        for d in info.args:
+            if not (isinstance(d, ast.Constant) and isinstance(d.value, str)):
+                return False
+            decls.append(d.value)
+        if "default" in info_kw:
+            dflt = info_kw["default"]
+    else:
+        info_kw = {}
+    if isinstance(dflt, ast.Constant) and dflt.value is Ellipsis:
+        dflt = None
+        why = f"{name} is required"
+    if any(k in info_kw for k in ("envvar", "callback", "parser", "click_type", "count", "prompt", "is_flag",
+                                  "flag_value", "default_factory")):
+        why = why or f"{name} may be set another way (envvar, prompt, callback)"
+        if any(k in info_kw for k in ("callback", "parser", "click_type", "count", "is_flag", "flag_value")):
+            return False
+    if dflt is not None and not _literal(dflt)[0]:
+        why = why or f"the default of {name} is computed when the command runs"
+    if kind == "argument":
+        if decls:
+            return False
+        entry.params[name] = Param(name, dflt, entry.frame.parent, typ,
+                                   why or ("" if dflt is not None else f"the argument {name} is given on the command line"),
+                                   name)
+        entry.positionals.append(name)
+        return True
+    on: list[str] = []
+    off: list[str] = []
+    for d in decls:
+        a, sep, b = d.partition("/")
+        on.extend(x.strip() for x in [a] if x.strip())
+        if sep:
+            off.append(b.strip())
+    if not on:
+        on = ["--" + name.replace("_", "-")]
+        if typ == "bool" and not decls:
+            off = ["--no-" + name.replace("_", "-")]
+    if dflt is None and not why:
+        why = f"{on[0]} is required"
+    entry.params[name] = Param(name, dflt, entry.frame.parent, typ, why, on[0])
+    for w in on:
+        entry.options[w] = (name, "true" if typ == "bool" else "store", typ)
+    for w in off:
+        entry.options[w] = (name, "false", "bool")
     return True
 
 

@@ -217,7 +217,7 @@ def _collect_imports(nodes, out: dict[str, set[str]]) -> None:
 
 # ---------------------------------------------------------------------------------------------
 #: ``args = get_args()``: parsed arguments that may come from a parser in another module
-_ENTRY_WORDS = re.compile(r"\b(?:click|fire|hydra|hydra_runner)\b")
+_ENTRY_WORDS = re.compile(r"\b(?:click|typer|fire|hydra|hydra_runner)\b")
 _FOREIGN_ARGS = re.compile(r"^\s*(?:args|opt|opts|flags)\s*=\s*\w+\(\s*\)", re.M)
 
 
@@ -253,7 +253,7 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
             except RecursionError:  # pragma: no cover - pathological nesting
                 pass
         if not script.argparse and tree is not None and _ENTRY_WORDS.search(text):
-            from parallint.readers import pycli  # click, fire, Hydra: the entry function's parameters
+            from parallint.readers import pycli  # click, typer, fire, Hydra: the entry function's parameters
 
             try:
                 pycli.find(script, tree, abspath)
