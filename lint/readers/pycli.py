@@ -441,11 +441,12 @@ def _typer_param(script: "Script", entry: Entry, prm: "ast.arg", dflt: "ast.expr
         return True
     on: list[str] = []
     off: list[str] = []
-    for d in decls:
-        a, sep, b = d.partition("/")
-        on.extend(x.strip() for x in [a] if x.strip())
+    for decl in decls:
+        yes, sep, no = decl.partition("/")
+        if yes.strip():
+            on.append(yes.strip())
         if sep:
-            off.append(b.strip())
+            off.append(no.strip())
     if not on:
         on = ["--" + name.replace("_", "-")]
         if typ == "bool" and not decls:
