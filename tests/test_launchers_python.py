@@ -87,6 +87,38 @@ def test_submitit_values_from_arguments_stay_unknown(tmp_path):
     assert _diags(tmp_path, {"submit.py": text}, "submit.py") == []
 
 
+# a submitted function that builds its own device mesh (issue 22: the task count fixes the world)
+SUBMITIT_MESH = """\
+import submitit
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+
+
+def train():
+    dist.init_process_group("nccl")
+    mesh = init_device_mesh("cuda", ({replicate}, 4), mesh_dim_names=("replicate", "shard"))
+
+
+def main():
+    executor = submitit.AutoExecutor(folder="logs")
+    executor.update_parameters(nodes=2, tasks_per_node=8, gpus_per_node=8, timeout_min=60)
+    executor.submit(train)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_submitit_task_count_fixes_the_mesh_world(tmp_path):
+    assert _diags(tmp_path / "a", {"launch.py": SUBMITIT_MESH.format(replicate=4)}, "launch.py", ("LAY007",)) == []
+    assert _diags(tmp_path / "b", {"launch.py": SUBMITIT_MESH.format(replicate=2)}, "launch.py", ("LAY007",)) == \
+        [("LAY007", "launch.py", 8)]
+    # the task count from an argument: no world, silent
+    text = SUBMITIT_MESH.format(replicate=2).replace("tasks_per_node=8", "tasks_per_node=args.gpus")
+    assert _diags(tmp_path / "c", {"launch.py": text}, "launch.py", ("LAY007",)) == []
+
+
 def test_nemo_run_doc_shape_silent_and_planted(tmp_path):
     assert _diags(tmp_path, {"pretrain.py": NEMO_RUN.format(pp=2)}, "pretrain.py") == []
     assert _diags(tmp_path, {"pretrain.py": NEMO_RUN.format(pp=4)}, "pretrain.py") == [("LAY001", "pretrain.py", 9)]

@@ -143,7 +143,7 @@ MODULES: dict[str, dict] = {
     'lay.lay006_zero_with_pipeline': {'source': '7744:dbb24895', 'rules': [
         {'class': 'ZeroWithPipeline', 'code': 'LAY006', 'name': 'zero-with-pipeline', 'severity': 'error', 'summary': 'DeepSpeed ZeRO stage 2 or 3 combined with pipeline parallelism', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay007_device_mesh_size_mismatch': {'source': '6635:4499ca34', 'rules': [
+    'lay.lay007_device_mesh_size_mismatch': {'source': '6702:6ca1819c', 'rules': [
         {'class': 'DeviceMeshSizeMismatch', 'code': 'LAY007', 'name': 'device-mesh-size-mismatch', 'severity': 'error', 'summary': 'the product of an init_device_mesh/DeviceMesh shape differs from the world size', 'kinds': ['python'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay008_experts_not_divisible': {'source': '3750:3505dbb1', 'rules': [

@@ -711,6 +711,8 @@ def attach(job, script: FileFacts | None = None, root: Path | None = None) -> No
         if pl is None:
             continue
         facts = _as_launcher(_consistent(pl.facts))
+        if "submitit" in pl.kinds:
+            _submitit_world(facts)
         if pl.kinds & {"ray", "submitit", "nemo_run", "fabric", "nemo_recipe"} or "environ" in pl.kinds:
             job.facts.extend(facts)
             if "nemo_recipe" in pl.kinds and any(k.startswith("parallel.") for k in facts.keys()):
@@ -732,6 +734,24 @@ def _as_launcher(facts: FactMap) -> FactMap:
         for v in vs:
             out.add(key, replace(v, origin=Origin(v.origin.how, "launcher")) if key == "parallel.world_size" else v)
     return out
+
+
+def _submitit_world(facts: FactMap) -> None:
+    """submitit starts ``tasks_per_node`` processes on each of ``nodes`` nodes: with both known
+    (and no world stated), the world is their product, a fact of the launcher layer that rules
+    comparing a script's layout (a device mesh, TP × PP) with its world read."""
+    from parallint.model.facts import known_int
+
+    if facts.all("parallel.world_size"):
+        return
+    nodes, ppn = facts.all("parallel.nodes"), facts.all("parallel.procs_per_node")
+    if len(nodes) != 1 or len(ppn) != 1:
+        return
+    n, p = known_int(nodes[0]), known_int(ppn[0])
+    if n is None or p is None:
+        return
+    facts.add("parallel.world_size", Value(n * p, ppn[0].span, True, "", f"{nodes[0].source} × {ppn[0].source}",
+                                           Origin(How.DERIVED, "launcher")))
 
 
 def _spawn_world(job, f: FileFacts, facts: FactMap) -> None:

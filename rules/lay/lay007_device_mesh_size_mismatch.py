@@ -36,7 +36,8 @@ class DeviceMeshSizeMismatch(Rule):
     of `DeviceMesh(device, [[...], ...])`) and compares it with the world size: the one passed to
     `init_process_group(world_size=...)` in the same script, or the one the launch starts (a
     launcher inside the script counts too: Ray Train's `ScalingConfig(num_workers=...)`,
-    `mp.spawn(nprocs=...)` on one node, `os.environ["WORLD_SIZE"]`).
+    `mp.spawn(nprocs=...)` on one node, `os.environ["WORLD_SIZE"]`, submitit's
+    `update_parameters(nodes=..., tasks_per_node=...)`).
 
     The shape is resolved within the file: literals and constants, argparse defaults
     (`args.tp`), fields of a `@dataclass` built in the file (the keyword passed, else the field's
