@@ -71,3 +71,39 @@ def test_launch_line_mp_size_against_the_loaded_model(cli, tmp_path, line, found
     assert res.returncode == (1 if found else 0), res.stdout + res.stderr
     if found:
         assert "run.sh:1:" in res.stdout and "tensor-parallel degree 6" in res.stdout, res.stdout
+
+
+# DeepSpeedExamples' inference scripts: the degree is the launch's world, read from the environment
+ENV = """\
+import os
+
+import deepspeed
+import torch
+from transformers import AutoModelForCausalLM
+
+world_size = int(os.getenv("WORLD_SIZE", "1"))
+model = AutoModelForCausalLM.from_pretrained("EleutherAI/gpt-j-6b", torch_dtype=torch.float16)
+model = deepspeed.init_inference(model, mp_size=world_size, dtype=torch.half, replace_with_kernel_inject=True)
+"""
+
+
+@pytest.mark.parametrize("run,found", [
+    ("deepspeed --num_gpus 6 infer.py", True),             # WORLD_SIZE=6 from the launcher, 16 heads
+    ("deepspeed --num_gpus 4 infer.py", False),
+    ("torchrun --nproc_per_node 6 infer.py", True),
+    ("export WORLD_SIZE=6\ndeepspeed --num_gpus 4 infer.py", False),  # the launcher's value wins
+    ("export WORLD_SIZE=6\npython infer.py", True),         # one process, but the script reads 6
+    ("deepspeed --num_gpus $N infer.py", False),            # world unknown: never the default 1
+    ("python infer.py", False),                             # nothing sets it: unknown
+])
+def test_world_size_from_the_launchers_environment(cli, tmp_path, run, found):
+    res = _check(cli, tmp_path, {"infer.py": ENV, "run.sh": "#!/bin/bash\n" + run + "\n"})
+    assert res.returncode == (1 if found else 0), res.stdout + res.stderr
+    if found:
+        assert "infer.py:9:" in res.stdout and "tensor-parallel degree 6" in res.stdout, res.stdout
+
+
+def test_environment_read_alone_stays_unknown(cli, tmp_path):
+    # the script checked on its own: WORLD_SIZE is whatever the launch gives, not the default "1"
+    res = _check(cli, tmp_path, {"infer.py": ENV.replace('"1"', '"6"')})
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -131,7 +131,7 @@ MODULES: dict[str, dict] = {
     'lay.lay002_tensor_parallel_across_nodes': {'source': '2137:2a13daa0', 'rules': [
         {'class': 'TensorParallelAcrossNodes', 'code': 'LAY002', 'name': 'tensor-parallel-across-nodes', 'severity': 'warning', 'summary': 'Tensor parallelism spans more GPUs than one node has', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
-    'lay.lay003_heads_not_divisible_by_tp': {'source': '4051:3a7549b1', 'rules': [
+    'lay.lay003_heads_not_divisible_by_tp': {'source': '4243:215c7246', 'rules': [
         {'class': 'HeadsNotDivisibleByTp', 'code': 'LAY003', 'name': 'heads-not-divisible-by-tp', 'severity': 'error', 'summary': 'The number of attention heads is not divisible by the tensor-parallel degree', 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lay.lay004_layers_not_divisible_by_pp': {'source': '5100:3d67cb78', 'rules': [

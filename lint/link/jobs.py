@@ -257,7 +257,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             for target in declared_for.get(f.abspath, []):
                 _attach(job, target, read, root, seen, 1)
             script = next((x for x in job.files if script_path is not None and x.abspath == script_path), None)
-            if script is not None and launch.args:  # the launch line's arguments over argparse defaults
+            if script is not None:  # the launch line's arguments over argparse defaults, its environment
                 from parallint.link import scriptargs
 
                 scriptargs.rebind(job, launch, script)

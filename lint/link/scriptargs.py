@@ -1,4 +1,5 @@
-"""The launch line's script arguments bound to the script's ``argparse`` parser.
+"""The launch line's script arguments bound to the script's ``argparse`` parser, and the environment
+the launch gives the script.
 
 ``torchrun ... train.py --tp 4 --pp 4`` sets ``args.tp`` and ``args.pp`` whatever the defaults of
 ``--tp``/``--pp`` say. :func:`bind` reads the words after the entry point the way ``argparse`` does
@@ -8,6 +9,9 @@ the launch line's word. :func:`rebind` recomputes the script's facts for one job
 the value on the launch line always wins over the default; a word parallint cannot read (``$ARGS``)
 after a flag makes that flag's value unknown; a value the script reassigns after parsing stays
 unknown (see :mod:`parallint.model.pyeval`). A script checked on its own keeps its defaults.
+:func:`launch_env` gives ``os.environ["WORLD_SIZE"]`` (and ``os.getenv``) the world of a torchrun
+or deepspeed launch when it is known, and a known ``export`` its value; the read's own default
+is never used.
 """
 
 from __future__ import annotations
@@ -96,24 +100,72 @@ def bind(script: "Script", words: list[Value]) -> dict[str, Value]:
     return out
 
 
+#: launchers that give every process it starts ``WORLD_SIZE`` (the processes of the launch), and
+#: those that also give ``LOCAL_WORLD_SIZE`` (the processes on its node)
+SETS_WORLD_SIZE = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed"})
+SETS_LOCAL_WORLD_SIZE = frozenset({"torchrun", "torch.distributed.run"})
+
+
+def _reads_env(text: str) -> bool:
+    return "environ" in text or "getenv" in text
+
+
+def launch_env(launch: "Launch") -> dict[str, Value]:
+    """The environment variables the launch provably gives its script: the known values in force
+    at the command (exports, ``VAR=x cmd``, a wrapper's), and the launcher's own ``WORLD_SIZE``
+    (``LOCAL_WORLD_SIZE``) when the number of processes it starts is known; the launcher's win
+    over an export of the same name. A value parallint cannot read is left out (unknown)."""
+    from parallint.model.facts import known_int
+    from parallint.model.launches import procs_per_node
+    from parallint.model.world import launch_world_size
+
+    out: dict[str, Value] = {}
+    w: "Launch | None" = launch
+    while w is not None:
+        for k, v in (w.env or {}).items():
+            if k not in out and v.known and isinstance(v.value, (str, int)) and not isinstance(v.value, bool):
+                out[k] = v
+        w = w.wrapper
+    if launch.launcher in SETS_WORLD_SIZE:
+        ws = launch_world_size(launch)
+        if ws is not None and known_int(ws) is not None:
+            out["WORLD_SIZE"] = Value(str(known_int(ws)), ws.span, True, "", f"WORLD_SIZE set by {launch.launcher} "
+                                      f"({ws.source})", ws.origin)
+        else:
+            out.pop("WORLD_SIZE", None)
+    if launch.launcher in SETS_LOCAL_WORLD_SIZE:
+        ppn = procs_per_node(launch)
+        if ppn is not None and ppn.known and known_int(ppn) is not None:
+            out["LOCAL_WORLD_SIZE"] = Value(str(known_int(ppn)), ppn.span, True, "",
+                                            f"LOCAL_WORLD_SIZE set by {launch.launcher} ({ppn.source})", ppn.origin)
+        else:
+            out.pop("LOCAL_WORLD_SIZE", None)
+    for name in ("RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK"):
+        out.pop(name, None)  # differs between the processes: never one value
+    return out
+
+
 def rebind(job: "Job", launch: "Launch", script_file: FileFacts | None) -> None:
     """The job's copy of the script's facts computed with the launch line's arguments."""
     from parallint.model.script import Script
 
-    if script_file is None or not launch.args:
+    if script_file is None:
         return
     script = script_file.data
     if not isinstance(script, Script):
         return
-    if script.argparse:
+    bound: dict[str, Value] = {}
+    if not launch.args:
+        pass
+    elif script.argparse:
         bound = bind(script, launch.args)
     elif script.cli_entry is not None:  # click, fire, Hydra
         from parallint.readers import pycli
 
         bound = pycli.bind(script.cli_entry, launch.args)
-    else:
-        return
-    if not bound:
+    text = script_file.text or ""
+    env = {k: v for k, v in launch_env(launch).items() if k in text} if _reads_env(text) else {}
+    if not bound and not env:
         return
     from parallint.readers import python
 
@@ -121,11 +173,13 @@ def rebind(job: "Job", launch: "Launch", script_file: FileFacts | None) -> None:
     after = FileFacts(path=script_file.path, abspath=script_file.abspath, kind="python", text=script_file.text)
     try:
         python._facts(script, before)
-        script.cli_overrides = bound
+        script.cli_overrides = bound or None
+        script.env_overrides = env or None
         try:
             python._facts(script, after)
         finally:
             script.cli_overrides = None
+            script.env_overrides = None
     except RecursionError:  # pragma: no cover - pathological nesting
         return
     keys = set(before.facts.keys()) | set(after.facts.keys())

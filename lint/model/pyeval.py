@@ -162,7 +162,7 @@ class Evaluator:
         if t is ast.Subscript:
             name = env_name(self.script, node)
             if name is not None:
-                raise _Unknown(f"environment variable {name}", f"env:{name}")
+                return self._env(node, name)
             raise _Unknown("subscript")
         raise _Unknown(_CST_NAMES.get(t.__name__, t.__name__))
 
@@ -381,11 +381,27 @@ class Evaluator:
                 return v, f"argparse default of {flag}"
         raise _Unknown(f"attribute {node.attr}")
 
+    def _env(self, node: Any, name: str) -> tuple[Any, str]:
+        """An environment variable the launch provably gives the script (``WORLD_SIZE`` of a
+        torchrun or deepspeed launch whose world is known, a known ``export``), as the string it
+        is, or as an int inside ``int(...)``; unknown otherwise (never the read's own default)."""
+        env = self.script.env_overrides
+        v = env.get(name) if env else None
+        if v is None or not v.known:
+            raise _Unknown(f"environment variable {name}", f"env:{name}")
+        text = str(v.value)
+        if type(node) is ast.Call and self.script.qname_in(node.func, {"builtins.int", "int"}):
+            try:
+                return int(text), v.source
+            except ValueError:
+                raise _Unknown(f"environment variable {name}={text!r} is not an int", f"env:{name}") from None
+        return text, v.source  # the finding stays where the script uses it
+
     def _call(self, node: Any, frame: "Frame", depth: int) -> tuple[Any, str]:
         script = self.script
         name = env_name(script, node)
         if name is not None:
-            raise _Unknown(f"environment variable {name}", f"env:{name}")
+            return self._env(node, name)
         func = node.func
         fname = func.id if type(func) is ast.Name else None
         args = call_args(node)

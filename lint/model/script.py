@@ -499,6 +499,9 @@ class Script:
         self.argparse_abbrev: bool | None = True  # allow_abbrev (None: not a literal)
         #: set by the linker while a job's facts are computed: dest -> the launch line's Value
         self.cli_overrides: dict[str, Value] | None = None
+        #: while a job's facts are recomputed: the environment the launch gives the script (the
+        #: launcher's own WORLD_SIZE, the command's known exports), by variable name
+        self.env_overrides: dict[str, Value] | None = None
         #: the function a click, fire or Hydra command line binds to (``readers.pycli.Entry``)
         self.cli_entry: Any = None
         self.args_names: set[str] = set()

@@ -29,7 +29,9 @@ class HeadsNotDivisibleByTp(FactRule):
     `mp_size=N`) with `replace_with_kernel_inject=True`, against the heads of the model when the
     file loads it from a hub id of parallint's table (`from_pretrained("id")`, every
     `from_pretrained` of the file loading that one id, or `pipeline(model="id")` handed in as
-    `pipe.model`). Without kernel injection (AutoTP) DeepSpeed splits uneven heads: silent.
+    `pipe.model`). N may come from the launch: a launch-line argument, or the environment
+    (`mp_size=int(os.getenv("WORLD_SIZE", "1"))` is the world a `deepspeed --num_gpus 6` or
+    torchrun launch starts). Without kernel injection (AutoTP) DeepSpeed splits uneven heads: silent.
 
     The vocabulary is not checked against TP: every framework whose TP degree parallint reads
     either pads the vocabulary to a multiple of TP (Megatron-LM, NeMo, Megatron-DeepSpeed and
