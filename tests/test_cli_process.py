@@ -132,6 +132,8 @@ def test_runs_the_interpreter_must_start_for_go_to_a_process(repo, monkeypatch):
     from a parallint process, never from the test process."""
     import conftest
 
+    monkeypatch.delenv("PARALLINT_TEST_SUBPROCESS", raising=False)
+    monkeypatch.delenv("PARALLINT_TEST_COMPARE", raising=False)
     calls: list[str] = []
     monkeypatch.setattr(conftest, "run_cli_process", lambda *a, **k: calls.append("process"))
     monkeypatch.setattr(conftest, "run_cli_in_process", lambda *a, **k: calls.append("in"))
