@@ -220,6 +220,8 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("training.lora_dropout", "bool", "LoRA dropout on the adapters' inputs (keeps a copy of each)", producers=("hftrainargs",)),
     Fact("training.base_quant", "enum", "the frozen base's weights: none (training precision), nf4, nf4_dq "
          "(double quantization), int8", values=("none", "nf4", "nf4_dq", "int8"), producers=("hftrainargs",)),
+    Fact("training.base_dtype", "enum", "the precision a LoRA job's frozen base is kept in (the dtype it is loaded "
+         "in; unset: the training precision's)", values=("bf16", "fp16", "fp32"), producers=("hftrainargs",)),
     Fact("training.trainable_params", "int", "trainable parameters of a PEFT job; overrides the LoRA count",
          "parameters", fact=False),
     Fact("training.offload_optimizer", "bool", "optimizer states and fp32 gradients kept on the CPU (ZeRO-Offload, "
