@@ -9,7 +9,9 @@ Sources, merged in this order (a later one replaces an earlier row):
 
 * ``scripts/hub_configs/configs.json``: ``{hub id: the shape fields of its published config.json}``
   (the fields that decide the shape: ``num_hidden_layers``, ``hidden_size``, ``intermediate_size``,
-  heads, KV heads, vocabulary, tied embeddings, activation, experts), checked in;
+  heads, KV heads, vocabulary, tied embeddings, activation, experts and which layers hold them
+  (``first_k_dense_replace``), DeepSeek's latent attention widths (``kv_lora_rank``,
+  ``q_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``)), checked in;
 * any folder named with ``--from``: every ``config.json`` below it, named by the hub cache layout
   (``models--org--name/snapshots/<rev>/config.json``) or by its two parent folders
   (``org/name/config.json``). Point it at a Hugging Face cache to add or refresh rows.
@@ -33,7 +35,8 @@ SOURCE = ROOT / "scripts" / "hub_configs" / "configs.json"
 TABLE = ROOT / "lint" / "data" / "hub_models.yaml"
 #: the row's fields, in this order (the spec's model fields)
 FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "tied_embeddings",
-          "num_experts", "top_k", "moe_ffn", "shared_expert_ffn")
+          "num_experts", "top_k", "moe_ffn", "shared_expert_ffn", "moe_layer_freq",
+          "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 HEADER = """\
 # Shapes of popular Hugging Face hub models, by hub id (case-insensitive): the model facts a
 # `--model_name_or_path <hub id>` on a launch line gives a job (parallint never downloads).
@@ -62,6 +65,8 @@ def row(config: dict) -> dict:
     for name in FIELDS:
         v = ff.facts.get(f"model.{name}")
         if v is not None and v.known and v.value is not None:
+            if name == "moe_layer_freq" and v.value == 1:
+                continue  # every layer: what num_experts alone says
             out[name] = v.value
     return out
 

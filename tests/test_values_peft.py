@@ -189,7 +189,11 @@ def test_trl_use_peft_and_load_in_4bit_on_the_launch_line(tmp_path, cli):
 ])
 def test_peft_whose_size_is_not_provable_stays_silent(tmp_path, cli, script, extra):
     got = _findings(cli, tmp_path, {"sft.py": script, "run.sh": _run("meta-llama/Llama-2-70b-hf", extra)})
-    assert got == [], got
+    # no error: at most the info that says what to verify (a LoRA and only a LoRA, of unknown size,
+    # over a base whose 16-bit weights alone overflow the card: tests/test_values_peft_base.py)
+    assert all(d["severity"] == "info" and "LoRA of unknown size" in d["message"] for d in got), got
+    if script is not TRL:  # quantization words, a guard, freezing, a device map: not only a LoRA
+        assert got == [], got
 
 
 LOOP = """\

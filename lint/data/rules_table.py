@@ -227,7 +227,7 @@ MODULES: dict[str, dict] = {
     'lch.lch021_processes_exceed_slots': {'source': '7505:e2690abf', 'rules': [
         {'class': 'ProcessesExceedSlots', 'code': 'LCH021', 'name': 'processes-exceed-slots', 'severity': 'error', 'summary': 'horovodrun or mpirun asks for more processes (-np) than the hosts, the hostfile or the MPIJob offer slots', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'mem.mem001_pure_data_parallel_oversized': {'source': '8371:154f74e9', 'rules': [
+    'mem.mem001_pure_data_parallel_oversized': {'source': '11854:a2cd9640', 'rules': [
         {'class': 'PureDataParallelOversized', 'code': 'MEM001', 'name': 'pure-data-parallel-oversized', 'severity': 'error', 'summary': 'Pure data parallelism (no TP/PP, no parameter sharding) for a model whose weights, gradients and optimizer states alone exceed one GPU.', 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
     'mem.mem002_predicted_oom': {'source': '6534:cf28d783', 'rules': [

@@ -473,6 +473,7 @@ def _opts(spec: dict) -> dict:
         "lora_targets": parse_targets(tr.get("lora_targets")),
         "lora_dropout": bool(tr.get("lora_dropout")),
         "base_quant": quant if quant in QUANT_BYTES else None,
+        "base_dtype": str(tr.get("base_dtype") or "").lower() or None,
         "trainable_params": tr.get("trainable_params"),
         "offload_optimizer": bool(tr.get("offload_optimizer")),
         "offload_params": bool(tr.get("offload_params")),
@@ -570,12 +571,18 @@ def trainable_count(job: _Job) -> float | None:
 
 def _peft_states(job: _Job, frozen: float, per_param: tuple[float, float, float],
                  stage_layers: int | None) -> tuple[float, float, float]:
-    """LoRA / QLoRA: the frozen base keeps only its weights (16-bit, or 4-bit in its linear layers
-    under QLoRA: ``QUANT_BYTES``); the adapters keep weights, gradients and optimizer states as
+    """LoRA / QLoRA: the frozen base keeps only its weights (in the dtype it is loaded in,
+    ``training.base_dtype``, else the training precision's; 4-bit in its linear layers under QLoRA:
+    ``QUANT_BYTES``); the adapters keep weights, gradients and optimizer states as
     full training does (Hu et al. 2021; Dettmers et al. 2023, Sec. 3)."""
     opts, bd = job.opts, job.bd
-    full = job.precision in ("fp32", "float32")
-    wb = 4.0 if full else 2.0
+    base = opts.get("base_dtype")  # the dtype the base is loaded in, when the job says it
+    if base in ("fp32", "float32"):
+        wb = 4.0
+    elif base in ("bf16", "fp16"):
+        wb = 2.0
+    else:  # not said: the training precision's (pure fp32 training keeps fp32 weights)
+        wb = 4.0 if job.precision in ("fp32", "float32") else 2.0
     quant = opts.get("base_quant")
     if quant and bd is not None and bd.total:
         linear = (sum(bd.tp_sharded) + sum(bd.experts)) / bd.total

@@ -47,6 +47,8 @@ def _is_llama_style(model: dict) -> bool:
 MODEL_BOUNDS = {"layers": 100_000, "hidden": 1 << 20, "heads": 1 << 16, "kv_heads": 1 << 16, "head_dim": 1 << 16,
                 "ffn": 1 << 24, "moe_ffn": 1 << 24, "shared_expert_ffn": 1 << 24, "vocab": 1 << 28,
                 "seq_len": 1 << 27, "max_position_embeddings": 1 << 27, "num_experts": 1 << 16,
+                "kv_lora_rank": 1 << 24, "q_lora_rank": 1 << 24, "qk_nope_head_dim": 1 << 16,
+                "qk_rope_head_dim": 1 << 16, "v_head_dim": 1 << 16,
                 "top_k": 1 << 16, "param_count": 10**16}
 #: the same for the training section (the batch sizes multiply into the activation estimate)
 TRAINING_BOUNDS = {"micro_batch": 1 << 24, "global_batch": 1 << 34, "grad_accum": 1 << 24,
@@ -69,7 +71,7 @@ def _int(model: dict, key: str, default=None) -> int | None:
 class Shape(EqRecord):
     """A fully defaulted model shape."""
 
-    _fields = ("layers", "hidden", "heads", "kv_heads", "head_dim", "q_width", "kv_width", "ffn", "vocab", "seq_len", "mlp", "norm", "bias", "position_embeddings", "max_positions", "tied_embeddings", "num_experts", "top_k", "moe_ffn", "shared_expert_ffn", "moe_layer_pattern", "arch", "num_labels", "type_vocab")
+    _fields = ("layers", "hidden", "heads", "kv_heads", "head_dim", "q_width", "kv_width", "ffn", "vocab", "seq_len", "mlp", "norm", "bias", "position_embeddings", "max_positions", "tied_embeddings", "num_experts", "top_k", "moe_ffn", "shared_expert_ffn", "moe_layer_pattern", "arch", "num_labels", "type_vocab", "mla")
     layers: int
     hidden: int
     heads: int
@@ -94,6 +96,9 @@ class Shape(EqRecord):
     arch: str  # decoder | encoder | encoder-decoder
     num_labels: int
     type_vocab: int
+    #: multi-head latent attention (DeepSeek V2/V3): (kv_lora_rank, q_lora_rank, qk_nope_head_dim,
+    #: qk_rope_head_dim, v_head_dim), q_lora_rank 0 = queries not compressed; None = plain attention
+    mla: tuple[int, int, int, int, int] | None
 
     def __init__(
         self,
@@ -121,6 +126,7 @@ class Shape(EqRecord):
         arch: str,
         num_labels: int,
         type_vocab: int,
+        mla: tuple[int, int, int, int, int] | None = None,
     ) -> None:
         self.layers = layers
         self.hidden = hidden
@@ -146,6 +152,7 @@ class Shape(EqRecord):
         self.arch = arch
         self.num_labels = num_labels
         self.type_vocab = type_vocab
+        self.mla = mla
 
 
 def shape_of(model: dict) -> Shape:
@@ -214,6 +221,14 @@ def shape_of(model: dict) -> Shape:
             raise ShapeError("model.moe_layer_freq must be an integer or a list with one entry per layer")
     else:
         pattern = [0] * layers
+    mla = None
+    if _int(model, "kv_lora_rank"):
+        dims = [_int(model, k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")]
+        if any(d is None for d in dims):
+            raise ShapeError("model.kv_lora_rank (multi-head latent attention) needs qk_nope_head_dim, "
+                             "qk_rope_head_dim and v_head_dim")
+        mla = (_int(model, "kv_lora_rank") or 0, _int(model, "q_lora_rank") or 0, dims[0] or 0, dims[1] or 0,
+               dims[2] or 0)
     if arch == "encoder-decoder" and layers % 2:
         raise ShapeError("an encoder-decoder model needs an even number of layers (encoder + decoder)")
     return Shape(
@@ -224,7 +239,7 @@ def shape_of(model: dict) -> Shape:
         position_embeddings=pos, max_positions=max_positions or 0, tied_embeddings=tied,
         num_experts=num_experts, top_k=top_k, moe_ffn=moe_ffn, shared_expert_ffn=shared,
         moe_layer_pattern=pattern, arch=arch, num_labels=_int(model, "num_labels") or 0,
-        type_vocab=_int(model, "type_vocab_size") or 2,
+        type_vocab=_int(model, "type_vocab_size") or 2, mla=mla,
     )
 
 
@@ -307,6 +322,17 @@ def breakdown(model: dict, megatron: bool = False) -> Breakdown:
         2 if (s.norm == "layernorm" and (s.bias or s.arch != "decoder")) else 1)
     attn_sharded = h * (q + 2 * kv) + q * h + ((q + 2 * kv) if bias else 0)
     attn_repl = h if bias else 0
+    if s.mla is not None:  # multi-head latent attention (DeepSeek-V2/V3 modeling), no biases
+        kv_rank, q_rank, nope, rope, v = s.mla
+        heads = s.heads
+        if q_rank:  # q_a_proj + its norm (replicated), q_b_proj (split by head)
+            q_down, q_up = h * q_rank + q_rank, q_rank * heads * (nope + rope)
+        else:  # q_proj
+            q_down, q_up = 0, h * heads * (nope + rope)
+        # kv_a_proj_with_mqa (latent + the shared rotary key) + kv_a_layernorm, replicated;
+        # kv_b_proj (keys without rotary and values, per head) and o_proj, split by head
+        attn_sharded = q_up + kv_rank * heads * (nope + v) + heads * v * h
+        attn_repl = q_down + h * (kv_rank + rope) + kv_rank
     b = Breakdown()
 
     if s.arch == "encoder-decoder":  # T5: no biases, RMS-style norms (weight only), ReLU MLP

@@ -207,6 +207,10 @@ def _literal_model(script: FileFacts) -> Value | None:
 
 #: :func:`_lora`'s answer when the script trains part of the model in a way not sized here
 UNSIZED: dict = {}
+#: :func:`_lora`'s answer when the only partial training is a LoRA (PEFT evidence) whose rank or
+#: target modules are not provable: the model is stated with an unknown ``training.peft``, so that
+#: the MEM rules can say what to verify instead of sizing it
+PEFT_UNSIZED: dict = {}
 
 
 def _lora(text: str, path: str, flags: dict, args: list[Value]) -> dict:
@@ -221,17 +225,44 @@ def _lora(text: str, path: str, flags: dict, args: list[Value]) -> dict:
         if PARTIAL_SCRIPT.search(text) or any(PARTIAL_FLAG.search(n) for n in flags):
             return UNSIZED
         return {}
-    if not isinstance(got, dict) or not peft.only_peft(PARTIAL_SCRIPT, text):
+    if not peft.only_peft(PARTIAL_SCRIPT, text):
         return UNSIZED
     if any(PARTIAL_FLAG.search(n) and n not in peft.PEFT_FLAGS and n not in used for n in flags):
         return UNSIZED
+    if not isinstance(got, dict):
+        return PEFT_UNSIZED if got == peft.UNKNOWN and peft.adapters_evident(text, flags) else UNSIZED
     return got
+
+
+def _unsized_peft(text: str, path: str, fallback) -> Value:
+    """``training.peft`` unknown, at the script's ``get_peft_model`` / ``LoraConfig`` /
+    ``get_peft_config`` (its why names what is not provable)."""
+    from parallint.model.diagnostics import Span
+
+    m = re.search(r"\b(?:get_peft_model|get_peft_config|LoraConfig)\(", text)
+    span = fallback
+    if m is not None:
+        span = Span(path, text.count("\n", 0, m.start()) + 1, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1)
+    return Value.unknown("no literal r= and target_modules in the LoraConfig, nor --lora_r and "
+                         "--lora_target_modules on the launch line that it reads",
+                         span, f"LoRA in {path}")
+
+
+def _add_base_dtype(target, lora: dict, text: str, path: str, flags: dict) -> None:
+    """A sized LoRA's frozen base precision (``training.base_dtype``), when the script says it."""
+    if not lora:
+        return
+    from parallint.link import peft
+
+    got = peft.base_dtype(text, path, flags)
+    if got is not None:
+        target.facts.add("training.base_dtype", Value(got[0], got[1], True, "", got[2]))
 
 
 #: the facts of the model and how its states are kept that the launch line's view gives the job
 MODEL_STATE_KEYS = ("training.master_weights", "training.optimizer", "parallel.fsdp", "parallel.zero_stage",
                     "training.peft", "training.lora_rank", "training.lora_targets", "training.lora_dropout",
-                    "training.base_quant")
+                    "training.base_quant", "training.base_dtype")
 
 
 def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, read, root: Path | None,
@@ -248,6 +279,7 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
     lora = _lora(text, script.path, flags, args or [])
     if lora is UNSIZED:
         return
+    unsized = lora is PEFT_UNSIZED
     name = next((n for n in MODEL_FLAGS if n in flags and flags[n][1] is not None), None)
     if _redefines(text, "fsdp") or _redefines(text, "deepspeed") or _redefines(text, "optim"):
         return
@@ -299,6 +331,9 @@ def _model_facts(job, launch, script: FileFacts, flags: dict, view: FileFacts, r
             "pure 16-bit states counted, the smaller figure"))
     for key, v in lora.items():
         view.facts.add(key, v)
+    _add_base_dtype(view, lora, text, script.path, flags)
+    if unsized:
+        view.facts.add("training.peft", _unsized_peft(text, script.path, val.span))
     from parallint.estimator.spec import hub_shape
 
     hub = hub_shape(val.value)
@@ -639,7 +674,7 @@ def _script_model(job, launch, script: FileFacts) -> None:
     if launch.launcher not in PLAIN_LAUNCHERS or is_hf_cli_script(text):
         return
     lora = _lora(text, script.path, {}, [])
-    if lora is UNSIZED:
+    if lora is UNSIZED or lora is PEFT_UNSIZED:  # the info of an unsized LoRA: launch-line jobs only
         return
     if any(k.startswith("model.") for k in job.facts.keys()):
         return  # the job states its model elsewhere
@@ -701,6 +736,7 @@ def _script_model(job, launch, script: FileFacts) -> None:
         job.facts.add(f"model.{key}", Value(val, span, True, "", src))
     for key, val in lora.items():
         job.facts.add(key, val)
+    _add_base_dtype(job, lora, text, script.path, {})
     if optim is not None:
         job.facts.add("training.optimizer", Value(optim, optim_at or span, True, "", f"torch.optim in {script.path}"))
     if HALF_LOAD.search(text):

@@ -389,6 +389,19 @@ def _evidence(text: str, path: str, flags: dict, args: list[Value], rd: _Reader)
     return out
 
 
+def adapters_evident(text: str, flags: dict) -> bool:
+    """The script makes LoRA adapters (``get_peft_model`` with a ``LoraConfig``, or TRL's
+    ``get_peft_config``) and quantizes nothing (TRL's ``get_quantization_config`` gives None
+    without ``--load_in_4bit`` / ``--load_in_8bit``): an unsized job that is LoRA and only LoRA."""
+    if re.search(r"\b(?:load_in_[48]bit|BitsAndBytesConfig|prepare_model_for_kbit_training)\b", text) \
+            or any(n.startswith(("load_in_", "bnb_")) for n in flags):
+        return False
+    if re.search(r"\bquantization_config\b", text) and not re.search(r"\bget_quantization_config\(", text):
+        return False
+    return bool(re.search(r"\bget_peft_model\(", text) and re.search(r"\bLoraConfig\(", text)
+                or re.search(r"\bget_peft_config\(", text))
+
+
 #: the partial-training words a sized PEFT job explains (the LoRA accounting counts them)
 def explained(word: str) -> bool:
     return PEFT_WORD.fullmatch(word) is not None
@@ -409,3 +422,52 @@ def only_peft(pattern: re.Pattern[str], text: str) -> bool:
             continue
         return False
     return True
+
+
+#: ``torch_dtype=`` / ``dtype=`` spellings and the precision a frozen base is then kept in
+_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
+           "float32": "fp32", "float": "fp32", "fp32": "fp32"}
+#: a later cast of the whole model: what it loads in is not what it keeps
+_CAST = re.compile(r"\.(?:half|bfloat16|float)\(\s*\)|\.to\([^)]*\b(?:dtype|bfloat16|float16|float32|half)\b")
+
+
+def base_dtype(text: str, path: str, flags: dict) -> "tuple[str, Span, str] | None":
+    """The precision the frozen base of a LoRA job is kept in, when the script says it: every
+    ``from_pretrained`` that loads a model (not a tokenizer or config) passes the same literal
+    ``torch_dtype=`` (or ``dtype=``): ``torch.bfloat16`` / ``"bfloat16"`` -> bf16, float16 -> fp16,
+    float32 -> fp32; (precision, span, source), else None. None too when the model is cast later
+    (``.half()``, ``.to(torch.bfloat16)``), when no dtype is said (transformers' default load dtype
+    changed between versions), ``"auto"`` (the checkpoint's) or a name, and under ``--deepspeed``
+    (its engine casts the module to the bf16/fp16 the run uses): the estimator then keeps the
+    training precision's figure. Autocast (``--bf16`` without DeepSpeed) computes in 16 bits
+    but keeps the weights it loaded: an fp32 base stays 4 bytes a parameter."""
+    if "deepspeed" in flags or _CAST.search(text):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: list[tuple[str, ast.keyword]] = []
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Call) and _last(n.func) == "from_pretrained"):
+            continue
+        owner = n.func.value if isinstance(n.func, ast.Attribute) else None
+        owner_name = _last(owner) if isinstance(owner, (ast.Attribute, ast.Name)) else ""
+        if re.search(r"Tokenizer|Processor|Config$", owner_name):
+            continue
+        if any(k.arg is None for k in n.keywords):
+            return None  # **kwargs: what it holds is not read here
+        kw = next((k for k in n.keywords if k.arg in ("torch_dtype", "dtype")), None)
+        if kw is None:
+            return None
+        v = kw.value
+        word = (v.attr if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == "torch"
+                else v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None)
+        kind = _DTYPES.get(str(word).lower()) if word is not None else None
+        if kind is None:
+            return None
+        found.append((kind, kw))
+    if not found or len({k for k, _ in found}) != 1:
+        return None
+    kind, first = found[0]
+    return kind, _span(path, first), f"from_pretrained(..., {first.arg}=...) in {path}: the frozen base kept in {kind}"

@@ -119,6 +119,15 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("model.moe_layer_freq", "int|list", "every n-th layer is MoE, or a 0/1 pattern per layer",
          producers=("hf_model",)),
     Fact("model.shared_expert_ffn", "int", "shared-expert MLP inner size", "features", producers=("hf_model", "hftrainargs")),
+    Fact("model.kv_lora_rank", "int", "MLA: compressed key/value width (DeepSeek kv_lora_rank)", "features",
+         producers=("hf_model", "hftrainargs")),
+    Fact("model.q_lora_rank", "int", "MLA: compressed query width (0 = queries not compressed)", "features",
+         producers=("hf_model", "hftrainargs")),
+    Fact("model.qk_nope_head_dim", "int", "MLA: per-head query/key width without rotary", "features",
+         producers=("hf_model", "hftrainargs")),
+    Fact("model.qk_rope_head_dim", "int", "MLA: per-head query/key rotary width", "features",
+         producers=("hf_model", "hftrainargs")),
+    Fact("model.v_head_dim", "int", "MLA: per-head value width", "features", producers=("hf_model", "hftrainargs")),
     Fact("model.largest_layer_params", "int", "parameters of the largest layer (ZeRO-3 gather buffer)",
          "parameters", fact=False),
     Fact("model.max_position_embeddings", "int", "learned position table size", "positions", fact=False),
@@ -211,6 +220,8 @@ VOCABULARY: tuple[Fact, ...] = (
     Fact("training.lora_dropout", "bool", "LoRA dropout on the adapters' inputs (keeps a copy of each)", producers=("hftrainargs",)),
     Fact("training.base_quant", "enum", "the frozen base's weights: none (training precision), nf4, nf4_dq "
          "(double quantization), int8", values=("none", "nf4", "nf4_dq", "int8"), producers=("hftrainargs",)),
+    Fact("training.base_dtype", "enum", "the precision a LoRA job's frozen base is kept in (the dtype it is loaded "
+         "in; unset: the training precision's)", values=("bf16", "fp16", "fp32"), producers=("hftrainargs",)),
     Fact("training.trainable_params", "int", "trainable parameters of a PEFT job; overrides the LoRA count",
          "parameters", fact=False),
     Fact("training.offload_optimizer", "bool", "optimizer states and fp32 gradients kept on the CPU (ZeRO-Offload, "

@@ -20,6 +20,13 @@ def read(path: str, abspath: Path, text: str) -> FileFacts:
 
 #: model types whose MLP is gated whatever its activation (GeGLU: three matrices, as SwiGLU)
 GATED_GELU = ("gemma", "gemma2", "gemma3_text")
+#: model types whose config names no activation and whose MLP is SwiGLU (ChatGLM2/3, GLM-4)
+GATED_NO_ACT = ("chatglm",)
+
+
+def _rank_or_none(v):
+    """``q_lora_rank``: null (DeepSeek-V2-Lite) means the queries are not compressed: 0."""
+    return 0 if v is None else as_int(v)
 
 
 def _mlp(v):
@@ -39,17 +46,27 @@ def emit_hf_shape(em: Emitter, prefix: str) -> None:
     em.add("model.hidden", ps("hidden_size", "n_embd", "d_model"), as_int)
     em.add("model.heads", ps("num_attention_heads", "n_head", "num_heads"), as_int)
     em.add("model.kv_heads", ps("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), as_int)
-    em.add("model.ffn", ps("intermediate_size", "n_inner", "ffn_dim", "d_ff"), as_int)
-    em.add("model.vocab", ps("vocab_size"), as_int)
+    em.add("model.ffn", ps("intermediate_size", "n_inner", "ffn_dim", "d_ff", "ffn_hidden_size"), as_int)
+    em.add("model.vocab", ps("padded_vocab_size", "vocab_size"), as_int)  # ChatGLM: the padded table
     em.add("model.head_dim", ps("head_dim", "kv_channels", "attention_head_dim", "head_size", "d_kv"), as_int)
     em.add("model.tied_embeddings", ps("tie_word_embeddings"), as_bool)
     em.add("model.num_experts", ps("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), as_int)
     em.add("model.top_k", ps("num_experts_per_tok", "moe_topk", "topk"), as_int)
     em.add("model.moe_ffn", ps("moe_intermediate_size"), as_int)
+    if em.node(prefix + "kv_lora_rank") is not None:  # DeepSeek V2/V3 multi-head latent attention
+        em.add("model.kv_lora_rank", ps("kv_lora_rank"), as_int)
+        em.add("model.q_lora_rank", ps("q_lora_rank"), _rank_or_none)
+        em.add("model.qk_nope_head_dim", ps("qk_nope_head_dim"), as_int)
+        em.add("model.qk_rope_head_dim", ps("qk_rope_head_dim"), as_int)
+        em.add("model.v_head_dim", ps("v_head_dim"), as_int)
     mtype = em.value(prefix + "model_type")
-    if mtype is not None and mtype.known and str(mtype.value).lower() in GATED_GELU:
+    mt = str(mtype.value).lower() if mtype is not None and mtype.known else ""
+    if mt in GATED_GELU:
         # Gemma's MLP is gated (gate_proj, up_proj, down_proj): GeGLU, sized as SwiGLU is
         em.add("model.mlp", ps("hidden_activation", "hidden_act"), lambda v: "swiglu")
+    elif mt in GATED_NO_ACT and em.node(prefix + "hidden_act") is None:
+        # ChatGLM2/3 and GLM-4 (model_type chatglm) name no activation: their MLP is SwiGLU
+        em.add("model.mlp", ps("model_type"), lambda v: "swiglu")
     else:
         em.add("model.mlp", ps("hidden_act", "activation_function"), _mlp)
     _emit_moe_layout(em, prefix)

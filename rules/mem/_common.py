@@ -73,10 +73,16 @@ def _gib(x: float) -> str:
     return f"{x / GIB:.1f}"
 
 
-def _setup(job, ctx):
-    """(spec, estimate, gpu name, gpu memory) for a job the MEM rules can judge, else None."""
+def _setup(job, ctx, unsized_lora: bool = False):
+    """(spec, estimate, gpu name, gpu memory) for a job the MEM rules can judge, else None.
+
+    A LoRA whose size is not provable (``training.peft`` unknown) keeps it None; with
+    ``unsized_lora`` such a job is estimated as full fine-tuning instead (the upper side, for
+    :func:`_unsized_lora`'s hint), and a job without one is None."""
     facts = job.facts
     if not any(facts.get(k) is not None for k in _LAYOUT_STATED):
+        return None
+    if any(not v.known for v in facts.all("training.peft")) is not unsized_lora:
         return None
     for key in _LAYOUT_KEYS:
         if any(not v.known for v in facts.all(key)):
@@ -94,7 +100,7 @@ def _setup(job, ctx):
         if f.kind == "python" and _offload().search(f.text or ""):
             return None
     # a LoRA whose rank and targets are stated: its words are sized, freezing or a vision tower is not
-    partial = _PARTIAL_NOT_LORA if any(v.known for v in facts.all("training.peft")) else _PARTIAL
+    partial = _PARTIAL_NOT_LORA if facts.all("training.peft") else _PARTIAL
     for f in job.files:
         if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or partial.search(f.text or "")):
             return None
@@ -185,3 +191,23 @@ def _related(job, span: Span) -> list[Related]:
         if v is not None and v.span is not None and v.span != span:
             out.append(Related.at(v.span, f"{what}: {v.value}"))
     return out
+
+
+def _unsized_lora(job, ctx):
+    """(estimate as full fine-tuning, gpu name, gpu memory, the unknown ``training.peft``) for a
+    LoRA job whose adapters' size is not provable, under pure data parallelism (no TP/PP, no
+    parameter sharding: every GPU holds the whole frozen base), when the base's weights could
+    overflow the GPU: in fp32 (4 bytes a parameter, transformers' load without a dtype) they take
+    more than ``memory-headroom`` x its memory. Else None (a base that fits even in fp32 leaves
+    only the adapters, which LoRA keeps small)."""
+    peft = [v for v in job.facts.all("training.peft") if not v.known]
+    if not peft:
+        return None
+    got = _setup(job, ctx, unsized_lora=True)
+    if got is None:
+        return None
+    _spec, est, gpu_name, mem = got
+    lay = est.layout
+    if lay["tp"] != 1 or lay["pp"] != 1 or lay["zero_stage"] >= 3 or 4.0 * est.param_count <= _headroom(ctx) * mem:
+        return None
+    return est, gpu_name, mem, peft[0]

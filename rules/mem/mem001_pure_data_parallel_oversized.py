@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from parallint.model.diagnostics import Severity
 from parallint.model.rule import Example, Rule
-from parallint.rules.mem._common import _MEGATRON_130B_FITS, _anchor, _gib, _headroom, _parts, _pure_dp_oversized, _related, _setup
+from parallint.rules.mem._common import (_MEGATRON_130B_FITS, _anchor, _gib, _headroom, _parts, _pure_dp_oversized,
+                                         _related, _setup, _unsized_lora)
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ class PureDataParallelOversized(Rule):
     code = "MEM001"
     facts = frozenset({
         "framework", "hardware.gpu", "model.layers", "model.param_count", "model.preset", "training.micro_batch",
-        "training.offload",
+        "training.offload", "training.peft",
     })
     name = "pure-data-parallel-oversized"
     severity = Severity.ERROR
@@ -37,8 +38,12 @@ class PureDataParallelOversized(Rule):
     parameters or trains adapters (LoRA/PEFT) parallint cannot size, a multimodal or
     non-transformer (Mamba, RWKV) model, and a job that offloads states to the CPU. A LoRA whose
     rank and target modules are provable (a literal `LoraConfig`, its fields given on the launch
-    line, TRL's `--use_peft --lora_r`) is counted as a frozen base in its precision (4-bit under
-    `load_in_4bit`) plus the adapters' weights, gradients and optimizer states. A gpt-neox config whose
+    line, TRL's `--use_peft --lora_r`) is counted as a frozen base in the dtype it is loaded in
+    (`torch_dtype=`; under DeepSpeed, or when no dtype is said, the training precision's; 4-bit
+    under `load_in_4bit`) plus the adapters' weights, gradients and optimizer states. A LoRA whose
+    rank or target modules are not provable is not sized: under pure data parallelism, when the
+    frozen base's weights in fp32 would exceed the headroom, an info gives the base's 16-bit and
+    fp32 figures and names what to verify. A gpt-neox config whose
     `model_parallel_size` and `pipe_parallel_size` are left at 1 is not pure data parallelism:
     gpt-neox ships every config that way by convention, to be set for the cluster, so its
     layout is unknown (docs/precision-policy-configs.md).
@@ -93,13 +98,13 @@ class PureDataParallelOversized(Rule):
         from args import ModelArguments
 
         model_args, training_args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
-        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype=torch.bfloat16)
         from peft import LoraConfig, get_peft_model
-        model = get_peft_model(model, LoraConfig(r=8))
+        model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
         Trainer(model=model, args=training_args).train()
         """, "run.sh": """
         #!/bin/bash
-        torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-70b-hf \\
+        torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-13b-hf \\
             --bf16 --per_device_train_batch_size 1 --output_dir out
         """}),
     )
@@ -141,11 +146,29 @@ class PureDataParallelOversized(Rule):
         torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-70b-hf \\
             --bf16 --per_device_train_batch_size 1 --output_dir out
         """}, line=3),
+        # a LoRA of unknown size (no target_modules) over a 70B model: an info names what to verify
+        Example(files={"sft.py": """
+        import torch
+        from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+        from args import ModelArguments
+
+        model_args, training_args = HfArgumentParser((ModelArguments, TrainingArguments)).parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=8))
+        Trainer(model=model, args=training_args).train()
+        """, "run.sbatch": """
+        #!/bin/bash
+        #SBATCH --gres=gpu:a100:8
+        torchrun --nproc_per_node 8 sft.py --model_name_or_path meta-llama/Llama-2-70b-hf \\
+            --bf16 --per_device_train_batch_size 1 --output_dir out
+        """}, line=8),
     )
 
     def check_job(self, job, ctx) -> Iterable:
         got = _setup(job, ctx)
         if got is None:
+            yield from self._unsized_lora(job, ctx)
             return
         spec, est, gpu_name, mem = got
         lay = est.layout
@@ -163,6 +186,36 @@ class PureDataParallelOversized(Rule):
             f"{_gib(mem)} GiB; use tensor/pipeline parallelism or ZeRO-3/FSDP "
             f"(`parallint plan` lists layouts that fit)",
             related=_related(job, span),
+        )
+
+
+    def _unsized_lora(self, job, ctx) -> Iterable:
+        """A LoRA whose rank or targets are not provable, under pure data parallelism, over a base
+        that could overflow the GPU: say what to verify (partial evidence: an info)."""
+        got = _unsized_lora(job, ctx)
+        if got is None:
+            return
+        est, gpu_name, mem, peft = got
+        headroom = _headroom(ctx)
+        base = est.param_count * 2.0  # the frozen base's weights, at least 16 bits a parameter
+        limit = f"more than {headroom:.0%} of the {gpu_name}'s {_gib(mem)} GiB"
+        head = f"LoRA of unknown size over the whole {est.param_count / 1e9:.1f}B-parameter model under pure data parallelism"
+        if base > headroom * mem:
+            what = (f"{head}: its frozen base alone is {_gib(base)} GiB of 16-bit weights on every GPU, {limit}, "
+                    f"whatever the adapters (parallint cannot size them: {peft.why}); use tensor/pipeline parallelism or ZeRO-3/FSDP, or pass the "
+                    "rank and target modules as literals or on the launch line (--lora_r N --lora_target_modules ...) "
+                    "so parallint can size the job")
+        else:
+            what = (f"{head}: its frozen base takes {_gib(base)} GiB of 16-bit weights on every GPU, "
+                    f"{_gib(2 * base)} GiB in fp32, against {headroom:.0%} of the {gpu_name}'s {_gib(mem)} GiB, so "
+                    "whether the job fits depends on the dtype it loads the base in and on the adapters, which "
+                    f"parallint cannot size ({peft.why}): verify that the base plus the adapters' weights, "
+                    "gradients and optimizer states fit; pass the rank and target modules as literals or on the "
+                    "launch line (--lora_r N --lora_target_modules ...) so parallint can size them")
+        span = peft.span or _anchor(job)
+        yield self.report(
+            span, what,
+            severity=Severity.INFO, related=_related(job, span),
         )
 
 
