@@ -104,6 +104,15 @@ def test_megatron_sft_config_file_is_not_read(cli, tmp_path):
     # no NPROC_PER_NODE/NNODES here: the caller's environment may set them, no world is stated
     ("megatron sft --model models/m30 --tensor_model_parallel_size 8 --micro_batch_size 3 --global_batch_size 16\n",
      "LAY001", False),
+    # ms-swift's expert TP is 1 unless given (Megatron-LM's is the TP): EP 16 x PP 2 fits 32 processes ...
+    ("NPROC_PER_NODE=8 NNODES=4 megatron sft --model models/m30 --tensor_model_parallel_size 8 \\\n"
+     "    --pipeline_model_parallel_size 2 --expert_model_parallel_size 16\n", "LAY008", False),
+    # ... EP 16 x PP 4 does not
+    ("NPROC_PER_NODE=8 NNODES=4 megatron sft --model models/m30 --tensor_model_parallel_size 8 \\\n"
+     "    --pipeline_model_parallel_size 4 --expert_model_parallel_size 16\n", "LAY008", True),
+    ("NPROC_PER_NODE=8 NNODES=4 megatron sft --model models/m30 --tensor_model_parallel_size 8 \\\n"
+     "    --pipeline_model_parallel_size 2 --expert_model_parallel_size 16 --expert_tensor_parallel_size 8\n",
+     "LAY008", True),
     # ms-swift turns sequence parallel off under TP 1 (no LAY005)
     ("NPROC_PER_NODE=2 megatron sft --model models/m30 --tensor_model_parallel_size 1 --sequence_parallel true \\\n"
      "    --micro_batch_size 1 --global_batch_size 16\n", "LAY005", False),

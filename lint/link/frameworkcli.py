@@ -470,6 +470,10 @@ def _swift_megatron(job: Any, launch: Any, root: Path | None, resolve: Any, read
         for key, fv in flag_facts(name, val if val is not None else Value(True, fw.span, True, "", fw.value)):
             span = fv.span if fv.span is not None else fw.span
             out.append((key, Value(fv.value, span, fv.known, fv.why, f"--{name.replace('-', '_')} of {src}")))
+    if "expert-tensor-parallel-size" not in flags and "expert-model-parallel-size" in flags:
+        # ms-swift's default expert TP is 1 (Megatron-LM's is the TP): LAY008's expert grid
+        out.append(("parallel.etp", Value(1, launch.script.span, True, "",
+                                          f"ms-swift's default expert_tensor_parallel_size=1 ({src})", Origin(How.DEFAULT))))
     if "use-distributed-optimizer" not in flags and out:
         out.append(("parallel.distributed_optimizer", Value(True, launch.script.span, True, "",
                                                              f"ms-swift's default use_distributed_optimizer=True ({src})",
