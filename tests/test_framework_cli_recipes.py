@@ -280,3 +280,38 @@ def test_axolotl_override_on_the_line_is_not_read(cli, tmp_path):
                                                     "--gradient_accumulation_steps 8")
     got, out = _codes(cli, tmp_path, "BAT003")
     assert got == [], out
+
+
+# ----------------------------------------------------------------------------- verl's PPO mini batch (BAT005)
+
+VERL = ("#!/bin/bash\nset -x\npython3 -m verl.trainer.main_ppo \\\n    algorithm.adv_estimator=grpo \\\n"
+        "    data.train_batch_size={batch} \\\n    actor_rollout_ref.rollout.n={n} \\\n"
+        "    actor_rollout_ref.actor.ppo_mini_batch_size={mini} \\\n{extra}"
+        "    trainer.n_gpus_per_node={gpus} \\\n    trainer.nnodes=1\n")
+
+
+@pytest.mark.parametrize("batch,n,mini,extra,gpus,found", [
+    (64, 5, 128, "", 8, "must be >= actor.ppo_mini_batch_size (128)"),
+    (128, 5, 128, "", 8, None),
+    # 2 x rollout.n 2 = 4 prompts' responses over 8 FSDP ranks: 0 per rank
+    (64, 2, 2, "", 8, "should be larger than 0 after normalization"),
+    (64, 2, 4, "", 8, None),
+    # Ulysses 2 leaves 4 ranks: 2 x 2 = 4 is enough
+    (64, 2, 2, "    actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 \\\n", 8, None),
+    # 32 x 1 / 8 = 4 per rank; micro 3 does not divide it
+    (256, 1, 32, "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3 \\\n", 8, "should be divisible by"),
+    (256, 1, 32, "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\\n", 8, None),
+    # the new worker normalizes its own way; a word parallint cannot read may set any key
+    (64, 2, 2, "    trainer.use_legacy_worker_impl=disable \\\n", 8, None),
+    (64, 2, 2, "    actor_rollout_ref.actor.use_dynamic_bsz=True \\\n", 8, None),
+    (64, 5, 128, "    $EXTRA \\\n", 8, None),
+])
+def test_verl_mini_batch(cli, tmp_path, batch, n, mini, extra, gpus, found):
+    (tmp_path / ".git").mkdir()
+    write_tree(tmp_path, {"examples/grpo/run.sh": VERL.format(batch=batch, n=n, mini=mini, extra=extra, gpus=gpus)})
+    got, out = _codes(cli, tmp_path, "BAT005")
+    if found is None:
+        assert got == [], out
+    else:
+        assert len(got) == 1 and found in got[0]["message"], out
+        assert got[0]["path"] == "examples/grpo/run.sh", got

@@ -348,6 +348,7 @@ def _verl(job: Any, launch: Any) -> None:
     rtp = _int_of(over, "actor_rollout_ref.rollout.tensor_model_parallel_size")
     if rtp is not None and rtp.span is not None:  # given on the line: verl builds its rollout engine with it
         facts.append(("parallel.rollout_tp", rtp))
+    facts.extend(_verl_mini(over, n, megatron))
     if megatron:
         micro = _int_of(over, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
         if micro is None:
@@ -363,6 +364,38 @@ def _verl(job: Any, launch: Any) -> None:
     job.facts.add("framework", Value("verl", launch.script.span, True, "", "verl launch", Origin(How.INFERRED)))
     for key, v in facts:
         job.facts.add(key, v)
+
+
+#: where verl reads the FSDP actor's Ulysses degree (the older key, then the one under fsdp_config)
+_VERL_SP = ("actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+            "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size")
+
+
+def _verl_mini(over: dict[str, Value], n: Value, megatron: bool) -> list[tuple[str, Value]]:
+    """The actor's PPO mini batch the line gives (BAT005): ``ActorConfig.validate`` wants it no
+    larger than ``data.train_batch_size``; the FSDP worker (the legacy one, verl's default) divides
+    ``ppo_mini_batch_size × rollout.n`` by the GPUs over the Ulysses degree and asserts the result
+    above 0 and divisible by ``ppo_micro_batch_size_per_gpu``. The Ulysses degree and the micro
+    batch only for that worker, and only where the line says which values they take."""
+    mini = _int_of(over, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    if mini is None or mini.span is None:
+        return []
+    out = [("training.ppo_mini_batch", mini), ("training.rollout_n", n)]
+    legacy = over.get("trainer.use_legacy_worker_impl")
+    if megatron or (legacy is not None and (not legacy.known or str(legacy.value) not in ("auto", "enable"))):
+        return out
+    given = [k for k in _VERL_SP if k in over]
+    if len(given) > 1:
+        return out
+    sp = _int_of(over, given[0]) if given else _int_of(over, _VERL_SP[1], 1)
+    if sp is None:
+        return out
+    out.append(("parallel.ulysses_sp", sp))
+    if "actor_rollout_ref.actor.ppo_micro_batch_size" not in over:  # the older global micro batch: not read
+        micro = _int_of(over, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+        if micro is not None and micro.span is not None:
+            out.append(("training.ppo_micro_per_gpu", micro))
+    return out
 
 
 def _int_of(over: dict[str, Value], key: str, default: int | None = None) -> Value | None:
