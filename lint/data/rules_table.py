@@ -14,6 +14,9 @@ MODULES: dict[str, dict] = {
     'bat.bat004_rampup_batch_not_divisible': {'source': '5902:fada256a', 'rules': [
         {'class': 'RampupBatchNotDivisible', 'code': 'BAT004', 'name': 'rampup-batch-not-divisible', 'severity': 'error', 'summary': "A global batch size along Megatron's --rampup-batch-size ramp is not divisible by micro batch × DP", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
+    'bat.bat005_verl_mini_batch': {'source': '5901:22baa7cd', 'rules': [
+        {'class': 'VerlMiniBatch', 'code': 'BAT005', 'name': 'verl-mini-batch', 'severity': 'error', 'summary': "verl's PPO mini batch does not fit the train batch or the FSDP actor's GPUs", 'kinds': ['accelerate', 'deepspeed', 'foundry', 'hf_model', 'hftrainargs', 'jobspec', 'megatron_yaml', 'nanotron', 'nemo', 'neox', 'torchtitan', 'torchtitan_py'], 'calls': [], 'file': True, 'job': True},
+    ]},
     'cfg.cfg001_unknown_config_key': {'source': '2647:befe8c11', 'rules': [
         {'class': 'UnknownConfigKey', 'code': 'CFG001', 'name': 'unknown-config-key', 'severity': 'warning', 'summary': 'A config key the framework does not know (ignored or rejected), with a did-you-mean', 'kinds': ['accelerate', 'deepspeed', 'kube', 'torchtitan'], 'calls': [], 'file': True, 'job': False},
     ]},

@@ -73,7 +73,8 @@ STRUCTURED_SUFFIXES = {".json", ".yaml", ".yml", ".toml"}
 SHELL_NEEDLES: tuple[str, ...] = (
     "torchrun", "torch.distributed", "deepspeed", "accelerate", "srun", "mpirun", "python",
     "SBATCH", "NCCL_", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "pretrain", "train", "tune run", "torchx",
-    "fabric run",
+    "fabric run", "megatron sft", "megatron pt", "megatron rlhf", "swift sft", "swift pt", "swift rlhf",
+    "llamafactory-cli", "lmf train", "axolotl",
 )
 
 

@@ -70,11 +70,24 @@ _HYDRA_KEY = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=")
 _MAX_BASES = 8
 
 
-def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, resolve: Any = None) -> None:
-    """Add what a detectron2 or verl launch line gives to ``job`` (a no-op for anything else);
-    ``resolve`` is the linker's ``resolve_link`` (for a config the line names)."""
-    if launch is None or launch.wrapper is not None or launch.script is None \
-            or not launch.script.known or "opaque" in (launch.options or {}):
+def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, resolve: Any = None,
+           read: Any = None) -> None:
+    """Add what a detectron2, verl, OpenRLHF, ms-swift or axolotl launch line gives to ``job`` (a
+    no-op for anything else); ``resolve`` is the linker's ``resolve_link`` (for a config the line
+    names), ``read`` its reader (a model folder's ``config.json``)."""
+    if launch is None or launch.script is None or not launch.script.known or "opaque" in (launch.options or {}):
+        return
+    swift = (launch.options or {}).get("swift")
+    if swift is not None:
+        if str(swift.value).startswith("megatron "):
+            _swift_megatron(job, launch, root, resolve, read)
+        else:
+            _swift_trainer(job, launch, root, resolve, read)
+        return
+    if launch.is_module and launch.script.value == "axolotl.cli.train":
+        _axolotl(job, launch, root, resolve, read)
+        return
+    if launch.wrapper is not None:
         return
     if launch.launcher == "deepspeed":
         if launch.is_module and launch.script.value in OPENRLHF_MODULES:
@@ -335,6 +348,7 @@ def _verl(job: Any, launch: Any) -> None:
     rtp = _int_of(over, "actor_rollout_ref.rollout.tensor_model_parallel_size")
     if rtp is not None and rtp.span is not None:  # given on the line: verl builds its rollout engine with it
         facts.append(("parallel.rollout_tp", rtp))
+    facts.extend(_verl_mini(over, n, megatron))
     if megatron:
         micro = _int_of(over, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
         if micro is None:
@@ -350,6 +364,38 @@ def _verl(job: Any, launch: Any) -> None:
     job.facts.add("framework", Value("verl", launch.script.span, True, "", "verl launch", Origin(How.INFERRED)))
     for key, v in facts:
         job.facts.add(key, v)
+
+
+#: where verl reads the FSDP actor's Ulysses degree (the older key, then the one under fsdp_config)
+_VERL_SP = ("actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+            "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size")
+
+
+def _verl_mini(over: dict[str, Value], n: Value, megatron: bool) -> list[tuple[str, Value]]:
+    """The actor's PPO mini batch the line gives (BAT005): ``ActorConfig.validate`` wants it no
+    larger than ``data.train_batch_size``; the FSDP worker (the legacy one, verl's default) divides
+    ``ppo_mini_batch_size × rollout.n`` by the GPUs over the Ulysses degree and asserts the result
+    above 0 and divisible by ``ppo_micro_batch_size_per_gpu``. The Ulysses degree and the micro
+    batch only for that worker, and only where the line says which values they take."""
+    mini = _int_of(over, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    if mini is None or mini.span is None:
+        return []
+    out = [("training.ppo_mini_batch", mini), ("training.rollout_n", n)]
+    legacy = over.get("trainer.use_legacy_worker_impl")
+    if megatron or (legacy is not None and (not legacy.known or str(legacy.value) not in ("auto", "enable"))):
+        return out
+    given = [k for k in _VERL_SP if k in over]
+    if len(given) > 1:
+        return out
+    sp = _int_of(over, given[0]) if given else _int_of(over, _VERL_SP[1], 1)
+    if sp is None:
+        return out
+    out.append(("parallel.ulysses_sp", sp))
+    if "actor_rollout_ref.actor.ppo_micro_batch_size" not in over:  # the older global micro batch: not read
+        micro = _int_of(over, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+        if micro is not None and micro.span is not None:
+            out.append(("training.ppo_micro_per_gpu", micro))
+    return out
 
 
 def _int_of(over: dict[str, Value], key: str, default: int | None = None) -> Value | None:
@@ -374,3 +420,270 @@ def _raw_word(lines: list[str], w: Value) -> str | None:
     text = lines[sp.line - 1][sp.column - 1:(sp.end_column - 1) if sp.end_column else None]
     m = _HYDRA_KEY.match(text)
     return text if m is not None else None
+
+
+# ----------------------------------------------------------------------------- ms-swift
+
+#: ms-swift's Megatron arguments (underscore or dashed spelling) -> fact keys, integers
+_SWIFT_INTS = {"tensor-model-parallel-size": "parallel.tp", "pipeline-model-parallel-size": "parallel.pp",
+               "context-parallel-size": "parallel.cp", "expert-model-parallel-size": "parallel.ep",
+               "expert-tensor-parallel-size": "parallel.etp", "virtual-pipeline-model-parallel-size": "parallel.vpp",
+               "micro-batch-size": "training.micro_batch", "global-batch-size": "training.global_batch"}
+#: the arguments naming the model: the Hugging Face model first, then the mcore checkpoint
+_SWIFT_MODEL = ("model", "mcore-model", "load")
+#: the model facts a hub id or config.json gives that Megatron-SWIFT builds the model from (the
+#: training sequence is ``--max_length``, not the model's)
+_SWIFT_SKIP = frozenset({"model.seq_len", "model.max_position_embeddings"})
+
+
+def _swift_flags(args: list[Value]) -> dict[str, tuple[Value, Value | None]] | None:
+    """``{normalized flag: (flag word, value word or None)}`` of an ms-swift argument list
+    (HfArgumentParser: ``--x v``, ``--x=v``, a bare boolean, lists of words after a flag); None when
+    a word parallint cannot read stands where a flag could be, or the first word is a config file
+    (``megatron sft cfg.yaml``: its keys become flags)."""
+    from parallint.readers.megatron_args import normalize_flag
+
+    out: dict[str, tuple[Value, Value | None]] = {}
+    if args and args[0].known and str(args[0].value).endswith((".yaml", ".yml", ".json")):
+        return None
+    last: str | None = None
+    for w in args:
+        if not w.known or not isinstance(w.value, str):
+            if last is None:
+                return None  # `$EXTRA_ARGS`: may be any flag
+            fw, _ = out[last]
+            out[last] = (fw, Value.unknown(w.why, w.span, f"--{last}"))
+            last = None
+            continue
+        text = w.value
+        if text.startswith("--") and len(text) > 2:
+            flag, eq, rest = text.partition("=")
+            name = normalize_flag(flag)
+            out[name] = (w, Value(rest, w.span, True, "", flag) if eq else None)
+            last = None if eq else name
+            continue
+        if last is not None:
+            fw, _ = out[last]
+            out[last] = (fw, Value(text, w.span, True, "", fw.value))
+            last = None
+    return out
+
+
+def _swift_megatron(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) -> None:
+    """``megatron sft --tensor_model_parallel_size 8 --pipeline_model_parallel_size 4 --micro_batch_size 2
+    --global_batch_size 16 --model Qwen/Qwen3-32B``: Megatron's degrees and batch as the facts of a
+    Megatron-LM launch (LAY001, LAY004, BAT002 ... read them), and the model's shape from the
+    ``--model`` (else ``--mcore_model``/``--load``) it names: a hub id in parallint's table or a
+    folder with a ``config.json`` inside the repository. Only what the line gives; a flag whose
+    value is not an integer is unknown; sequence parallel only where TP > 1 (ms-swift turns it off
+    otherwise); the distributed optimizer is on unless the line says off (ms-swift's default)."""
+    flags = _swift_flags(list(launch.args))
+    if flags is None:
+        return
+    from parallint.readers.megatron_args import flag_facts
+
+    src = str(launch.options["swift"].value)
+    out: list[tuple[str, Value]] = []
+    for name, key in _SWIFT_INTS.items():
+        got = flags.get(name)
+        if got is None or got[1] is None:
+            continue
+        v, said = got[1], f"--{name.replace('-', '_')} of {src}"
+        iv = _int_word(v, said) if v.known else None
+        out.append((key, iv if iv is not None else Value.unknown(
+            v.why if not v.known else f"{said} {v.value!r} is not an integer", v.span, said)))
+    tp = next((known_int(v) for k, v in out if k == "parallel.tp"), 1)
+    for name in ("sequence-parallel", "use-distributed-optimizer", "bf16", "fp16"):
+        got = flags.get(name)
+        if got is None:
+            continue
+        if name == "sequence-parallel" and (tp is None or tp <= 1):
+            continue  # ms-swift turns sequence parallel off under TP 1
+        fw, val = got
+        for key, fv in flag_facts(name, val if val is not None else Value(True, fw.span, True, "", fw.value)):
+            span = fv.span if fv.span is not None else fw.span
+            out.append((key, Value(fv.value, span, fv.known, fv.why, f"--{name.replace('-', '_')} of {src}")))
+    if "expert-tensor-parallel-size" not in flags and "expert-model-parallel-size" in flags:
+        # ms-swift's default expert TP is 1 (Megatron-LM's is the TP): LAY008's expert grid
+        out.append(("parallel.etp", Value(1, launch.script.span, True, "",
+                                          f"ms-swift's default expert_tensor_parallel_size=1 ({src})", Origin(How.DEFAULT))))
+    if "use-distributed-optimizer" not in flags and out:
+        out.append(("parallel.distributed_optimizer", Value(True, launch.script.span, True, "",
+                                                             f"ms-swift's default use_distributed_optimizer=True ({src})",
+                                                             Origin(How.DEFAULT))))
+    model = _swift_model(job, flags, root, resolve, read)
+    if not out and model is None:
+        return
+    job.facts.add("framework", Value("megatron", launch.script.span, True, "", f"{src} (Megatron-SWIFT)",
+                                     Origin(How.INFERRED)))
+    for key, v in out:
+        job.facts.add(key, v)
+    if model is not None:
+        for key, v in model:
+            job.facts.add(key, v)
+
+
+def _swift_model(job: Any, flags: dict, root: Path | None, resolve: Any, read: Any) -> list[tuple[str, Value]] | None:
+    """The model facts of the model an ms-swift line names; a local folder's ``config.json`` joins
+    the job as its ``hf_model`` file (its facts then come with it: ``[]``)."""
+    name = next((n for n in _SWIFT_MODEL if n in flags and flags[n][1] is not None), None)
+    if name is None:
+        return None
+    val = flags[name][1]
+    if not val.known or not isinstance(val.value, str) or not val.value.strip():
+        return None
+    word = val.value.strip().rstrip("/")
+    if read is not None and root is not None and resolve is not None:
+        cfg = resolve(Value(f"{word}/config.json", val.span, True, "", ""), job.root.abspath.parent, root)
+        if cfg is not None:
+            from parallint.util.boundary import inside_repository
+
+            if any(f.abspath == cfg for f in job.files) or not inside_repository(cfg, job.root.abspath):
+                return None
+            linked = read(cfg)
+            if linked is None or linked.kind != "hf_model":
+                return None
+            job.files.append(linked)
+            for key, vs in linked.facts.items():
+                if key in _SWIFT_SKIP:
+                    continue
+                for v in vs:
+                    job.facts.add(key, v)
+            return []
+    from parallint.estimator.spec import hub_shape
+
+    tries = [word]
+    if name != "model" and word.endswith("-mcore"):
+        tries.append(word[: -len("-mcore")])  # `swift export --to_mcore`'s folder of that hub model
+    for hub in tries:
+        got = hub_shape(hub)
+        if got is None:
+            continue
+        hub_id, shape = got
+        how = f"--{name.replace('-', '_')} {word}" + (f" (the mcore checkpoint of {hub_id})" if hub_id != word else "")
+        src = f"{how} (its config.json in parallint's hub table)"
+        return [(f"model.{k}", Value(v, val.span, True, "", src)) for k, v in shape.items()
+                if f"model.{k}" not in _SWIFT_SKIP]
+    return None
+
+
+def _swift_trainer(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) -> None:
+    """``swift sft --per_device_train_batch_size 2 --gradient_accumulation_steps 4 --deepspeed ds.json``:
+    ms-swift's Trainer takes the HF TrainingArguments from these flags, so they join the job as a
+    ``hftrainargs`` view of the launch line (BAT003 compares them with the DeepSpeed JSON the line
+    names). ``--deepspeed zero2``/``zero3`` name ms-swift's built-in configs, whose batch keys are
+    ``auto``: nothing to compare. Only what the line gives (ms-swift derives an absent accumulation
+    from the world)."""
+    flags = _swift_flags(list(launch.args))
+    if flags is None:
+        return
+    from parallint.model.facts import FileFacts
+
+    src = str(launch.options["swift"].value)
+    line = launch.span.line if launch.span is not None else 0
+    ff = FileFacts(path=job.root.path, abspath=Path(f"{job.root.abspath}#L{line}"), kind="hftrainargs", text="")
+    for name, key in (("per-device-train-batch-size", "training.micro_batch"),
+                      ("gradient-accumulation-steps", "training.grad_accum")):
+        got = flags.get(name)
+        if got is None or got[1] is None:
+            continue
+        said = f"--{name.replace('-', '_')} of {src}"
+        v = got[1]
+        iv = _int_word(v, said) if v.known else None
+        ff.facts.add(key, iv if iv is not None else Value.unknown(
+            v.why if not v.known else f"{said} {v.value!r} is not an integer", v.span, said))
+    for name in ("bf16", "fp16"):
+        got = flags.get(name)
+        if got is None:
+            continue
+        fw, val = got
+        on = val is None or (val.known and str(val.value).strip().lower() in ("true", "1"))
+        if on:
+            ff.facts.add("training.precision", Value(name, (val or fw).span, True, "", f"--{name} of {src}"))
+    ds = flags.get("deepspeed")
+    dsv = ds[1] if ds is not None else None
+    if not len(ff.facts):
+        return
+    ff.facts.add("framework", Value("hf_trainer", launch.script.span, True, "", f"{src} (ms-swift's Trainer)"))
+    job.files.append(ff)
+    for key, vs in ff.facts.items():
+        if key == "framework":
+            continue
+        for v in vs:
+            job.facts.add(key, v)
+    if dsv is None or not dsv.known or not str(dsv.value).endswith(".json") or resolve is None or root is None \
+            or read is None:
+        return
+    dpath = resolve(Value(str(dsv.value), dsv.span, True, "", "--deepspeed"), job.root.abspath.parent, root)
+    if dpath is None or any(f.abspath == dpath for f in job.files):
+        return
+    ff.links.append(Value(str(dsv.value), dsv.span, True, "", f"--deepspeed of {src}"))
+    linked = read(dpath)
+    if linked is not None:
+        job.files.append(linked)
+        job.facts.extend(linked.facts)
+
+
+# ----------------------------------------------------------------------------- axolotl
+
+def _axolotl(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) -> None:
+    """``accelerate launch -m axolotl.cli.train cfg.yml`` (``axolotl train cfg.yml``): the YAML, when
+    it is the line's one word, is the job's training config. axolotl hands ``micro_batch_size`` and
+    ``gradient_accumulation_steps`` to the HF Trainer as ``per_device_train_batch_size`` and
+    ``gradient_accumulation_steps``, ``bf16``/``fp16`` (``true``; ``auto`` follows the GPU: not
+    read) and the ``deepspeed`` JSON it names; the facts join the job as a ``hftrainargs`` view of
+    the YAML, so BAT003 compares them with that DeepSpeed config. ``batch_size`` (axolotl then
+    derives the accumulation) leaves the accumulation unknown."""
+    args = launch.args
+    if len(args) != 1 or not args[0].known or not str(args[0].value).endswith((".yaml", ".yml")):
+        return
+    target = next((f for f in job.files if f.kind != "python" and str(f.abspath).endswith(
+        "/" + str(args[0].value).lstrip("./"))), None)
+    path = target.abspath if target is not None else (
+        resolve(args[0], job.root.abspath.parent, root) if resolve is not None and root is not None else None)
+    if path is None:
+        return
+    node = _yaml(path, job)
+    if node is None or not node.is_map or node.get("base_model") is None:
+        return
+    from parallint.model.facts import FileFacts
+
+    shown = _shown(path)
+    ff = FileFacts(path=shown, abspath=Path(f"{path}#axolotl"), kind="hftrainargs", text="")
+    for key, fact in (("micro_batch_size", "training.micro_batch"), ("gradient_accumulation_steps", "training.grad_accum")):
+        n = node.get(key)
+        if n is None:
+            continue
+        if key == "gradient_accumulation_steps" and node.get("batch_size") is not None:
+            continue
+        if isinstance(n.value, int) and not isinstance(n.value, bool):
+            ff.facts.add(fact, Value(n.value, n.span, True, "", f"{key} in {shown}"))
+        else:
+            ff.facts.add(fact, Value.unknown(f"{key} {n.value!r} is not a fixed integer", n.span, f"{key} in {shown}"))
+    for key in ("bf16", "fp16"):
+        n = node.get(key)
+        if n is not None and n.value is True:
+            ff.facts.add("training.precision", Value(key, n.span, True, "", f"{key} in {shown}"))
+    ds = node.get("deepspeed")
+    if not len(ff.facts) and ds is None:
+        return
+    ff.facts.add("framework", Value("hf_trainer", None, True, "", f"axolotl config {shown}"))
+    job.files.append(ff)
+    for key, vs in ff.facts.items():
+        if key == "framework":
+            continue
+        for v in vs:
+            job.facts.add(key, v)
+    if ds is None or not isinstance(ds.value, str) or resolve is None or root is None or read is None:
+        return
+    link = Value(ds.value, ds.span, True, "", f"deepspeed in {shown}")
+    ff.links.append(link)
+    dpath = resolve(link, path.parent, root)
+    if dpath is None:
+        dpath = resolve(link, job.root.abspath.parent, root)
+    if dpath is None or any(f.abspath == dpath for f in job.files):
+        return
+    linked = read(dpath)
+    if linked is not None:
+        job.files.append(linked)
+        job.facts.extend(linked.facts)

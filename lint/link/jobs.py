@@ -268,7 +268,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             hfargs.attach(job, launch, script, read, root, resolve_link)  # HF TrainingArguments given as flags on the launch line
             from parallint.link import frameworkcli
 
-            frameworkcli.attach(job, launch, script, root, resolve_link)  # detectron2 / verl: world and batch from the line
+            frameworkcli.attach(job, launch, script, root, resolve_link, read)  # detectron2 / verl: world and batch from the line
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
             _versions(job)

@@ -158,6 +158,9 @@ VOCABULARY: tuple[Fact, ...] = (
          "layers", producers=_MEGATRON, spec=False),
     Fact("parallel.rollout_tp", "int", "tensor-parallel degree of an RL framework's rollout (inference) engine "
          "(verl actor_rollout_ref.rollout.tensor_model_parallel_size; stated by link.frameworkcli on the job)", spec=False),
+    Fact("parallel.ulysses_sp", "int", "Ulysses sequence-parallel degree of an RL framework's FSDP actor "
+         "(verl actor_rollout_ref.actor.ulysses_sequence_parallel_size; stated by link.frameworkcli on the job)",
+         "ranks", spec=False),
     Fact("parallel.cp", "int", "context-parallel degree", "ranks", producers=("accelerate",) + _ALL_DEGREE + ("cmdline", "torchtune")),
     Fact("parallel.ep", "int", "expert-parallel degree", "ranks", producers=("nanotron",) + _ALL_DEGREE),
     Fact("parallel.etp", "int", "expert tensor-parallel degree", "ranks",
@@ -178,6 +181,13 @@ VOCABULARY: tuple[Fact, ...] = (
          producers=("cmdline", "deepspeed", "foundry", "hftrainargs", "megatron_args", "nanotron", "nemo", "neox", "python", "torchtitan", "torchtune")),
     Fact("training.global_batch", "int", "global batch size", "samples",
          producers=("foundry", "megatron_args", "nemo", "torchtitan")),
+    Fact("training.ppo_mini_batch", "int", "an RL framework's PPO mini batch, prompts per actor update (verl "
+         "actor_rollout_ref.actor.ppo_mini_batch_size; stated by link.frameworkcli on the job)", "samples", spec=False),
+    Fact("training.ppo_micro_per_gpu", "int", "an RL framework's FSDP actor micro batch per GPU (verl "
+         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu; stated by link.frameworkcli on the job)", "samples",
+         spec=False),
+    Fact("training.rollout_n", "int", "responses an RL framework samples per prompt (verl actor_rollout_ref.rollout.n; "
+         "stated by link.frameworkcli on the job)", "samples", spec=False),
     Fact("training.train_batch_size", "int", "DeepSpeed train_batch_size (micro x accumulation x DP)",
          "samples", producers=("deepspeed", "neox"), spec=False),
     Fact("training.grad_accum", "int", "gradient-accumulation steps", "steps",

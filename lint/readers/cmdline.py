@@ -274,6 +274,12 @@ def _parse(words: list[Word], ctx: Context, span: Span | None, env: dict[str, Va
         return _torchx(rest[1:], ctx, span, env, wrapper) if rest and rest[0].text == "run" else None
     if name == "tune":
         return _tune(rest[1:], ctx, span, env, wrapper) if rest and rest[0].text == "run" else None
+    if name in SWIFT_TRAIN and rest and rest[0].known and rest[0].text in SWIFT_TRAIN[name]:
+        return _swift(name, rest[0], rest[1:], ctx, span, env, wrapper)
+    if name in ("llamafactory-cli", "lmf") and rest and rest[0].known and rest[0].text == "train":
+        return _llamafactory(rest[0], rest[1:], ctx, span, env, wrapper)
+    if name == "axolotl" and rest and rest[0].known and rest[0].text == "train":
+        return _axolotl(rest[1:], ctx, span, env, wrapper, depth)
     if name in SUBCOMMAND_FRONTENDS:
         if rest and rest[0].text == SUBCOMMAND_FRONTENDS[name]:
             return _frontend(name, rest[1:], ctx, span, env, wrapper)
@@ -734,6 +740,112 @@ def _tune(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
             if not cfg.endswith((".yaml", ".yml")):
                 la.links.append(Value(f"recipes/configs/{cfg}.yaml", sp, True, "", "tune run --config (built-in)"))
     return la
+
+
+#: ms-swift's console commands -> the subcommands that train. ``swift sft`` and ``megatron sft`` run
+#: ``python -m torch.distributed.run --nproc_per_node $NPROC_PER_NODE --nnodes $NNODES ... <entry>
+#: ARGS`` when either variable is in their environment, else one process (swift/cli/main.py)
+SWIFT_TRAIN = {"swift": ("sft", "pt", "rlhf"), "megatron": ("sft", "pt", "rlhf")}
+#: the environment variables ms-swift and LLaMA-Factory hand to torchrun -> torchrun's options
+ENV_TORCHRUN = (("NPROC_PER_NODE", "nproc_per_node"), ("NNODES", "nnodes"), ("NODE_RANK", "node_rank"),
+                ("MASTER_ADDR", "master_addr"), ("MASTER_PORT", "master_port"))
+
+
+def _env_torchrun(env: dict[str, Value], ctx: Context, span, wrapper, what: str) -> Launch:
+    """The torchrun a framework's console command starts with its options from the environment
+    (``NPROC_PER_NODE=8 NNODES=2 megatron sft ...``): each fact points at the variable's value."""
+    opts: dict[str, Value] = {}
+    for var, opt in ENV_TORCHRUN:
+        v = env.get(var)
+        if v is not None:
+            opts[opt] = Value(v.value, v.span, v.known, v.why, f"{what} {var}")
+    la = _start("torchrun", span, env, wrapper, ctx, opts)
+    for opt, key in (("nnodes", "parallel.nodes"), ("nproc_per_node", "parallel.procs_per_node")):
+        var = opt.upper()
+        f = int_fact(opts.get(opt), f"{var} of {what}", allow_range=opt == "nnodes")
+        if f is not None:
+            la.facts.add(key, f)
+    return la
+
+
+def _swift(prog: str, sub: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    """``[NPROC_PER_NODE=8 NNODES=4] megatron sft --tensor_model_parallel_size 8 ...`` (ms-swift):
+    torchrun when either variable is in the command's environment, else one Python process (the
+    variable may still come from the caller's environment: no world is stated then). The arguments
+    stay the launch's; ``parallint.link.frameworkcli`` reads them (Megatron's degrees and batch for
+    ``megatron``, the model it names)."""
+    what = f"{prog} {sub.text}"
+    if "NPROC_PER_NODE" in env or "NNODES" in env:
+        la = _env_torchrun(env, ctx, span, wrapper, what)
+    else:
+        la = _start("python", span, env, wrapper, ctx)
+    la.options["swift"] = Value(what, sub.span, True, "", what)
+    la.script = Value(f"swift.cli.{'_megatron.' if prog == 'megatron' else ''}{sub.text}", sub.span, True, "", what)
+    la.is_module = True
+    la.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in rest]
+    return la
+
+
+def _llamafactory(sub: Word, rest: list[Word], ctx: Context, span, env, wrapper) -> Launch:
+    """``FORCE_TORCHRUN=1 NNODES=2 NPROC_PER_NODE=8 llamafactory-cli train cfg.yaml`` (LLaMA-Factory's
+    launcher): torchrun with ``NNODES`` (default 1) and ``NPROC_PER_NODE`` (default: the GPUs it
+    sees) when ``FORCE_TORCHRUN`` is on, else torchrun or one process by the GPUs the node has (no
+    world stated). The YAML is the job's TrainingArguments file (linked) when it is the only word:
+    ``key=value`` words after it override its keys."""
+    what = "llamafactory-cli train"
+    force = env.get("FORCE_TORCHRUN")
+    forced = force is not None and force.known and str(force.value).strip().lower() in ("1", "true", "y", "yes")
+    if forced:
+        la = _env_torchrun(env, ctx, span, wrapper, what)
+        if "nnodes" not in la.options and la.facts.all("parallel.procs_per_node"):
+            la.facts.add("parallel.nodes", Value(1, sub.span, True, "", f"no NNODES for {what} (its default 1)",
+                                                 Origin(How.DEFAULT)))
+    else:
+        la = _start("python", span, env, wrapper, ctx)
+    la.options["llamafactory"] = Value(what, sub.span, True, "", what)
+    la.script = Value("llamafactory.launcher", sub.span, True, "", what)
+    la.is_module = True
+    la.args = [a.value(0) if not a.splat else Value.unknown(a.why(), a.span, "splat") for a in rest]
+    if len(rest) == 1 and rest[0].known and rest[0].text.endswith((".yaml", ".yml", ".json")):
+        la.links.append(rest[0].value(0, f"{what} config"))
+    return la
+
+
+def _axolotl(rest: list[Word], ctx: Context, span, env, wrapper, depth: int) -> Launch | None:
+    """``axolotl train cfg.yml [--launcher accelerate|torchrun|python] [-- LAUNCHER-ARGS]``: axolotl's
+    CLI runs ``accelerate launch LAUNCHER-ARGS -m axolotl.cli.train cfg.yml`` (``torchrun ...``,
+    ``python -m ...``). Read as that command; any other option (a config override) leaves it
+    unread."""
+    cfg: Word | None = None
+    launcher = "accelerate"
+    extra: list[Word] = []
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        if not w.known:
+            return None
+        t = w.text
+        if t == "--":
+            extra = rest[i + 1:]
+            break
+        if t.startswith("--launcher"):
+            val = t.partition("=")[2] if "=" in t else (rest[i + 1].text if i + 1 < len(rest) and rest[i + 1].known else "")
+            if val not in ("accelerate", "torchrun", "python"):
+                return None
+            launcher = val
+            i += 1 if "=" in t else 2
+            continue
+        if t.startswith("-") or cfg is not None:
+            return None  # a config override (--micro_batch_size 4 ...) or a second positional
+        cfg = w
+        i += 1
+    if cfg is None:
+        return None
+    tail = [Word.lit("-m", cfg.span), Word.lit("axolotl.cli.train", cfg.span), cfg]
+    head = [Word.lit(launcher if launcher != "accelerate" else "accelerate", span)]
+    if launcher == "accelerate":
+        head.append(Word.lit("launch", span))
+    return _parse(head + extra + tail, ctx, span, env, wrapper, depth + 1)
 
 
 def _python(rest: list[Word], ctx: Context, span, env, wrapper) -> Launch | None:
