@@ -74,6 +74,19 @@ def test_megatron_load_of_an_mcore_checkpoint(cli, tmp_path):
     assert "mcore checkpoint" not in got[0]["message"]  # the model is a note, the message the rule's
 
 
+@pytest.mark.parametrize("pp,found", [(4, True), (2, False)])
+def test_megatron_sft_glm_air_mcore_checkpoint_from_modelscope(cli, tmp_path, pp, found):
+    """ms-swift issue 5737: GLM-4.5-Air (46 layers) with PP 4; the ModelScope id of the table."""
+    body = MEGATRON_SFT.format(model="x", pp=pp, extra="").replace(
+        "--model x", "--load ZhipuAI/GLM-4.5-Air-Base-mcore").replace("--tensor_model_parallel_size 8",
+                                                                     "--tensor_model_parallel_size 4")
+    _swift(tmp_path, body)
+    got, out = _codes(cli, tmp_path, "LAY004")
+    assert bool(got) is found, out
+    if found:
+        assert "46 layers" in got[0]["message"], got
+
+
 @pytest.mark.parametrize("extra", [
     "--decoder_first_pipeline_num_layers 6 ",   # an uneven split: Megatron takes it
     "$EXTRA_ARGS ",                             # may give any flag
