@@ -65,6 +65,18 @@ def test_deepspeed_top_level_typo_gets_a_suggestion_custom_key_does_not():
                                   "the framework); rename it to 'train_micro_batch_size_per_gpu'")]
 
 
+def test_deepspeed_close_key_already_present_is_no_rename():
+    # EVA-CLIP's config: gradient_accumulation_dtype is no DeepSpeed key, and the key it is close to
+    # is already there, so "rename it to 'gradient_accumulation_steps'" would be wrong
+    got = problems('{\n  "gradient_accumulation_steps": 1,\n  "gradient_accumulation_dtype": "fp32"\n}\n', "json",
+                   "deepspeed.schema.json")
+    assert got == [("unknown", 3, "unknown key 'gradient_accumulation_dtype' in top level (silently ignored by the "
+                                  "framework); remove it or correct its name (`parallint rule CFG001` names the "
+                                  "framework's schema)")]
+    alone = problems('{\n  "gradient_accumulation_dtype": "fp32"\n}\n', "json", "deepspeed.schema.json")
+    assert "rename it to 'gradient_accumulation_steps'" in alone[0][2]
+
+
 def test_deepspeed_strict_section_reports_every_unknown_key():
     got = problems('{\n  "zero_optimization": {\n    "stage": 2,\n    "foo": 1\n  }\n}\n', "json", "deepspeed.schema.json")
     assert [(k, line) for k, line, _ in got] == [("unknown", 4)]

@@ -111,9 +111,12 @@ def _explain(err, tree, unknown_reason):
         for key in err.instance:
             if key in known:
                 continue
-            guess = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
-            if not guess and not strict:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.85)
+            if not near and not strict:
                 continue
+            # a close key the object already holds is no rename (EVA's gradient_accumulation_dtype
+            # beside gradient_accumulation_steps): the name is wrong, the replacement unknown
+            guess = difflib.get_close_matches(key, [k for k in known if k not in err.instance], n=1, cutoff=0.85)
             where = _dotted(path) or "top level"
             span = node.key_spans.get(key) if node is not None else None
             if span is None:
@@ -122,7 +125,7 @@ def _explain(err, tree, unknown_reason):
                     "; remove it or correct its name (`parallint rule CFG001` names the framework's schema)")
             what = "silently ignored" if not strict else "rejected"
             fix = None
-            if guess and guess[0] not in err.instance:  # a rename onto a key already there would repeat it
+            if guess:
                 fix = Fix(f"rename '{key}' to '{guess[0]}'", safe=False, data=f"{key}\x00{guess[0]}")
             yield "unknown", span, f"unknown key '{key}' in {where} ({what} by the framework){hint}", fix
         return
