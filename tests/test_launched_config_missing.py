@@ -86,3 +86,19 @@ def test_a_config_in_the_projects_folder_above_the_script_and_a_generated_name_a
     (tmp_path / ".git").mkdir()
     r = cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)
     assert [(p, line) for p, line, _ in _found(r)] == [("compression/bert/bash_script/bad.sh", 2)]
+
+
+def test_a_tree_without_a_repository_marker_is_read_from_where_it_is_checked(tmp_path, cli):
+    # Qwen-VL copied without .git: finetune/finetune_ds.sh names finetune/ds_config_zero3.json, a
+    # path from the tree's top, where parallint runs; from the launch file's folder it is missing
+    write_tree(tmp_path, {
+        "finetune/ds_config_zero3.json": '{"train_batch_size": "auto"}\n',
+        "finetune/finetune_ds.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 finetune.py "
+                                   "--deepspeed finetune/ds_config_zero3.json\n",
+        "finetune.py": "import torch\n",
+    })
+    assert _found(cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path)) == []
+    assert _found(cli("check", "finetune/finetune_ds.sh", "--no-cache", "--format", "json", cwd=tmp_path)) == []
+    # a name that is nowhere is still reported
+    (tmp_path / "finetune/ds_config_zero3.json").unlink()
+    assert len(_found(cli("check", ".", "--no-cache", "--format", "json", cwd=tmp_path))) == 1

@@ -93,6 +93,14 @@ def _note_missing(job: Job, value: Value, base: Path, root: Path) -> None:
                 note(up / raw)
             if (up / raw).is_file():
                 return  # right when the command runs from a folder above (the project's own folder)
+        # a tree with no repository marker (a copy without .git): its root is the launch file's own
+        # folder, so a path from the folder parallint runs in, above the file, may be the right one
+        here = Path.cwd().resolve()
+        if top == base.resolve() and here in base.resolve().parents:
+            if note is not None:
+                note(here / raw)
+            if (here / raw).is_file():
+                return
     except (OSError, ValueError):
         return
     folder, _, name = raw.rpartition("/")

@@ -67,7 +67,9 @@ class LaunchedConfigMissing(Rule):
     (`DS_CONFIG=ds.json` then `cat <<EOT > $DS_CONFIG`, `tee $DS_CONFIG`, `cp base.json $DS_CONFIG`,
     also through a name built from variables, `config_json="config/ds_${NAME}.json"`, and its
     copies), and a path that exists relative to a folder between the launch file's and the
-    repository root (a script in `project/bash_script/` run from `project/`).
+    repository root (a script in `project/bash_script/` run from `project/`), or, in a tree with
+    no repository marker (no `.git`, `pyproject.toml` or `setup.py`: a copy), relative to the
+    folder parallint runs in when that folder is above the launch file.
 
     ## Why it matters
     The launcher or the training script opens the file at start-up: DeepSpeed and the HF Trainer
