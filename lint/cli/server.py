@@ -148,17 +148,28 @@ class Linter:
     def lint(self, changed: Path) -> dict[Path, list]:
         """Findings per file for ``changed`` and every file of the jobs that include it (an empty
         list clears a file)."""
+        out, others = self.lint_buffer(changed)
+        return self.lint_others(changed, out, others)
+
+    def _setup(self, changed: Path):
         from parallint.discover.settings import ConfigError, configs_for
+
+        try:
+            ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
+        except (ConfigError, ValueError):
+            from parallint.discover.settings import Config
+
+            config = Config(None, self.cwd, {})
+        return config, self._rules(config)
+
+    def lint_buffer(self, changed: Path) -> tuple[dict[Path, list], list[Path]]:
+        """The first half of :meth:`lint`: ``changed`` checked in every job that includes it, as
+        ``parallint check FILE`` does (its findings are final); and the other files of those jobs
+        (and of its jobs before), which :meth:`lint_others` checks in their own jobs."""
         from parallint.engine.index import check_files
 
         with self.lock:
-            try:
-                ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
-            except (ConfigError, ValueError):
-                from parallint.discover.settings import Config
-
-                config = Config(None, self.cwd, {})
-            rules = self._rules(config)
+            config, rules = self._setup(changed)
             first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
                                 trees=self.trees)
             affected = {changed}
@@ -167,21 +178,28 @@ class Linter:
                 if changed in members:
                     affected |= members
             previous = self.job_files.get(changed, set())
-            targets = sorted((affected | previous) - {changed})
             out: dict[Path, list] = {p: [] for p in affected | previous}
             for d in first.diagnostics:
                 out.setdefault(self._abs(d.span.path), []).append(d)
+            for p in affected:
+                self.job_files[p] = affected
+            return out, sorted((affected | previous) - {changed})
+
+    def lint_others(self, changed: Path, out: dict[Path, list], targets: list[Path]) -> dict[Path, list]:
+        """The second half of :meth:`lint`: each other file checked in all of its own jobs, as
+        ``check FILE`` would; added to ``out``."""
+        from parallint.engine.index import check_files
+
+        with self.lock:
             existing = [p for p in targets if p.is_file() or p in self.buffers]
             if existing:
-                # each other file checked in all of its own jobs, as `check FILE` would
+                config, rules = self._setup(changed)
                 second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
                                      buffers=dict(self.buffers), trees=self.trees)
                 for d in second.diagnostics:
                     p = self._abs(d.span.path)
                     if p != changed:
                         out.setdefault(p, []).append(d)
-            for p in affected:
-                self.job_files[p] = affected
             return out
 
     def text_of(self, path: Path) -> str | None:
@@ -457,19 +475,40 @@ class Server:
         self.pending[uri] = task
 
     async def publish(self, uri: str, stale=lambda: False) -> None:
+        """Analyse the document and publish: its own findings as soon as they are known, then
+        those of the other files of its jobs (each checked in all of its jobs)."""
+        import time
+
         path = _path_of(uri)
         if path is None:
             return
         loop = asyncio.get_running_loop()
         linter = self.linter
+        t0 = time.perf_counter()
         try:
-            results = await loop.run_in_executor(None, linter.lint, path)
+            out, others = await loop.run_in_executor(None, linter.lint_buffer, path)
         except Exception as exc:  # never take the editor session down
             self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
             return
-        self.log(LOG, f"parallint: analysed {path}")
+        t1 = time.perf_counter()
+        self.log(LOG, f"parallint: analysed {path} ({(t1 - t0) * 1000:.0f} ms)")
         if stale() or self.shut:
             return  # a newer edit is scheduled; it publishes
+        self._send(linter, {path: out.get(path, [])})
+        if not others and set(out) <= {path}:
+            return
+        try:
+            out = await loop.run_in_executor(None, linter.lint_others, path, out, others)
+        except Exception as exc:
+            self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
+            return
+        self.log(LOG, f"parallint: re-checked the other files of its jobs ({len(others)}; "
+                      f"{(time.perf_counter() - t1) * 1000:.0f} ms)")
+        if stale() or self.shut:
+            return
+        self._send(linter, {p: d for p, d in out.items() if p != path})
+
+    def _send(self, linter: Linter, results: dict[Path, list]) -> None:
         from parallint.engine.suppress import syntax_of
 
         for p, diags in sorted(results.items()):
