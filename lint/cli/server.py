@@ -25,7 +25,9 @@ import threading
 from pathlib import Path
 
 SOURCE = "parallint"
-TEXT_CAP = 8 * 1024 * 1024  # a file read back to place its diagnostics in the editor's units
+TEXT_CAP = 8 * 1024 * 1024
+#: repository modules kept parsed between analyses (a check keeps 8 and forgets them at its end)
+MODULES_KEPT = 256  # a file read back to place its diagnostics in the editor's units
 
 
 def debounce_seconds() -> float:
@@ -153,6 +155,9 @@ class Linter:
 
     def _setup(self, changed: Path):
         from parallint.discover.settings import ConfigError, configs_for
+        from parallint.readers.python import keep_modules
+
+        keep_modules(MODULES_KEPT)  # the modules a job's scripts import, parsed once per content
 
         try:
             ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
