@@ -605,12 +605,7 @@ def _swift_trainer(job: Any, launch: Any, root: Path | None, resolve: Any, read:
     if not len(ff.facts):
         return
     ff.facts.add("framework", Value("hf_trainer", launch.script.span, True, "", f"{src} (ms-swift's Trainer)"))
-    job.files.append(ff)
-    for key, vs in ff.facts.items():
-        if key == "framework":
-            continue
-        for v in vs:
-            job.facts.add(key, v)
+    _join(job, ff)
     if dsv is None or not dsv.known or not str(dsv.value).endswith(".json") or resolve is None or root is None \
             or read is None:
         return
@@ -618,7 +613,23 @@ def _swift_trainer(job: Any, launch: Any, root: Path | None, resolve: Any, read:
     if dpath is None or any(f.abspath == dpath for f in job.files):
         return
     ff.links.append(Value(str(dsv.value), dsv.span, True, "", f"--deepspeed of {src}"))
-    linked = read(dpath)
+    _attach_read(job, dpath, read)
+
+
+def _join(job: Any, ff: Any) -> None:
+    """A framework config's view (``ff``) joins the job: the file, and its facts but ``framework``
+    (the job's framework stays the launch's)."""
+    job.files.append(ff)
+    for key, vs in ff.facts.items():
+        if key == "framework":
+            continue
+        for v in vs:
+            job.facts.add(key, v)
+
+
+def _attach_read(job: Any, path: Path, read: Any) -> None:
+    """The file at ``path`` (a DeepSpeed JSON the config names), read and joined to the job."""
+    linked = read(path)
     if linked is not None:
         job.files.append(linked)
         job.facts.extend(linked.facts)
@@ -668,12 +679,7 @@ def _axolotl(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) 
     if not len(ff.facts) and ds is None:
         return
     ff.facts.add("framework", Value("hf_trainer", None, True, "", f"axolotl config {shown}"))
-    job.files.append(ff)
-    for key, vs in ff.facts.items():
-        if key == "framework":
-            continue
-        for v in vs:
-            job.facts.add(key, v)
+    _join(job, ff)
     if ds is None or not isinstance(ds.value, str) or resolve is None or root is None or read is None:
         return
     link = Value(ds.value, ds.span, True, "", f"deepspeed in {shown}")
@@ -683,7 +689,4 @@ def _axolotl(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) 
         dpath = resolve(link, job.root.abspath.parent, root)
     if dpath is None or any(f.abspath == dpath for f in job.files):
         return
-    linked = read(dpath)
-    if linked is not None:
-        job.files.append(linked)
-        job.facts.extend(linked.facts)
+    _attach_read(job, dpath, read)
