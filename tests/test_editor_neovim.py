@@ -61,7 +61,6 @@ TRAIN = ("import torch\nfrom torch.utils.data import DataLoader, DistributedSamp
 
 @pytest.mark.skipif(shutil.which("nvim") is None, reason="headless Neovim is not installed (apt-get install neovim)")
 def test_neovim_open_diagnostics_edit_fix(tmp_path):
-    pytest.importorskip("pygls", reason="the 'lsp' extra (pygls) is not installed")
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "t.lua").write_text(SCRIPT)

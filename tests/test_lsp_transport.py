@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-pytest.importorskip("pygls", reason="the 'lsp' extra (pygls) is not installed")
 
 
 def _frame(obj) -> bytes:
@@ -163,3 +162,35 @@ def test_end_of_input_without_shutdown_is_status_1(server):
     server.send(_init(1))
     server.answer(1)
     assert server.close() == 1
+
+
+_MODULES = """import atexit, sys
+atexit.register(lambda: sys.stderr.write("MODULES " + " ".join(sorted(sys.modules)) + "\\n"))
+sys.argv = ["parallint", "server", "--stdio"]
+from parallint.cli.main import main
+main()
+"""
+
+
+def test_the_server_answers_initialize_without_pygls_or_typer(tmp_path):
+    """Start-up is what an editor waits for: the server speaks JSON-RPC itself and the command is
+    parsed without typer, so neither pygls, lsprotocol nor typer is imported, nor the engine,
+    before a document is opened."""
+    msgs = _init(1) + _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}) + _frame({"jsonrpc": "2.0", "method": "exit"})
+    res = subprocess.run([sys.executable, "-c", _MODULES], input=msgs, cwd=tmp_path, capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert b'"capabilities"' in res.stdout and b'"id":2,"result":null' in res.stdout
+    (line,) = [x for x in res.stderr.decode().splitlines() if x.startswith("MODULES ")]
+    mods = set(line.split()[1:])
+    assert not {m for m in mods if m.split(".")[0] in ("pygls", "lsprotocol", "typer", "click", "cattrs")}
+    assert "parallint.engine.runner" not in mods and "parallint.cli.app" not in mods
+
+
+def test_an_unknown_request_is_method_not_found_and_the_server_goes_on(server):
+    server.send(_init(1))
+    server.answer(1)
+    server.send(_frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/symbol", "params": {"query": "x"}}))
+    assert server.answer(2)["error"]["code"] == -32601
+    server.send(_frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}))
+    server.send(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert server.answer(3).get("result") is None

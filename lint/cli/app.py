@@ -320,11 +320,7 @@ def preflight(
 def server(
     stdio: bool = typer.Option(False, "--stdio", help="Talk over standard input/output (the default and only transport; accepted because most clients pass it)."),
 ) -> None:
-    """Run the Language Server on standard input/output (needs the 'lsp' extra: pygls)."""
-    try:
-        import pygls  # noqa: F401
-    except ImportError:
-        raise _fail("the language server needs pygls: pip install 'parallint[lsp]'")
+    """Run the Language Server on standard input/output."""
     from parallint.cli.server import main as serve
 
     serve()

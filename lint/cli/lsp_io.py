@@ -1,20 +1,24 @@
-"""The language server's transport: JSON-RPC framing over standard input/output.
+"""The language server's transport: JSON-RPC over standard input/output, without pygls.
 
-pygls reads ``Content-Length`` framed messages itself, but trusts its peer: a header of
-``Content-Length: 99999999999`` makes it allocate that much, and a header block without the
-length makes it read the next messages as header lines, so it never answers again. This module
-reads the frames instead and gives pygls only well-formed messages:
+The server answers ``initialize`` after importing only this module, :mod:`parallint.cli.server`
+and the standard library's ``asyncio`` and ``json`` (pygls and lsprotocol cost about 0.8 s to
+import; they are no longer used). It trusts nothing its peer sends:
 
 * a message body over :data:`MAX_BODY` bytes, a header block without a valid ``Content-Length``,
   a header line over :data:`MAX_HEADER_LINE` bytes, or a body that is not JSON gets an error reply
   (``id: null``, code -32600 or -32700) and the reader moves on to the next ``Content-Length``
   header (resynchronising), so later messages are answered;
 * a request that arrives after ``shutdown`` gets an ``InvalidRequest`` error reply (the
-  specification's rule; pygls drops it silently);
-* ``exit`` ends the server with status 0 after ``shutdown`` and 1 without it (pygls raises
-  ``SystemExit`` inside its loop, which its own start catches, so the status was always 0).
+  specification's rule);
+* ``exit`` ends the server with status 0 after ``shutdown`` and 1 without it; so does the end of
+  the input;
+* a request the server does not know gets ``MethodNotFound`` (-32601); a handler that fails gets
+  an ``InternalError`` reply (-32603, requests) or a log message (notifications), and the server
+  goes on.
 
-Memory is bounded by :data:`MAX_BODY` plus the read buffer, whatever the peer sends.
+Memory is bounded by :data:`MAX_BODY` plus the read buffer, whatever the peer sends. Frames are
+read on a daemon thread (a blocked read never keeps the process alive after ``exit``); handlers
+run on the asyncio loop, analyses in its executor.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import BinaryIO
 
 MAX_BODY = 64 * 1024 * 1024  # bytes in one message (a whole document, with room to spare)
 MAX_HEADER_LINE = 8 * 1024
@@ -132,61 +139,129 @@ class Framer:
             return "message", body
 
 
-def _reply_error(protocol, msg_id, code: int, text: str) -> None:
-    from lsprotocol.types import ResponseError, ResponseErrorMessage
-
-    protocol._send_data(ResponseErrorMessage(id=msg_id, error=ResponseError(code=code, message=text)))
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
 
 
-async def _loop(server, framer: Framer) -> int:
-    from pygls.exceptions import JsonRpcException
+class Connection:
+    """Writes framed messages to a binary stream (one writer at a time)."""
 
-    protocol = server.protocol
-    loop = asyncio.get_running_loop()
+    def __init__(self, stream: BinaryIO) -> None:
+        import threading
+
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def send(self, obj: dict) -> None:
+        body = json.dumps(obj, separators=(",", ":")).encode("ascii")
+        with self.lock:
+            self.stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.stream.flush()
+
+    def notify(self, method: str, params) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def reply(self, msg_id, result) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def error(self, msg_id, code: int, text: str) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
+
+
+def _reader(framer: Framer, loop, queue) -> None:
     while True:
-        kind, payload = await loop.run_in_executor(server.thread_pool, framer.next)
+        item = framer.next()
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+        if item[0] == "eof":
+            return
+
+
+async def _answer(conn: Connection, server, msg_id, method: str, result) -> None:
+    try:
+        conn.reply(msg_id, await result)
+    except Exception as exc:  # one failing handler never stops the server
+        conn.error(msg_id, INTERNAL_ERROR, f"parallint: {method}: {type(exc).__name__}: {exc}")
+
+
+async def _quietly(server, method: str, result) -> None:
+    try:
+        await result
+    except Exception as exc:
+        server.log_error(f"parallint: {method}: {type(exc).__name__}: {exc}")
+
+
+async def _loop(server, framer: Framer, conn: Connection) -> int:
+    """Read and dispatch until ``exit`` or the end of input. ``server`` has ``requests`` and
+    ``notifications`` (method -> handler of the params; a handler may return a coroutine),
+    ``shut`` (shutdown was asked) and ``log_error``."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    threading.Thread(target=_reader, args=(framer, loop, queue), daemon=True, name="lsp-reader").start()
+    tasks: set = set()
+    while True:
+        kind, payload = await queue.get()
         if kind == "eof":
-            return 0 if protocol._shutdown else 1
+            return 0 if server.shut else 1
         if kind == "error":
             assert isinstance(payload, tuple)
-            _reply_error(protocol, None, int(payload[0]), str(payload[1]))
+            conn.error(None, int(payload[0]), str(payload[1]))
             continue
         assert isinstance(payload, bytes)
         try:
             raw = json.loads(payload)
-        except ValueError as exc:
-            _reply_error(protocol, None, PARSE_ERROR, f"parallint: the message is not JSON ({exc})")
+        except (ValueError, RecursionError) as exc:
+            conn.error(None, PARSE_ERROR, f"parallint: the message is not JSON ({exc})")
             continue
-        method = raw.get("method") if isinstance(raw, dict) else None
-        msg_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            conn.error(None, INVALID_REQUEST, "parallint: a message must be a JSON object")
+            continue
+        method = raw.get("method")
+        msg_id = raw.get("id")
+        is_request = "id" in raw
+        if not isinstance(method, str):
+            if not is_request or not ("result" in raw or "error" in raw):
+                conn.error(None, INVALID_REQUEST, "parallint: a message without a method")
+            continue  # a response to a request of ours (none is made): ignored
         if method == "exit":
-            return 0 if protocol._shutdown else 1
-        if protocol._shutdown and isinstance(method, str) and msg_id is not None:
-            _reply_error(protocol, msg_id, INVALID_REQUEST,
-                         f"parallint: {method} after shutdown; only exit is accepted")
+            return 0 if server.shut else 1
+        if is_request and not isinstance(msg_id, (int, str)):
+            conn.error(None, INVALID_REQUEST, "parallint: a request id must be a number or a string")
             continue
+        if server.shut and is_request:
+            conn.error(msg_id, INVALID_REQUEST, f"parallint: {method} after shutdown; only exit is accepted")
+            continue
+        params = raw.get("params")
+        handler = (server.requests if is_request else server.notifications).get(method)
+        if handler is None:
+            if is_request:
+                conn.error(msg_id, METHOD_NOT_FOUND, f"parallint: {method} is not supported")
+            continue  # an unknown notification ($/cancelRequest, $/setTrace, ...) is ignored
         try:
-            message = json.loads(payload, object_hook=protocol.structure_message)
-            protocol.handle_message(message)
+            result = handler(params if isinstance(params, dict) else {})
         except Exception as exc:  # one bad message never stops the server
-            server.report_server_error(exc, JsonRpcException)
-            if isinstance(msg_id, (int, str)) and method:
-                _reply_error(protocol, msg_id, INVALID_REQUEST, f"parallint: {type(exc).__name__}: {exc}")
+            if is_request:
+                conn.error(msg_id, INTERNAL_ERROR, f"parallint: {method}: {type(exc).__name__}: {exc}")
+            else:
+                server.log_error(f"parallint: {method}: {type(exc).__name__}: {exc}")
+            continue
+        if asyncio.iscoroutine(result):
+            task = asyncio.ensure_future(_answer(conn, server, msg_id, method, result) if is_request
+                                         else _quietly(server, method, result))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        elif is_request:
+            conn.reply(msg_id, result)
 
 
-def serve(server, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve on ``stdin``/``stdout`` until ``exit`` or the end of input; the exit status."""
-    from threading import Event
-
-    from pygls.io_ import StdoutWriter
-
-    server._stop_event = Event()
-    server.protocol.set_writer(StdoutWriter(stdout))
+def serve(make, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve on ``stdin``/``stdout`` until ``exit`` or the end of input; the exit status.
+    ``make(connection)`` gives the server (see :func:`_loop`)."""
+    conn = Connection(stdout)
     try:
-        return asyncio.run(_loop(server, Framer(stdin)))
+        return asyncio.run(_loop(make(conn), Framer(stdin), conn))
     except BrokenPipeError:
         return 1
     except KeyboardInterrupt:
         return 130
-    finally:
-        server.shutdown()

@@ -2,7 +2,8 @@
 
 Start-up matters: pre-commit runs ``parallint check FILE...`` on every commit, and importing typer
 (with click) is a large part of a one-file run. So ``check`` with the options it documents,
-``preflight`` (it runs in front of every launch: :mod:`parallint.cli.preflight`) and
+``preflight`` (it runs in front of every launch: :mod:`parallint.cli.preflight`), ``server`` (an
+editor starts it and waits for its answer to ``initialize``) and
 ``parallint --version``, are parsed here without typer; everything else, and anything this parser
 does not recognise (``--help``, an unknown option, a value that looks like an option, a usage
 error), goes to the typer app in :mod:`parallint.cli.app`, which defines the interface: its
@@ -31,6 +32,10 @@ def _fast(argv: List[str]) -> Optional[int]:
         kw = parse_check(argv[1:])
         if kw is not None:
             return run_check(**kw)
+    if argv in (["server"], ["server", "--stdio"]):  # editors start it: no typer
+        from parallint.cli.server import main as serve
+
+        serve()
     if argv[:1] == ["preflight"]:
         from parallint.cli.preflight import parse_preflight, run_preflight
 

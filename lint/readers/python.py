@@ -287,10 +287,22 @@ MODULE_BYTES = 400_000
 _MODULES: dict = {}
 #: the most entries kept (each holds a syntax tree)
 _MODULES_MAX = 8
+#: whether a run starts with the modules of earlier runs (the language server: see keep_modules)
+_KEEP = False
+
+
+def keep_modules(most: int) -> None:
+    """Keep up to ``most`` loaded modules from one run to the next (the language server, where an
+    edit re-checks the same jobs). Entries are keyed by the module's path and bytes, so a kept one
+    is exactly what loading the file again gives."""
+    global _MODULES_MAX, _KEEP
+    _MODULES_MAX, _KEEP = max(int(most), 1), True
 
 
 def reset() -> None:
-    """Forget the modules loaded by an earlier run."""
+    """Forget the modules loaded by an earlier run (unless :func:`keep_modules`)."""
+    if _KEEP:
+        return
     while _MODULES:
         _forget(_MODULES.popitem()[1])
 
