@@ -17,7 +17,7 @@ import; they are no longer used). It trusts nothing its peer sends:
   goes on.
 
 Memory is bounded by :data:`MAX_BODY` plus the read buffer, whatever the peer sends. Frames are
-read on a daemon thread (a blocked read never keeps the process alive after ``exit``); handlers
+read on a daemon thread from the raw descriptor (a blocked read never keeps the process alive after ``exit``, and holds no buffer lock that would abort the interpreter as it finalises stdin); handlers
 run on the asyncio loop, analyses in its executor.
 """
 

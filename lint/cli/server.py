@@ -583,4 +583,8 @@ def main() -> None:
 
     from parallint.cli.lsp_io import serve
 
-    sys.exit(serve(Server, sys.stdin.buffer, sys.stdout.buffer))
+    # The reader thread reads the raw descriptor: a daemon thread blocked in a *buffered* read
+    # holds the buffer's lock, and the interpreter aborts (SIGABRT) when it finalises stdin at
+    # exit. Framer keeps its own buffer, so the raw stream's one-syscall reads are all it needs.
+    stdin = getattr(sys.stdin.buffer, "raw", sys.stdin.buffer)
+    sys.exit(serve(Server, stdin, sys.stdout.buffer))
