@@ -221,7 +221,7 @@ MODULES: dict[str, dict] = {
     'lch.lch018_deepspeed_resource_filter': {'source': '9488:ff3fb20b', 'rules': [
         {'class': 'DeepspeedResourceFilter', 'code': 'LCH018', 'name': 'deepspeed-resource-filter', 'severity': 'error', 'summary': 'A deepspeed command whose --include/--exclude, --num_gpus/--num_nodes or hostfile the launcher refuses.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch019_launched_config_missing': {'source': '7431:54162751', 'rules': [
+    'lch.lch019_launched_config_missing': {'source': '8781:ebd1aca2', 'rules': [
         {'class': 'LaunchedConfigMissing', 'code': 'LCH019', 'name': 'launched-config-missing', 'severity': 'warning', 'summary': 'A launch line names a config file (--deepspeed, --config_file ...) that is not in the repository.', 'kinds': ['makefile', 'shell'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [
@@ -236,8 +236,8 @@ MODULES: dict[str, dict] = {
     'mem.mem002_predicted_oom': {'source': '6534:cf28d783', 'rules': [
         {'class': 'PredictedOom', 'code': 'MEM002', 'name': 'predicted-oom', 'severity': 'error', 'summary': "The estimated peak memory of the most loaded rank exceeds the GPU's memory.", 'kinds': [], 'calls': [], 'file': False, 'job': True},
     ]},
-    'pg.pg001_nccl_without_set_device': {'source': '8081:9a7dd6c6', 'rules': [
-        {'class': 'NcclWithoutSetDevice', 'code': 'PG001', 'name': 'nccl-without-set-device', 'severity': 'warning', 'summary': 'NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device', 'kinds': ['python'], 'calls': ['collective', 'dataloader', 'init_process_group', 'set_device'], 'file': True, 'job': False},
+    'pg.pg001_nccl_without_set_device': {'source': '9803:51418c1e', 'rules': [
+        {'class': 'NcclWithoutSetDevice', 'code': 'PG001', 'name': 'nccl-without-set-device', 'severity': 'warning', 'summary': 'NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device', 'kinds': ['python'], 'calls': ['accelerator', 'collective', 'dataloader', 'init_process_group', 'set_device'], 'file': True, 'job': False},
     ]},
     'pg.pg002_backend_device_mismatch': {'source': '5524:46f388fa', 'rules': [
         {'class': 'BackendDeviceMismatch', 'code': 'PG002', 'name': 'backend-device-mismatch', 'severity': 'warning', 'summary': 'gloo for CUDA training (slow), or nccl in a script that never uses CUDA (error)', 'kinds': ['python'], 'calls': ['ddp', 'init_process_group', 'set_device'], 'file': True, 'job': False},

@@ -44,6 +44,18 @@ def _written_through_variable(text: str, name: str) -> bool:
     return False
 
 
+def _foreign_script(launch) -> bool:
+    """The launch runs a literal relative ``.py`` path that the linker found nowhere (a launch line
+    written for another project's checkout, as a benchmark against another library)."""
+    if launch is None or getattr(launch, "is_module", False) or getattr(launch, "script_path", None) is not None:
+        return False
+    v = getattr(launch, "script", None)
+    if v is None or not v.known or not isinstance(v.value, str):
+        return False
+    raw = v.value.strip().strip("'\"")
+    return raw.endswith(".py") and not raw.startswith(("/", "~")) and not any(c in raw for c in "$*?[]{}")
+
+
 class LaunchedConfigMissing(Rule):
     code = "LCH019"
     name = "launched-config-missing"
@@ -67,7 +79,9 @@ class LaunchedConfigMissing(Rule):
     (`DS_CONFIG=ds.json` then `cat <<EOT > $DS_CONFIG`, `tee $DS_CONFIG`, `cp base.json $DS_CONFIG`,
     also through a name built from variables, `config_json="config/ds_${NAME}.json"`, and its
     copies), and a path that exists relative to a folder between the launch file's and the
-    repository root (a script in `project/bash_script/` run from `project/`), or, in a tree with
+    repository root (a script in `project/bash_script/` run from `project/`), a launch whose own
+    script (a relative `.py` path) is not in the repository either (the line is written for another
+    project's checkout), or, in a tree with
     no repository marker (no `.git`, `pyproject.toml` or `setup.py`: a copy), relative to the
     folder parallint runs in when that folder is above the launch file.
 
@@ -109,6 +123,11 @@ class LaunchedConfigMissing(Rule):
         """, filename="run.sh"),
         Example("""
         #!/bin/bash
+        # run from a checkout of the library this benchmarks against
+        accelerate launch --config_file examples/accelerate_configs/zero3.yaml examples/scripts/dpo.py
+        """, filename="benchmark/run.sh"),
+        Example("""
+        #!/bin/bash
         accelerate launch --config_file $CONFIG train.py
         deepspeed train.py --deepspeed /workspace/configs/ds.json
         """, filename="run.sh"),
@@ -117,17 +136,18 @@ class LaunchedConfigMissing(Rule):
         Example("""
         #!/bin/bash
         deepspeed --num_gpus 8 train.py --deepspeed configs/ds_zero3.json --bf16
-        """, filename="run.sh", line=2, doc=True, files={"configs/ds_zero2.json": '{"train_batch_size": "auto"}\n'}),
+        """, filename="run.sh", line=2, doc=True, files={"configs/ds_zero2.json": '{"train_batch_size": "auto"}\n',
+                                                         "train.py": "import deepspeed\n"}),
         Example("""
         #!/bin/bash
         accelerate launch --config_file accelerate/fsdp.yaml train.py
-        """, filename="scripts/run.sh", line=2),
+        """, filename="scripts/run.sh", line=2, files={"scripts/train.py": "import torch\n"}),
         Example("""
         #!/bin/bash
         accelerate launch --config_file acc.yaml train.py
         """, filename="run.sh", line=3, files={
             "acc.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: ds/zero3.json\n"
-                        "num_processes: 8\n"}, paths=("run.sh",)),
+                        "num_processes: 8\n", "train.py": "import torch\n"}, paths=("run.sh",)),
     )
 
     def check_file(self, f, ctx) -> Iterable[Diagnostic]:
@@ -141,6 +161,8 @@ class LaunchedConfigMissing(Rule):
         text = f.text or ""
         if _CHDIR.search(text):
             return  # the working directory at the launch is not known
+        if _foreign_script(job.launch):
+            return  # the launched script is not in this repository either: the line runs in another checkout
         for v, close in missing:
             raw = str(v.value).strip().strip("'\"")
             name = raw.rsplit("/", 1)[-1]

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from parallint.model.diagnostics import Diagnostic, Related, Severity
 from parallint.model.rule import Example, Rule
 from parallint.model.script import Call, Script, script_of
 from parallint.rules.pg._common import _PY, _backend, _reached
+
+
+#: ``assert os.environ["LOCAL_RANK"] == "0"`` (or ``int(...) == 0``, ``.get(...)``, ``getenv``): the script
+#: stops unless it is the node's only process, so GPU 0 is its GPU
+_ONLY_LOCAL_RANK_0 = re.compile(
+    r"(?m)^\s*assert\s+\(?\s*(?:int\s*\(\s*)?os\.(?:environ\s*\[\s*|environ\.get\s*\(\s*|getenv\s*\(\s*)"
+    r"[\"']LOCAL_RANK[\"'][^)\]]*[)\]]\s*\)?\s*==\s*(?:0\b|[\"']0[\"'])")
+
+
+def _one_process_per_node(s: Script) -> bool:
+    return bool(_ONLY_LOCAL_RANK_0.search(s.text or ""))
 
 
 def _sets_visible_devices(s: Script) -> bool:
@@ -62,7 +74,7 @@ def _default_gpu_use(s: Script) -> tuple[Call, str] | None:
 
 class NcclWithoutSetDevice(Rule):
     code = "PG001"
-    calls = frozenset({"collective", "dataloader", "init_process_group", "set_device"})
+    calls = frozenset({"accelerator", "collective", "dataloader", "init_process_group", "set_device"})
     name = "nccl-without-set-device"
     severity = Severity.WARNING
     summary = "NCCL process group with no torch.cuda.set_device(...), in a script that uses the current device"
@@ -76,7 +88,9 @@ class NcclWithoutSetDevice(Rule):
     object collectives (`all_gather_object`, `broadcast_object_list` ...) without `device=`,
     `torch.cuda.synchronize()`/`empty_cache()`/memory statistics with no device. A script that
     places every tensor on `cuda:LOCAL_RANK` explicitly never touches the default GPU and is left
-    alone, as is a single-process group (`world_size=1`).
+    alone, as is a single-process group (`world_size=1`), a script that makes accelerate's
+    `Accelerator()` (it sets each process's device) and one that asserts it is its node's only
+    process (`assert os.environ["LOCAL_RANK"] == "0"`).
 
     ## Why it matters
     Without `set_device` the current device of every rank is GPU 0. Whatever runs on the current
@@ -122,6 +136,24 @@ class NcclWithoutSetDevice(Rule):
             t = torch.randn(4, device=device)
             dist.all_reduce(t)
         """),
+        # accelerate's Accelerator() calls torch.cuda.set_device for its process
+        Example("""
+            import torch
+            import torch.distributed as dist
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            if not dist.is_initialized():
+                dist.init_process_group(backend="nccl")
+            torch.cuda.empty_cache()
+        """),
+        # one process per node, asserted: GPU 0 is the process's own GPU
+        Example("""
+            import os
+            import torch
+            assert os.environ["LOCAL_RANK"] == "0", "run with --nproc_per_node=1"
+            torch.distributed.init_process_group(backend="nccl")
+            torch.distributed.all_gather_object(hosts, name)
+        """),
     ]
     invalid = [
         Example("""
@@ -154,6 +186,10 @@ class NcclWithoutSetDevice(Rule):
             return
         if s.has("set_device") or s.methods("set_device") or s.methods("set_device_index") or _sets_visible_devices(s):
             return
+        if s.has("accelerator"):
+            return  # accelerate's Accelerator sets each process's device when it is made
+        if _one_process_per_node(s):
+            return  # the script asserts it is the node's only process: GPU 0 is its GPU
         inits = [c for c in s.by("init_process_group") if _backend(s, c)[0] == "nccl"
                  and not c.has_keyword("device_id") and not c.has_star()]
         if not inits:
