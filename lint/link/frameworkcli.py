@@ -72,7 +72,7 @@ _MAX_BASES = 8
 
 def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, resolve: Any = None,
            read: Any = None) -> None:
-    """Add what a detectron2, verl, OpenRLHF, ms-swift or axolotl launch line gives to ``job`` (a
+    """Add what a detectron2, verl, OpenRLHF, ms-swift, axolotl or LLaMA-Factory launch line gives to ``job`` (a
     no-op for anything else); ``resolve`` is the linker's ``resolve_link`` (for a config the line
     names), ``read`` its reader (a model folder's ``config.json``)."""
     if launch is None or launch.script is None or not launch.script.known or "opaque" in (launch.options or {}):
@@ -86,6 +86,9 @@ def attach(job: Any, launch: Any, script: FileFacts | None, root: Path | None, r
         return
     if launch.is_module and launch.script.value == "axolotl.cli.train":
         _axolotl(job, launch, root, resolve, read)
+        return
+    if "llamafactory" in (launch.options or {}):
+        _llamafactory(job, launch, root, resolve, read)
         return
     if launch.wrapper is not None:
         return
@@ -690,3 +693,162 @@ def _axolotl(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) 
     if dpath is None or any(f.abspath == dpath for f in job.files):
         return
     _attach_read(job, dpath, read)
+
+
+# ----------------------------------------------------------------------------- LLaMA-Factory
+
+#: LLaMA-Factory stages whose memory is one trained model (``dpo``/``kto``/``ppo`` add a reference or
+#: value model: not sized here)
+_LF_STAGES = frozenset({"sft", "pt", "rm"})
+#: keys of a LLaMA-Factory config that train, quantize, offload or place part of the model in a way
+#: not sized here (any of them present and not off: the model is not stated)
+_LF_PARTIAL = ("use_dora", "use_rslora", "pissa_init", "additional_target", "use_galore", "use_apollo",
+               "use_badam", "use_adam_mini", "use_muon", "use_llama_pro", "freeze_trainable_layers",
+               "freeze_trainable_modules", "freeze_extra_modules", "use_unsloth", "use_unsloth_gc",
+               "enable_liger_kernel", "fsdp", "ref_model", "reward_model", "adapter_name_or_path",
+               "quantization_device_map", "low_cpu_mem_usage", "disable_gradient_checkpointing",
+               "train_mm_proj_only", "freeze_vision_tower", "freeze_multi_modal_projector",
+               "freeze_language_model", "use_reentrant_gc", "mixture_of_depths", "moe_aux_loss_coef")
+
+
+def _llamafactory(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) -> None:
+    """``llamafactory-cli train cfg.yaml``: the model the YAML names (``model_name_or_path``: a hub id
+    in parallint's table or a local folder's ``config.json``) and how LLaMA-Factory keeps its states,
+    as a ``hftrainargs`` view of the YAML, so the MEM rules size the job. LLaMA-Factory's defaults
+    where a key is absent: ``finetuning_type: lora``, ``lora_rank: 8``, ``lora_dropout: 0``,
+    ``stage`` required. A LoRA needs its ``lora_target`` (``all`` or q/k/v/o/gate/up/down
+    projections); a ``quantization_bit`` of 4 is a QLoRA (bitsandbytes NF4, double quantization by
+    default), 8 an int8 base. ``pure_bf16: true`` keeps no fp32 copy. Stated only for the ``sft``,
+    ``pt`` and ``rm`` stages, with the YAML as the line's one word, no key that trains or places
+    part of the model another way (``_LF_PARTIAL``), no optimizer but Adam and a ``full`` or
+    ``lora`` fine-tuning; a LoRA whose targets are not readable is stated with ``training.peft``
+    unknown (an ``info`` says what to verify)."""
+    args = launch.args
+    if len(args) != 1 or not args[0].known or not str(args[0].value).endswith((".yaml", ".yml")):
+        return
+    target = next((f for f in job.files if f.kind != "python" and str(f.abspath).endswith(
+        "/" + str(args[0].value).lstrip("./"))), None)
+    path = target.abspath if target is not None else None
+    if path is None:
+        return
+    node = _yaml(path, job)
+    if node is None or not node.is_map:
+        return
+    shown = _shown(path)
+
+    def val(key: str) -> Any:
+        n = node.get(key)
+        return None if n is None else n.value
+
+    stage, model = node.get("stage"), node.get("model_name_or_path")
+    if stage is None or stage.value not in _LF_STAGES or model is None or not isinstance(model.value, str):
+        return
+    for key in _LF_PARTIAL:
+        v = val(key)
+        if node.get(key) is not None and v not in (False, None, 0, "", "false", "False"):
+            return
+    optim = val("optim")
+    from parallint.link.hfargs import ADAM
+
+    if optim is not None and str(optim).lower() not in ADAM:
+        return
+    kind = val("finetuning_type")
+    kind = "lora" if kind is None else kind
+    if kind not in ("full", "lora"):
+        return  # freeze, oft ...: trains part of the model, not sized here
+    from parallint.link import peft
+    from parallint.model.facts import FileFacts
+
+    ff = FileFacts(path=shown, abspath=Path(f"{path}#llamafactory"), kind="hftrainargs", text="")
+    src = f"{shown} (LLaMA-Factory)"
+    where = node.get("finetuning_type") or stage
+    quant = node.get("quantization_bit")
+    if kind == "full":
+        if quant is not None and quant.value is not None:
+            return
+        if val("pure_bf16") is True:
+            ff.facts.add("training.master_weights", Value(False, node.get("pure_bf16").span, True, "",
+                                                          f"pure_bf16 in {src}"))
+    else:
+        rank = node.get("lora_rank")
+        r = 8 if rank is None else rank.value
+        tnode = node.get("lora_target")
+        targets = peft._targets("all-linear" if tnode is not None and str(tnode.value).strip() == "all"
+                                else tnode.value) if tnode is not None and tnode.value is not None else None
+        drop = val("lora_dropout")
+        if not isinstance(r, int) or isinstance(r, bool) or r <= 0 or targets is None \
+                or not isinstance(drop, (int, float, type(None))):
+            ff.facts.add("training.peft", Value.unknown(
+                "no lora_target of q/k/v/o/gate/up/down projections (or all) and an integer lora_rank",
+                (tnode or where).span, f"LoRA in {src}"))
+        else:
+            ff.facts.add("training.lora_rank", Value(r, (rank or where).span, True, "",
+                                                     f"lora_rank in {src}" if rank is not None
+                                                     else f"LLaMA-Factory's lora_rank default 8 ({src})"))
+            assert tnode is not None
+            ff.facts.add("training.lora_targets", Value(targets, tnode.span, True, "", f"lora_target in {src}"))
+            ff.facts.add("training.lora_dropout", Value(bool(drop), (node.get("lora_dropout") or where).span, True,
+                                                        "", f"lora_dropout in {src}"))
+            peft_kind = "lora"
+            if quant is not None and quant.value is not None:
+                method = val("quantization_method")
+                if method not in (None, "bnb", "bitsandbytes") or quant.value not in (4, 8):
+                    return
+                if quant.value == 4:
+                    qtype = val("quantization_type")
+                    if qtype not in (None, "nf4"):
+                        return
+                    peft_kind = "qlora"
+                    dq = val("double_quantization")
+                    ff.facts.add("training.base_quant", Value("nf4" if dq is False else "nf4_dq", quant.span, True, "",
+                                                              f"quantization_bit 4 in {src}"))
+                else:
+                    ff.facts.add("training.base_quant", Value("int8", quant.span, True, "",
+                                                              f"quantization_bit 8 in {src}"))
+            ff.facts.add("training.peft", Value(peft_kind, where.span, True, "", f"finetuning_type in {src}"))
+    facts = _named_model(job, Value(model.value, model.span, True, "", f"model_name_or_path in {src}"),
+                         f"model_name_or_path {model.value.strip()} in {shown}", root, resolve, read, path.parent)
+    if facts is None:
+        return
+    for key, v in facts:
+        ff.facts.add(key, v)
+    ff.facts.add("framework", Value("hf_trainer", None, True, "", f"LLaMA-Factory config {shown}"))
+    if node.get("deepspeed") is not None and not any(f.kind == "deepspeed" for f in job.files):
+        ff.facts.add("parallel.zero_stage", Value.unknown("the deepspeed config is not read",
+                                                          node.get("deepspeed").span, f"deepspeed in {src}"))
+    _join(job, ff)
+
+
+def _named_model(job: Any, val: Value, how: str, root: Path | None, resolve: Any, read: Any,
+                 base: Path | None = None) -> list[tuple[str, Value]] | None:
+    """The model facts of a model name (``val``): a local folder's ``config.json`` (inside the
+    repository; it joins the job as its ``hf_model`` file and its facts come with it: ``[]``), else
+    a hub id in parallint's table; None when neither."""
+    if not val.known or not isinstance(val.value, str) or not val.value.strip():
+        return None
+    word = val.value.strip().rstrip("/")
+    if read is not None and root is not None and resolve is not None:
+        cfg = None
+        for folder in dict.fromkeys(x for x in (base, job.root.abspath.parent) if x is not None):
+            cfg = resolve(Value(f"{word}/config.json", val.span, True, "", ""), folder, root)
+            if cfg is not None:
+                break
+        if cfg is not None:
+            from parallint.util.boundary import inside_repository
+
+            if any(f.abspath == cfg for f in job.files) or not inside_repository(cfg, job.root.abspath):
+                return None
+            linked = read(cfg)
+            if linked is None or linked.kind != "hf_model":
+                return None
+            job.files.append(linked)
+            job.facts.extend(linked.facts)
+            return []
+    from parallint.estimator.spec import hub_shape
+
+    got = hub_shape(word)
+    if got is None:
+        return None
+    hub_id, shape = got
+    src = f"{how} (its config.json in parallint's hub table)"
+    return [(f"model.{k}", Value(v, val.span, True, "", src)) for k, v in shape.items()]
