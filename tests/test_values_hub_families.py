@@ -88,14 +88,17 @@ def test_chatglm_and_glm4_read_their_own_key_names():
 def test_opt_sizes():
     for hub, published in (("facebook/opt-125m", 125.2e6), ("facebook/opt-1.3b", 1.316e9),
                            ("facebook/opt-2.7b", 2.65e9), ("facebook/opt-6.7b", 6.66e9),
-                           ("facebook/opt-13b", 12.85e9), ("facebook/opt-66b", 65.7e9)):
+                           ("facebook/opt-13b", 12.85e9), ("facebook/opt-30b", 29.97e9),
+                           ("facebook/opt-66b", 65.7e9)):
         total, _ = _count(hub)
         assert _near(total, published), (hub, total)
 
 
 def test_bloom_sizes():
     for hub, published in (("bigscience/bloom-560m", 559e6), ("bigscience/bloom-1b1", 1.065e9),
-                           ("bigscience/bloom-1b7", 1.722e9), ("bigscience/bloom", 176.2e9)):
+                           ("bigscience/bloom-1b7", 1.722e9), ("bigscience/bloom-3b", 3.003e9),
+                           ("bigscience/bloom-7b1", 7.069e9), ("bigscience/bloomz-7b1", 7.069e9),
+                           ("bigscience/bloom", 176.2e9)):
         total, _ = _count(hub)
         assert _near(total, published), (hub, total)
 
