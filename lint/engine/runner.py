@@ -272,6 +272,17 @@ def _escaped_byte(text: str) -> int | None:
     return m.start() if m and "\udc80" <= m.group(0) <= "\udcff" else None
 
 
+def _at_overridden(d: Diagnostic, over: "dict[str, frozenset[tuple[int, int]]]") -> bool:
+    """A finding in a NeMo YAML at (or related to) a default that every launch of it overrides
+    (:func:`parallint.link.hydralaunch.superseded`): that value never runs."""
+    spans = over.get(d.span.path) if d.span is not None else None
+    if not spans:
+        return False
+    if (d.span.line, d.span.column) in spans:
+        return True
+    return any(r.path == d.span.path and (r.line, r.column) in spans for r in d.related)
+
+
 def _printable(d: Diagnostic) -> Diagnostic:
     """``d`` with lone surrogates (a ``"\\ud800"`` escape in a JSON value) replaced in its
     messages, so that no output format fails to encode it."""
@@ -957,6 +968,11 @@ class Runner:
         for f in list(self.cache.values()):
             if f is not None and f not in files:
                 diags.extend(d for d in f.diagnostics if d.code in enabled)
+        if any(job.hydra_config is not None for job in jobs):  # a NeMo YAML run with Hydra overrides
+            from parallint.link.hydralaunch import superseded
+
+            over = superseded(jobs)
+            diags = [d for d in diags if not _at_overridden(d, over)]
         diags = [_printable(d) for d in self._suppress(self._dedupe(diags), files, enabled)]
         diags.sort(key=Diagnostic.sort_key)
         return Result(diags, len(files), self.errors, jobs)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Job(EqRecord):
-    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters", "imported", "missing")
+    _fields = ("name", "root", "launch", "files", "facts", "loopback_masters", "imported", "missing", "hydra_config")
     name: str  # a display name: the launch file (and line) or the standalone file
     root: FileFacts  # the launch file, or the standalone config/script
     launch: Any  # the parallint.model.launch.Launch this job came from, if any
@@ -37,6 +37,11 @@ class Job(EqRecord):
     #: root, in no git submodule, each with a close name in its folder or None (set by the linker;
     #: LCH019 reads it)
     missing: "list[tuple[Value, str | None]]"
+    #: the NeMo YAML the launched Hydra entry script loads, as (display path, the (line, column)
+    #: of each scalar the launch line overrides), or (display path, None) when the line's words
+    #: could not be applied (set by :mod:`parallint.link.hydralaunch`; the runner drops the
+    #: YAML's own findings at a default that every launch of it overrides)
+    hydra_config: "tuple[str, frozenset[tuple[int, int]] | None] | None"
 
     def __init__(
         self,
@@ -57,6 +62,7 @@ class Job(EqRecord):
         self.loopback_masters = [] if loopback_masters is None else loopback_masters
         self.imported = {} if imported is None else imported
         self.missing = [] if missing is None else missing
+        self.hydra_config = None
 
     def get(self, key: str) -> Value | None:
         return self.facts.get(key)
