@@ -106,3 +106,17 @@ def test_a_yaml_one_launch_runs_with_its_defaults_keeps_its_own_findings(cli, tm
     line = LAUNCH + "model.tensor_model_parallel_size=2\npython examples/megatron_gpt_pretraining.py"
     got = _check(cli, tmp_path, line, tp=3)
     assert sorted(d["code"] for d in got if d["path"].endswith(".yaml")) == ["LAY001", "LAY003"], got
+
+
+def test_a_one_file_check_of_the_yaml_finds_its_launch(cli, tmp_path):
+    """Pre-commit on the YAML alone: the launch that overrides its defaults is found through the
+    Hydra entry script (the reverse index reads config_name as a link), as in a whole-tree run."""
+    _check(cli, tmp_path, LAUNCH + "model.tensor_model_parallel_size=2", tp=3)
+    for extra in ((), ("--no-cache",)):
+        res = cli("check", *extra, "--format", "json", "examples/conf/megatron_gpt_config.yaml", cwd=tmp_path)
+        assert res.returncode == 0 and json.loads(res.stdout) == [], res.stdout + res.stderr
+    res = cli("check", "--no-cache", "--format", "json", "run.sh", cwd=tmp_path)
+    assert json.loads(res.stdout) == [], res.stdout
+    _check(cli, tmp_path / "bad", LAUNCH + "model.tensor_model_parallel_size=3")
+    res = cli("check", "--no-cache", "--format", "json", "run.sh", cwd=tmp_path / "bad")
+    assert sorted(d["code"] for d in json.loads(res.stdout)) == ["LAY001", "LAY003"], res.stdout

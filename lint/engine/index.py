@@ -188,6 +188,12 @@ def stated_links(f) -> list[list]:
     for link in f.links:
         if link.known and isinstance(link.value, str):
             out.append([link.value, False])
+    entry = getattr(f.data, "cli_entry", None) if f.kind == "python" else None
+    if entry is not None and entry.kind == "hydra" and entry.config_path:
+        # the primary config a Hydra entry script loads (its launch line's overrides reach a NeMo
+        # YAML through it: parallint.link.hydralaunch)
+        name = entry.config_path
+        out.append([name if name.endswith((".yaml", ".yml")) else name + ".yaml", False])
     return out
 
 
@@ -287,12 +293,16 @@ class ReverseIndex:
         digest = tree.digest(rel) + ":" + abspath.name
         links = self.cache.get(digest)
         if links is None:
-            if abspath.suffix == ".py" and not any(tree.holds(rel, n) for n in names):
+            if abspath.suffix == ".py" and not any(tree.holds(rel, n) for n in names) and \
+                    b"hydra" not in (self._bytes(rel) or b""):
                 # Python names files by path only (`config="ds.json"`); a stem alone (a module
-                # name in a launch line) is not a link there, and LibCST is the costly parse
+                # name in a launch line) is not a link there, and LibCST is the costly parse; a
+                # Hydra entry names its config by stem (config_name="x")
                 return set()
             self.parsed += 1
             f = self.runner.read(abspath)
+            if f is None and abspath.suffix == ".py" and b"hydra" in (self._bytes(rel) or b""):
+                f = self.runner.read(abspath, launched=True)  # a Hydra entry: read as its launch reads it
             links = stated_links(f) if f is not None else []
             self.cache.put(digest, links)
         return resolve_all(links, abspath)
