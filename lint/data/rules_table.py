@@ -221,7 +221,7 @@ MODULES: dict[str, dict] = {
     'lch.lch018_deepspeed_resource_filter': {'source': '9488:ff3fb20b', 'rules': [
         {'class': 'DeepspeedResourceFilter', 'code': 'LCH018', 'name': 'deepspeed-resource-filter', 'severity': 'error', 'summary': 'A deepspeed command whose --include/--exclude, --num_gpus/--num_nodes or hostfile the launcher refuses.', 'kinds': ['kube', 'makefile', 'shell', 'skypilot'], 'calls': [], 'file': True, 'job': False},
     ]},
-    'lch.lch019_launched_config_missing': {'source': '8781:ebd1aca2', 'rules': [
+    'lch.lch019_launched_config_missing': {'source': '8906:0dc4f454', 'rules': [
         {'class': 'LaunchedConfigMissing', 'code': 'LCH019', 'name': 'launched-config-missing', 'severity': 'warning', 'summary': 'A launch line names a config file (--deepspeed, --config_file ...) that is not in the repository.', 'kinds': ['makefile', 'shell'], 'calls': [], 'file': True, 'job': True},
     ]},
     'lch.lch020_launcher_newer_than_torch': {'source': '3861:a3264795', 'rules': [

@@ -66,7 +66,7 @@ def _hits(source: str, keys: "dict[str, tuple[str, Value]]") -> str | None:
 
 
 def attach(job: "Any", launch: "Any", script_ff: "FileFacts | None", read: "Callable[[Path], FileFacts | None]",
-           root: Path, seen: "set[Path]") -> None:
+           root: Path, seen: "set[Path]", mask: "Callable[[FileFacts, Path], None] | None" = None) -> None:
     """Join the NeMo YAML of the launched Hydra entry script, overridden by the launch line, to
     ``job`` (see the module's docstring); a no-op unless everything it needs is known."""
     if script_ff is None:
@@ -103,9 +103,8 @@ def attach(job: "Any", launch: "Any", script_ff: "FileFacts | None", read: "Call
     from parallint.readers import nemo
 
     ff = nemo.read(base.path, base.abspath, text)
-    from parallint.link.jobs import hydra_assignments
-
-    hydra_assignments(ff, root)
+    if mask is not None:
+        mask(ff, root)  # the keys the entry script sets itself (jobs.hydra_assignments)
     line = launch.span.line if launch.span is not None else 0
     # a view of the YAML for this launch (its own name: the runner's re-read of a member by its
     # path must not swap the overridden facts back for the file's)

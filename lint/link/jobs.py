@@ -279,7 +279,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             frameworkcli.attach(job, launch, script, root, resolve_link, read)  # detectron2 / verl: world and batch from the line
             from parallint.link import hydralaunch
 
-            hydralaunch.attach(job, launch, script, read, root, seen)  # a NeMo YAML with the line's Hydra overrides
+            hydralaunch.attach(job, launch, script, read, root, seen, hydra_assignments)  # a NeMo YAML with the line's Hydra overrides
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
             _versions(job)

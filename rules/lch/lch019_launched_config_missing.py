@@ -53,7 +53,8 @@ def _foreign_script(launch) -> bool:
     if v is None or not v.known or not isinstance(v.value, str):
         return False
     raw = v.value.strip().strip("'\"")
-    return raw.endswith(".py") and not raw.startswith(("/", "~")) and not any(c in raw for c in "$*?[]{}")
+    # a bare name (train.py) may sit where the command runs in a copy without a repository marker
+    return raw.endswith(".py") and "/" in raw and not raw.startswith(("/", "~")) and not any(c in raw for c in "$*?[]{}")
 
 
 class LaunchedConfigMissing(Rule):
@@ -80,7 +81,7 @@ class LaunchedConfigMissing(Rule):
     also through a name built from variables, `config_json="config/ds_${NAME}.json"`, and its
     copies), and a path that exists relative to a folder between the launch file's and the
     repository root (a script in `project/bash_script/` run from `project/`), a launch whose own
-    script (a relative `.py` path) is not in the repository either (the line is written for another
+    script (a relative `.py` path in a folder) is not in the repository either (the line is written for another
     project's checkout), or, in a tree with
     no repository marker (no `.git`, `pyproject.toml` or `setup.py`: a copy), relative to the
     folder parallint runs in when that folder is above the launch file.
