@@ -527,8 +527,9 @@ def _swift_megatron(job: Any, launch: Any, root: Path | None, resolve: Any, read
 
 
 def _swift_model(job: Any, flags: dict, root: Path | None, resolve: Any, read: Any) -> list[tuple[str, Value]] | None:
-    """The model facts of the model an ms-swift line names; a local folder's ``config.json`` joins
-    the job as its ``hf_model`` file (its facts then come with it: ``[]``)."""
+    """The model facts of the model an ms-swift line names (``_named_model``, without the model's
+    sequence length, which ms-swift sets from its own flags; a ``-mcore`` folder of
+    ``swift export --to_mcore`` is tried as its hub model too)."""
     name = next((n for n in _SWIFT_MODEL if n in flags and flags[n][1] is not None), None)
     if name is None:
         return None
@@ -536,38 +537,11 @@ def _swift_model(job: Any, flags: dict, root: Path | None, resolve: Any, read: A
     if not val.known or not isinstance(val.value, str) or not val.value.strip():
         return None
     word = val.value.strip().rstrip("/")
-    if read is not None and root is not None and resolve is not None:
-        cfg = resolve(Value(f"{word}/config.json", val.span, True, "", ""), job.root.abspath.parent, root)
-        if cfg is not None:
-            from parallint.util.boundary import inside_repository
-
-            if any(f.abspath == cfg for f in job.files) or not inside_repository(cfg, job.root.abspath):
-                return None
-            linked = read(cfg)
-            if linked is None or linked.kind != "hf_model":
-                return None
-            job.files.append(linked)
-            for key, vs in linked.facts.items():
-                if key in _SWIFT_SKIP:
-                    continue
-                for v in vs:
-                    job.facts.add(key, v)
-            return []
-    from parallint.estimator.spec import hub_shape
-
     tries = [word]
     if name != "model" and word.endswith("-mcore"):
         tries.append(word[: -len("-mcore")])  # `swift export --to_mcore`'s folder of that hub model
-    for hub in tries:
-        got = hub_shape(hub)
-        if got is None:
-            continue
-        hub_id, shape = got
-        how = f"--{name.replace('-', '_')} {word}" + (f" (the mcore checkpoint of {hub_id})" if hub_id != word else "")
-        src = f"{how} (its config.json in parallint's hub table)"
-        return [(f"model.{k}", Value(v, val.span, True, "", src)) for k, v in shape.items()
-                if f"model.{k}" not in _SWIFT_SKIP]
-    return None
+    return _named_model(job, val, f"--{name.replace('-', '_')} {word}", root, resolve, read,
+                        skip=_SWIFT_SKIP, tries=tries, renamed=True)
 
 
 def _swift_trainer(job: Any, launch: Any, root: Path | None, resolve: Any, read: Any) -> None:
@@ -820,10 +794,13 @@ def _llamafactory(job: Any, launch: Any, root: Path | None, resolve: Any, read: 
 
 
 def _named_model(job: Any, val: Value, how: str, root: Path | None, resolve: Any, read: Any,
-                 base: Path | None = None) -> list[tuple[str, Value]] | None:
+                 base: Path | None = None, *, skip: frozenset[str] = frozenset(),
+                 tries: list[str] | None = None, renamed: bool = False) -> list[tuple[str, Value]] | None:
     """The model facts of a model name (``val``): a local folder's ``config.json`` (inside the
     repository; it joins the job as its ``hf_model`` file and its facts come with it: ``[]``), else
-    a hub id in parallint's table; None when neither."""
+    the first of ``tries`` (default: the name) that is a hub id in parallint's table; None when
+    neither. Keys in ``skip`` are left out; ``renamed`` notes the hub id the name stands for when
+    the two differ."""
     if not val.known or not isinstance(val.value, str) or not val.value.strip():
         return None
     word = val.value.strip().rstrip("/")
@@ -842,13 +819,20 @@ def _named_model(job: Any, val: Value, how: str, root: Path | None, resolve: Any
             if linked is None or linked.kind != "hf_model":
                 return None
             job.files.append(linked)
-            job.facts.extend(linked.facts)
+            for key, vs in linked.facts.items():
+                if key not in skip:
+                    for v in vs:
+                        job.facts.add(key, v)
             return []
     from parallint.estimator.spec import hub_shape
 
-    got = hub_shape(word)
-    if got is None:
-        return None
-    hub_id, shape = got
-    src = f"{how} (its config.json in parallint's hub table)"
-    return [(f"model.{k}", Value(v, val.span, True, "", src)) for k, v in shape.items()]
+    for hub in tries or [word]:
+        got = hub_shape(hub)
+        if got is None:
+            continue
+        hub_id, shape = got
+        shown = how + (f" (the mcore checkpoint of {hub_id})" if renamed and hub_id != word else "")
+        src = f"{shown} (its config.json in parallint's hub table)"
+        return [(f"model.{k}", Value(v, val.span, True, "", src)) for k, v in shape.items()
+                if f"model.{k}" not in skip]
+    return None
