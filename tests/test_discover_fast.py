@@ -77,3 +77,49 @@ def test_a_walk_honours_an_edited_gitignore_in_the_same_process(tmp_path):
     assert names() == ["a.py", "b.py"]
     (tmp_path / ".gitignore").write_text("a.py\n")
     assert names() == [".gitignore", "b.py"]
+
+
+def test_verdicts_asked_deepest_first_are_the_reference_verdicts(tmp_path):
+    """The link index asks about a few deep files in no order: each folder is then worked out from
+    its parents, and must still give the reference verdicts."""
+    rng = random.Random(7)
+    checked = excluded = 0
+    for i in range(20):
+        root = tmp_path / f"t{i}" / "repo"
+        root.mkdir(parents=True)
+        if i % 2:
+            (root / ".git").mkdir()
+        _tree(root, rng)
+        config = [_pattern(rng) for _ in range(rng.randint(0, 4))]
+        paths = [p for p in root.rglob("*") if p.name != ".gitignore"]
+        paths.sort(key=lambda p: -len(p.parts))
+        for base in (root, root.parent):
+            for git in (True, False):
+                fast = Excluder(config, base, git)
+                slow = Excluder(config, base, git)
+                for p in paths:
+                    d = p.is_dir()
+                    got = fast.excluded(p, d)
+                    assert got == slow.excluded_slow(p, d), (i, str(p.relative_to(root)), str(base), config, git)
+                    checked += 1
+                    excluded += got
+    assert checked > 500 and 0 < excluded < checked
+
+
+def test_the_repository_root_of_each_folder_is_found_as_a_walk_up_finds_it(tmp_path):
+    """Excluder keeps each folder's repository root once it was found from a folder below; nested
+    repositories (a vendored checkout) keep their own root."""
+    from parallint.discover.walk import _git_root
+
+    rng = random.Random(3)
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / ".git").mkdir()
+    _tree(outer, rng)
+    folders = sorted((p for p in outer.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+    (folders[len(folders) // 2] / ".git").mkdir()  # a nested repository
+    folders = sorted((p for p in outer.rglob("*") if p.is_dir() and p.name != ".git"), key=lambda p: -len(p.parts))
+    exc = Excluder([], outer)
+    got = {p: exc._root(p) for p in folders + [tmp_path]}
+    assert got == {p: _git_root(p) for p in folders + [tmp_path]}
+    assert len(set(got.values())) >= 2  # both repositories were met

@@ -425,9 +425,27 @@ class Excluder:
         return hit
 
     def _root(self, start: Path) -> Path | None:
-        if start not in self._roots:
-            self._roots[start] = _git_root(start)
-        return self._roots[start]
+        """:func:`_git_root` of ``start``, each folder looked at once per run (a folder with no
+        ``.git`` has its parent's root)."""
+        if start in self._roots:
+            return self._roots[start]
+        todo = []
+        d = start
+        while True:
+            if d in self._roots:
+                found = self._roots[d]
+                break
+            if _has_git(d):
+                found = self._roots[d] = d
+                break
+            todo.append(d)
+            if d == d.parent:
+                found = None
+                break
+            d = d.parent
+        for x in todo:
+            self._roots[x] = found
+        return found
 
     def _chain(self, path: Path, is_dir: bool) -> list[Path]:
         """The folders whose .gitignore applies to ``path``, innermost first."""
@@ -473,6 +491,10 @@ class Excluder:
             self._folders[d] = None
             return None
         up = self._folders.get(d.parent)  # the folder above, when it was asked first (a walk)
+        if up is None and d.parent not in self._folders and sd.startswith(base) and sd != base:
+            # asked for a deep folder first (the link index asks for the few files that name a
+            # target): its parents are worked out first, so each folder costs one step from its parent
+            up = self._folder(d.parent)
         try:
             rel = d.relative_to(self.base).as_posix()
             if up is not None and rel != "." and "/" in rel:
