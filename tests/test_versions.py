@@ -174,6 +174,30 @@ def test_uv_and_poetry_locks():
     assert facts(rv.lock_file("poetry.lock", poetry)) == {"version.transformers": ["==4.36.2"]}
 
 
+def test_a_lock_states_only_package_tables_at_a_line_start_with_their_lines():
+    """A package table counts where ``[[package]]`` starts a line; the same text elsewhere (inside
+    a string, after other text) does not, and each version points at its ``name`` line."""
+    import re
+
+    def reference(text):  # the line-anchored reading, every line counted from the top
+        out = []
+        for m in re.finditer(r'^\[\[package\]\]\s*\nname\s*=\s*"([^"]+)"\s*\nversion\s*=\s*"([^"]+)"', text, re.M):
+            out.append((m.group(1), m.group(2), text.count("\n", 0, m.start()) + 2))
+        return out
+
+    table = '[[package]]\nname = "{n}"\nversion = "{v}"\n\n'
+    text = (table.format(n="numpy", v="1.26.4") + 'x = "[[package]]"\n' + table.format(n="torch", v="2.3.1+cu121")
+            + "  " + table.format(n="deepspeed", v="0.14.0") + "a" + table.format(n="accelerate", v="0.30.0")
+            + table.format(n="transformers", v="4.40.0").replace("\n", "\r\n") + table.format(n="accelerate", v="0.31.0"))
+    stated = rv.lock_file("uv.lock", text)
+    got = [(k, v.value, v.span.line) for k, v in stated if k != "version.cuda"]
+    want = [(k, "==" + ver.split("+")[0], line) for name, ver, line in reference(text)
+            for k in [{"torch": "version.torch", "transformers": "version.transformers",
+                       "accelerate": "version.accelerate"}.get(name)] if k]
+    assert got == want
+    assert [k for k, *_ in got] == ["version.torch", "version.transformers", "version.accelerate"]  # not deepspeed, 0.30
+
+
 def test_dockerfile_from_ngc_and_pytorch_tags():
     ngc = rv.dockerfile("Dockerfile", "FROM nvcr.io/nvidia/pytorch:23.10-py3\nRUN pip install -r requirements.txt\n")
     assert facts(ngc) == {"version.torch": ["==2.1.0"], "version.cuda": ["==12.2"], "version.cuda_toolkit": ["==12.2"]}

@@ -319,18 +319,32 @@ def _conda_spec(spec: str) -> str:
 
 @functools.cache
 def _lock_re() -> re.Pattern[str]:
-    return re.compile(r'^\[\[package\]\]\s*\nname\s*=\s*"([^"]+)"\s*\nversion\s*=\s*"([^"]+)"', re.M)
+    # no ``^``: a pattern that starts with a literal is searched for by that literal (a lock is MBs);
+    # lock_file keeps the matches at a line start
+    return re.compile(r'\[\[package\]\]\s*\nname\s*=\s*"([^"]+)"\s*\nversion\s*=\s*"([^"]+)"')
 
 
 def lock_file(path: str, text: str) -> "Stated":
     """The locked versions of ``uv.lock`` and ``poetry.lock`` (``[[package]] name, version``): each
     an exact version. A lock with two entries of a package (platform forks) states both."""
     out: "Stated" = []
-    for m in _lock_re().finditer(text):
+    rx = _lock_re()
+    at = 0
+    counted, lines = 0, 0  # the line count up to ``counted`` (counted on from the last package)
+    while True:
+        m = rx.search(text, at)
+        if m is None:
+            break
+        if m.start() and text[m.start() - 1] != "\n":
+            at = m.start() + 1  # not at a line start: not a package table
+            continue
+        at = m.end()
         key = _v.key_of(m.group(1))
         if key is None:
             continue
-        line = text.count("\n", 0, m.start()) + 2
+        lines += text.count("\n", counted, m.start())
+        counted = m.start()
+        line = lines + 2
         ver = m.group(2)
         if _v.release(ver) is None:
             continue
