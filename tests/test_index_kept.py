@@ -142,3 +142,45 @@ def test_a_forged_index_is_not_trusted(repo, tmp_path):
     kept.write_bytes(b"\0" * 32 + kept.read_bytes()[32:])  # someone else's signature
     refs, read = _refs(repo, "configs/ds.json")
     assert refs == {"ds_train.py", "run_ds.sh"} and read > 0  # built again
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(root), *args],
+                   check=True, capture_output=True)
+
+
+def test_a_one_file_check_in_a_git_work_tree_finds_what_the_whole_tree_run_finds(tmp_path, monkeypatch):
+    """The index lists the tree as discovery walks it (configured excludes and .gitignore files),
+    not as git lists it: a launch file that git alone hides (.git/info/exclude) is still checked by
+    the whole-tree run, so the one-file check of its config must find it too; and no git process is
+    started in the checked tree."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "repo"
+    write_tree(root, {"configs/ds.json": DS_BAD, "ds_train.py": TREE["ds_train.py"],
+                      "launch/run_ds.sh": "cd ..\ndeepspeed --num_gpus 8 ds_train.py\n", "README.md": "x\n"})
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "x")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("launch/\n")
+    monkeypatch.setenv("PARALLINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PARALLINT_JOBS", "1")
+    _age(root)
+    rules = get_registry().enabled(None, [], [])
+    config = Config(None, root, {})
+    whole = check_files(["."], config, rules, cwd=root, run_cache=False)
+    want = sorted((d.code, d.message) for d in whole.diagnostics if d.span.path == "configs/ds.json")
+    assert want and {c for c, _ in want} == {"BAT001"}
+    started: list = []
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a) or real(*a, **k))
+    one = check_files(["configs/ds.json"], config, rules, cwd=root)
+    assert sorted((d.code, d.message) for d in one.diagnostics) == want
+    assert not any("git" in str(a[0][:1]) for a in started), started

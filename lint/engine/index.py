@@ -258,11 +258,11 @@ class ReverseIndex:
         return not self._excluder().excluded(ap, False)
 
     def _listing(self) -> "list[Path] | list[str]":
+        # the tree as discovery walks it (configured excludes, the .gitignore files), not as git
+        # lists it: a file git alone hides (.git/info/exclude, a global excludes file) is checked
+        # by the whole-tree run, so its jobs must be found from here too; and no git process runs
+        # in the checked tree
         excluder = self._excluder()
-        cfg = self.runner.config
-        git = _git_files(self.root) if cfg.get("respect-gitignore", True) else None
-        if git is not None:
-            return [self.root / rel for rel in git]
         from parallint.util.boundary import Boundary
 
         inside = Boundary()
@@ -743,38 +743,6 @@ class TreeIndex:
             out -= self.overlay.keys()
             out.update(rel for rel, (_, held) in self.overlay.items() if held & wanted)
         return out
-
-
-def _git_files(root: Path) -> list[str] | None:
-    """Tracked and untracked files git does not ignore, relative to ``root`` (None: not a git work
-    tree, or git is unavailable)."""
-    if not (root / ".git").exists():
-        return None
-    import subprocess
-
-    # The checked tree is untrusted: its own .git/config must not run anything (a core.fsmonitor
-    # command runs on ls-files), so every setting that can name a program is overridden on the
-    # command line, which wins over the repository's file (docs/security.md).
-    safe = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
-            "-c", "core.pager=cat", "-c", "diff.external=", "-c", "core.sshCommand=false",
-            "-c", "protocol.allow=never", "--no-pager"]
-    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0",
-               GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="")
-    for name in ("GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(name, None)
-    base = ["git", *safe, "-C", str(root), "ls-files", "-z"]
-    run = dict(capture_output=True, timeout=30, check=True, env=env, stdin=subprocess.DEVNULL)
-    try:
-        listed = subprocess.run(base + ["--cached", "--others", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
-        ignored = subprocess.run(base + ["--cached", "--ignored", "--exclude-standard"], **run).stdout  # type: ignore[call-overload]
-    except (OSError, subprocess.SubprocessError):
-        return None
-    drop = set(ignored.split(b"\0"))
-    out = []
-    for rel in dict.fromkeys(listed.split(b"\0")):
-        if rel and rel not in drop:
-            out.append(os.fsdecode(rel))
-    return out
 
 
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
