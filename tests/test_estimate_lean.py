@@ -158,6 +158,21 @@ def test_the_estimate_gate_skips_a_file_whose_calls_state_nothing_it_reads():
     assert _read(mp, CallGate.for_facts({"parallel.tp"})).facts.get("parallel.tp") is not None
 
 
+def test_a_file_without_a_word_of_the_gate_is_not_even_parsed():
+    from parallint.estimator.spec import SPEC_INPUTS
+    from parallint.readers.python import LINKS, CallGate
+
+    gate = CallGate.for_facts(SPEC_INPUTS | {LINKS})
+    broken = "import torch.distributed as dist\ndist.all_reduce(x\n"
+    assert [d.code for d in _read(broken, CallGate()).diagnostics] == ["SYN001"]  # check parses it
+    assert _read(broken, gate).diagnostics == []  # estimate: no word of a wanted call, not parsed
+    assert [d.code for d in _read(broken + "dist.init_process_group()\n", gate).diagnostics] == ["SYN001"]
+    # Python folds identifiers (NFKC): a non-ASCII text may call what it does not spell
+    folded = "import torch.distributed as dist\ndist.\uff49nit_process_group('nccl', world_size=4)\n"
+    assert "init_process_group" not in folded
+    assert _read(folded, gate).facts.get("parallel.world_size").value == 4
+
+
 # --------------------------------------------------------------------------- lean == full
 TRAIN_MEM = """\
 from fastchat.train.train import train

@@ -142,12 +142,17 @@ class CallGate:
     job rules look at its device expressions and more) and only when every rule in force
     declares what it matches."""
 
-    __slots__ = ("qnames", "suffixes", "partitions")
+    __slots__ = ("qnames", "suffixes", "partitions", "needles")
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         self.qnames = frozenset(_BY_QNAME) | frozenset(extra)
         self.suffixes: tuple[str, ...] = _MP_SUFFIXES
         self.partitions = True  # a hand-written pipeline partition keeps the file (PIP001/PIP003)
+        #: words one of which the text of a file the gate can want holds (None: not tested). A call
+        #: resolves to a qualified name whose last part is written in the file (the attribute of
+        #: the call, or the name an import statement binds), so an ASCII file without any of them
+        #: is not even parsed: no facts, and no syntax finding (so only for_facts sets them)
+        self.needles: tuple[str, ...] | None = None
 
     @classmethod
     def for_facts(cls, wanted: Iterable[str]) -> "CallGate":
@@ -161,7 +166,15 @@ class CallGate:
         gate.qnames = frozenset(q for g in groups for q in GROUPS.get(g, ()))
         gate.suffixes = _MP_SUFFIXES if "initialize_model_parallel" in groups else ()
         gate.partitions = False
+        words = {q.rsplit(".", 1)[-1] for q in gate.qnames} | {x.rsplit(".", 1)[-1] for x in gate.suffixes}
+        # a word that holds another is found with it ("Seq2SeqTrainer" holds "Trainer")
+        gate.needles = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         return gate
+
+    def may_want(self, text: str) -> bool:
+        """False when :attr:`needles` rule the file out from its text alone (see there)."""
+        needles = self.needles
+        return needles is None or not text.isascii() or any(n in text for n in needles)
 
     def wanted(self, shapes: list, import_map: dict[str, set[str]]) -> bool:
         import ast
@@ -278,6 +291,8 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
     f = FileFacts(path=path, abspath=abspath, kind="python", text=text)
     if len(text) > MAX_BYTES:
         return f
+    if gate is not None and not gate.may_want(text) and "CommandFunction" not in text and "torchx" not in text:
+        return f  # no call here can state a fact the gate is for: not parsed (see CallGate.needles)
     try:
         script, tree = _parse(path, text, gate)
     except _SyntaxProblem as e:
