@@ -224,6 +224,7 @@ PLANTED = {
         "pretrain_gpt.py": "import torch.distributed as dist\nfrom megatron.training import pretrain\n"
                            "dist.init_process_group('nccl')\npretrain()\n",
         "tools/util.py": TRAIN, "tools/colossal.py": GROUP_SCRIPTS["colossal_hybrid"],
+        "requirements.txt": "torch==2.1.0\ntransformer-engine==1.2\n",  # version facts: only rules read them
         "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 32 "
                   "--hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 "
                   "--micro-batch-size 1 --global-batch-size 256 --tensor-model-parallel-size 2 "

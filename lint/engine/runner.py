@@ -939,7 +939,8 @@ class Runner:
     def jobs(self, files: list[FileFacts]):
         from parallint.link.jobs import build_jobs
 
-        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled)
+        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled,
+                          sizing=self.lean)
 
     def _settled(self, f: FileFacts, members: tuple[Path, ...]) -> bool:
         """Whether the rules of ``f``'s own job, with these member files, ran already (see
