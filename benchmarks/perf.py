@@ -891,7 +891,7 @@ def main(argv: list[str] | None = None) -> int:
                     " (also with --quick)")
     ap.add_argument("--scale", type=float, default=None, help="size of the synthetic tree (1.0 full, 0.1 quick)")
     ap.add_argument("--trees-only", action="store_true", help="only the trees given with --trees (no synthetic tree, "
-                    "standard library, one-file runs or big file)")
+                    "standard library, one-file runs, big file, nor the large-repository figures unless --megatron)")
     ap.add_argument("--lean", action="store_true", help="trees: the floor and parallint only (no LibCST, ruff, warm)")
     ap.add_argument("--baseline", metavar="EXE", help="trees: another parallint too (default and 1 worker), interleaved")
     ap.add_argument("--estimate", action="store_true", help="trees: `parallint estimate` over the tree too "
@@ -936,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.big()
         mega = Path(args.megatron) if args.megatron else next(
             (p for p in [REPOS / "NVIDIA+Megatron-LM", *sorted(REPOS.glob("*/NVIDIA+Megatron-LM"))] if p.is_dir()), None)
-        if (not args.quick or args.megatron) and mega is not None and bench.has_cache:
+        if ((not args.quick and not args.trees_only) or args.megatron) and mega is not None and bench.has_cache:
             bench.large_repo(mega)
         bench.print_tables()
         if args.json:
