@@ -657,6 +657,9 @@ class Bench:
                 figs.append(Figure("parallint baseline 1 worker", base, env={"PARALLINT_JOBS": "1"}))
         if self.args.estimate:
             figs.append(Figure("parallint estimate", [self.exe, "estimate", "--format", "json", str(root)]))
+            if self.args.baseline:
+                figs.append(Figure("parallint baseline estimate",
+                                   [self.args.baseline, "estimate", "--format", "json", str(root)]))
         if self.args.lean:
             libcst = False
         if libcst:
@@ -823,7 +826,8 @@ class Bench:
                  "ruff --select ALL", "warm cached run", "peak RSS (MB, in column order)"]
         print("\nWhole trees (ratio to ast.parse of every .py; targets: Megatron-LM ≤ 2× default, ≤ 3× one worker;"
               " warm ≤ 0.5×; stdlib ≤ 0.5×; peak RSS on Megatron-LM ≤ 250 MB)\n")
-        extra = [c for c in ("parallint baseline", "parallint baseline 1 worker", "parallint estimate")
+        extra = [c for c in ("parallint baseline", "parallint baseline 1 worker", "parallint estimate",
+                             "parallint baseline estimate")
                  if any(c in row["_by"] for row in self.results["trees"])]
         if extra:
             heads[-1:-1] = [c.replace("parallint ", "") for c in extra]
@@ -887,10 +891,11 @@ def main(argv: list[str] | None = None) -> int:
                     " (also with --quick)")
     ap.add_argument("--scale", type=float, default=None, help="size of the synthetic tree (1.0 full, 0.1 quick)")
     ap.add_argument("--trees-only", action="store_true", help="only the trees given with --trees (no synthetic tree, "
-                    "standard library, one-file runs or big file)")
+                    "standard library, one-file runs, big file, nor the large-repository figures unless --megatron)")
     ap.add_argument("--lean", action="store_true", help="trees: the floor and parallint only (no LibCST, ruff, warm)")
     ap.add_argument("--baseline", metavar="EXE", help="trees: another parallint too (default and 1 worker), interleaved")
-    ap.add_argument("--estimate", action="store_true", help="trees: `parallint estimate` over the tree too")
+    ap.add_argument("--estimate", action="store_true", help="trees: `parallint estimate` over the tree too "
+                    "(and the --baseline build's)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -931,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.big()
         mega = Path(args.megatron) if args.megatron else next(
             (p for p in [REPOS / "NVIDIA+Megatron-LM", *sorted(REPOS.glob("*/NVIDIA+Megatron-LM"))] if p.is_dir()), None)
-        if (not args.quick or args.megatron) and mega is not None and bench.has_cache:
+        if ((not args.quick and not args.trees_only) or args.megatron) and mega is not None and bench.has_cache:
             bench.large_repo(mega)
         bench.print_tables()
         if args.json:

@@ -683,6 +683,14 @@ class Runner:
             # lean (estimate, plan): the facts are what a job needs, so a file no launch or link
             # names keeps only its facts, as a file checked on its own does in check
             linked = self._linked({p[0] for p in python}) if self.lean and python else None
+            if linked is not None:
+                # ... and is read through the gate for the facts a job spec reads (and the
+                # files a script links): a file with no call that states one is not walked
+                from parallint.estimator.spec import SPEC_INPUTS
+                from parallint.readers.python import LINKS, CallGate
+
+                self.gate = CallGate.for_facts(SPEC_INPUTS | {LINKS})
+                self.gated = {p[0] for p in python if p[0] not in linked}
             for item in python:
                 if item[0] not in self.cache:
                     f = self.cache[item[0]] = self._parse(*item)
@@ -931,7 +939,8 @@ class Runner:
     def jobs(self, files: list[FileFacts]):
         from parallint.link.jobs import build_jobs
 
-        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled)
+        return build_jobs(files, self.read, self.config.get("links", []), self.config.base, self._settled,
+                          sizing=self.lean)
 
     def _settled(self, f: FileFacts, members: tuple[Path, ...]) -> bool:
         """Whether the rules of ``f``'s own job, with these member files, ran already (see

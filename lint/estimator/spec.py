@@ -203,6 +203,12 @@ def _schema_text() -> str:
 _FACT_FIELDS = vocab.SPEC_FACT_FIELDS
 
 
+#: every fact :func:`spec_fields` reads: what a job must state for its estimate (a run that only
+#: estimates reads the Python files for these alone: parallint.engine.runner, lean)
+SPEC_INPUTS: frozenset[str] = frozenset(f"{s}.{n}" for s, ns in _FACT_FIELDS.items() for n in ns) | frozenset({
+    "parallel.procs_per_node", "parallel.dp_replicate", "parallel.dp_shard", "framework"})
+
+
 def spec_fields(facts, config: dict | None = None, notes: dict[str, str] | None = None) -> dict:
     """The job-spec fields a job's facts state (plus ``framework``), whatever the model shape.
 

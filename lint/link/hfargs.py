@@ -39,7 +39,8 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
 def is_hf_cli_script(text: str) -> bool:
     """The script parses TrainingArguments (or a TRL config) from its command line."""
-    return PARSER_RE.search(text) is not None and ARGS_RE.search(text) is not None
+    # every name PARSER_RE takes holds "Parser": a plain substring test rules out most files at once
+    return "Parser" in text and PARSER_RE.search(text) is not None and ARGS_RE.search(text) is not None
 
 
 def _redefines(text: str, name: str) -> bool:
@@ -366,9 +367,12 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
     """The repository module whose function the launched script calls to parse the launch line
     (``from fastchat.train.train import train`` then ``train()``: the HfArgumentParser is there).
     Only when exactly one module of the job's import graph (``Job.imported``) imported by the
-    script itself parses HF arguments, and the script calls a name it imports from that module."""
-    import ast
+    script itself parses HF arguments, and the script calls a name it imports from that module.
 
+    Indexed: the script's called imports are gathered once (kept on the Script, which many launches
+    start) and resolved to paths (memoized), and only a path that is one of the job's HF-argument
+    files is loaded (to see that it defines a called name): the other modules the script imports
+    are never parsed here."""
     from parallint.model.script import script_of
 
     s = script_of(script)
@@ -377,34 +381,55 @@ def _imported_cli(job, script: FileFacts) -> FileFacts | None:
         return None
     seen = s._cli_imports  # a script that many launches start is walked once
     if seen is None or seen[0] is not tree:
-        from parallint.model.pyshared import walk
+        seen = s._cli_imports = (tree, _called_imports(tree))
+    wanted: dict = {}  # the job's files that parse HF arguments, by path
+    for f in job.files:
+        if f.kind == "python" and getattr(f, "abspath", None) is not None and is_hf_cli_script(f.text or ""):
+            wanted.setdefault(f.abspath, f)
+    if not wanted:
+        return None
+    from parallint.readers.pyparser_import import resolve
 
-        called: set[str] = set()
-        imports = []
-        for n in walk(tree):
-            t = type(n)
-            if t is ast.Call and type(n.func) is ast.Name:
-                called.add(n.func.id)
-            elif t is ast.ImportFrom:
-                imports.append(n)
-        seen = s._cli_imports = (tree, called, imports)
-    _tree, called, imports = seen
     found = []
-    for st in imports:
-        names = {a.asname or a.name for a in st.names} & called
-        if not names:
-            continue
-        got = s.module_loader(s.abspath, st.module or "", st.level) if s.module_loader else None
+    for names, module, level in seen[1]:
+        path = resolve(s.abspath, module, level)  # memoized; records its probes as load_module does
+        if path is None or path == s.abspath or path not in wanted:
+            continue  # load_module would give None, or a module that is none of those files
+        got = s.module_loader(s.abspath, module, level) if s.module_loader else None
         if got is None:
             continue
         mod = got[1]
-        target = next((f for f in job.files if getattr(f, "abspath", None) == mod.abspath), None)
-        if target is None or target.kind != "python" or not is_hf_cli_script(target.text or ""):
+        target = wanted.get(mod.abspath)
+        if target is None:
             continue
         if not any(n in mod.functions for n in names):
             continue
         found.append(target)
     return found[0] if len({id(f) for f in found}) == 1 else None
+
+
+def _called_imports(tree) -> list:
+    """(names, module, level) of every ``from ... import`` in ``tree`` that binds a name the
+    script calls (``name(...)``), in source order."""
+    import ast
+
+    from parallint.model.pyshared import walk
+
+    called: set[str] = set()
+    imports = []
+    for n in walk(tree):
+        t = type(n)
+        if t is ast.Call and type(n.func) is ast.Name:
+            called.add(n.func.id)
+        elif t is ast.ImportFrom:
+            imports.append(n)
+    out = []
+    for st in imports:
+        names = {a.asname or a.name for a in st.names} & called
+        if not names:
+            continue
+        out.append((names, st.module or "", st.level))
+    return out
 
 
 #: the script parses a whole file of arguments: ``parser.parse_yaml_file(...)`` / ``parse_json_file``

@@ -215,11 +215,14 @@ def _follow(job: Job, f: FileFacts, read: Reader, root: Path, seen: set[Path], d
 
 
 def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base: Path,
-               settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> list[Job]:
+               settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None,
+               sizing: bool = False) -> list[Job]:
     """The jobs of ``files``: one per launch, one per declared group, and the job of every other
     file on its own. ``settled(file, members)`` says that the rules of a file's own job (with
     those member files) have run already (in a worker): that job is assembled without the facts
-    only its rules would read (the script's own launcher, see :func:`pylaunch.attach`)."""
+    only its rules would read (the script's own launcher, see :func:`pylaunch.attach`).
+    ``sizing``: only the facts a job spec reads are wanted (estimate, plan): no version facts and
+    no table of the flags a launched Megatron script accepts (only rules read them)."""
     jobs: list[Job] = []
     taken: set[Path] = set()
     declared_for: dict[Path, list[Path]] = {}
@@ -249,7 +252,7 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
                 _attach(job, script_path, read, root, seen, 1, launched=True)
                 _attach_imports(job, script_path, read, seen,
                                 _module_top(script_path, launch.script.value) if module else None)
-            if launch.megatron_flags:  # the flags the launched Megatron script accepts (CFG006 reads them)
+            if launch.megatron_flags and not sizing:  # the flags the launched Megatron script accepts (CFG006 reads them)
                 from parallint.link import megatron_table
 
                 try:
@@ -282,7 +285,8 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
             hydralaunch.attach(job, launch, script, read, root, seen, hydra_assignments)  # a NeMo YAML with the line's Hydra overrides
             pylaunch.attach(job, script, root)  # launchers inside the script (Ray Train, submitit, NeMo-Run ...)
             job.loopback_masters = [v for v in map(pylaunch.loopback_master, job.files) if v is not None]
-            _versions(job)
+            if not sizing:
+                _versions(job)
             taken.update(seen)
             jobs.append(job)
 
@@ -294,19 +298,22 @@ def build_jobs(files: list[FileFacts], read: Reader, declared: list[dict], base:
         for m in members:
             job.facts.extend(m.facts)
             taken.add(m.abspath)
-        _versions(job)
+        if not sizing:
+            _versions(job)
         jobs.append(job)
 
     for f in files:
         if f.abspath in taken or f.launches:
             continue
-        jobs.append(standalone_job(f, read, settled))
+        jobs.append(standalone_job(f, read, settled, sizing))
     return jobs
 
 
 def standalone_job(f: FileFacts, read: Reader,
-                   settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None) -> Job:
-    """The job of a file that no launch takes in: the file and the files it names."""
+                   settled: "Callable[[FileFacts, tuple[Path, ...]], bool] | None" = None,
+                   sizing: bool = False) -> Job:
+    """The job of a file that no launch takes in: the file and the files it names (``sizing``:
+    see :func:`build_jobs`)."""
     job = Job(name=f.path, root=f, files=[f])
     job.facts.extend(f.facts)
     root = repo_root(f.abspath.parent)
@@ -318,7 +325,8 @@ def standalone_job(f: FileFacts, read: Reader,
         from parallint.link import pylaunch
 
         pylaunch.attach(job, None, root)
-    _versions(job)
+    if not sizing:
+        _versions(job)
     return job
 
 

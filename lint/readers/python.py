@@ -142,17 +142,49 @@ class CallGate:
     job rules look at its device expressions and more) and only when every rule in force
     declares what it matches."""
 
-    __slots__ = ("qnames",)
+    __slots__ = ("qnames", "suffixes", "partitions", "needles")
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         self.qnames = frozenset(_BY_QNAME) | frozenset(extra)
+        self.suffixes: tuple[str, ...] = _MP_SUFFIXES
+        self.partitions = True  # a hand-written pipeline partition keeps the file (PIP001/PIP003)
+        #: words one of which the text of a file the gate can want holds (None: not tested). A call
+        #: resolves to a qualified name whose last part is written in the file (the attribute of
+        #: the call, or the name an import statement binds), so an ASCII file without any of them
+        #: is not even parsed: no facts, and no syntax finding (so only for_facts sets them)
+        self.needles: tuple[str, ...] | None = None
+
+    @classmethod
+    def for_facts(cls, wanted: Iterable[str]) -> "CallGate":
+        """The gate of a run that needs only the facts ``wanted`` (and, with :data:`LINKS` among
+        them, the files a script links), not the Script (``estimate``, ``plan``): a file is parsed
+        only when one of its calls belongs to a group of :data:`FACT_GROUPS` that states one of
+        them; calls of the other groups, and partitions, state none."""
+        keys = frozenset(wanted)
+        groups = {g for g, made in FACT_GROUPS.items() if made & keys}
+        gate = cls.__new__(cls)
+        gate.qnames = frozenset(q for g in groups for q in GROUPS.get(g, ()))
+        gate.suffixes = _MP_SUFFIXES if "initialize_model_parallel" in groups else ()
+        gate.partitions = False
+        words = {q.rsplit(".", 1)[-1] for q in gate.qnames} | {x.rsplit(".", 1)[-1] for x in gate.suffixes}
+        # a word that holds another is found with it ("Seq2SeqTrainer" holds "Trainer")
+        gate.needles = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+        return gate
+
+    def may_want(self, text: str) -> bool:
+        """False when :attr:`needles` rule the file out from its text alone (see there)."""
+        needles = self.needles
+        return needles is None or not text.isascii() or any(n in text for n in needles)
 
     def wanted(self, shapes: list, import_map: dict[str, set[str]]) -> bool:
         import ast
 
-        qnames, maps = self.qnames, import_map
+        qnames, maps, suffixes = self.qnames, import_map, self.suffixes
+        partitions = self.partitions
         for node in shapes:
             t = type(node)
+            if t is not ast.Call and not partitions:
+                continue
             if t is ast.Call:
                 func, parts = node.func, []
                 while type(func) is ast.Attribute:
@@ -166,7 +198,7 @@ class CallGate:
                 tail = ".".join(reversed(parts))
                 for b in bases:
                     q = f"{b}.{tail}" if tail else b
-                    if q in qnames or q.endswith(_MP_SUFFIXES):
+                    if q in qnames or (suffixes and q.endswith(suffixes)):
                         return True
             elif t is ast.If:
                 if node.orelse and any(type(st) is ast.Assign and _slicey(st.value) for st in node.body):
@@ -174,6 +206,37 @@ class CallGate:
             elif len(node.elts) >= 2 and all(_slicey(e) for e in node.elts):
                 return True
         return False
+
+
+#: the pseudo-fact of :data:`FACT_GROUPS` for the files a script links (a DeepSpeed config named
+#: in ``deepspeed.initialize(config=...)``: its facts join the script's job)
+LINKS = "links"
+#: the facts (and :data:`LINKS`) that the calls of each group of :data:`GROUPS` can state in
+#: :func:`_facts` (``initialize_model_parallel`` is matched by name suffix); a group missing here
+#: states none. :meth:`CallGate.for_facts` reads it: keep it in step with :func:`_facts`
+#: (tests/test_estimate_lean.py checks it on the fixtures).
+FACT_GROUPS: dict[str, frozenset[str]] = {
+    "init_process_group": frozenset({"parallel.world_size"}),
+    "init_device_mesh": frozenset({"parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep",
+                                   "parallel.dp_replicate", "parallel.dp_shard"}),
+    "initialize_model_parallel": frozenset({"parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp",
+                                            "parallel.ep", "framework"}),
+    "colossal_hybrid": frozenset({"parallel.tp", "parallel.pp", "parallel.zero_stage", "framework"}),
+    "ds_init_inference": frozenset({"parallel.tp", "model.heads"}),
+    "ds_pipeline_module": frozenset({"parallel.pp"}),
+    "pl_trainer": frozenset({"parallel.nodes", "parallel.procs_per_node", "ddp.find_unused_parameters"}),
+    "accelerator": frozenset({"training.grad_accum", "training.precision"}),
+    "training_args": frozenset({"training.micro_batch", "training.grad_accum", "training.precision",
+                                "ddp.find_unused_parameters", LINKS}),
+    "ddp": frozenset({"ddp.find_unused_parameters"}),
+    "ddp_kwargs": frozenset({"ddp.find_unused_parameters"}),
+    "ddp_strategy": frozenset({"ddp.find_unused_parameters"}),
+    "lightning_deepspeed": frozenset({"training.lightning_deepspeed_config",
+                                      "training.lightning_deepspeed_config_accum", LINKS}),
+    "ds_initialize": frozenset({LINKS}),
+    "fsdp": frozenset({"parallel.fsdp"}),
+    "fully_shard": frozenset({"parallel.fsdp"}),
+}
 
 
 #: what ``_parse`` returns for a file the gate keeps from LibCST (no Script, no facts from calls)
@@ -228,6 +291,8 @@ def read(path: str, abspath: Path, text: str, gate: "CallGate | None" = None) ->
     f = FileFacts(path=path, abspath=abspath, kind="python", text=text)
     if len(text) > MAX_BYTES:
         return f
+    if gate is not None and not gate.may_want(text) and "CommandFunction" not in text and "torchx" not in text:
+        return f  # no call here can state a fact the gate is for: not parsed (see CallGate.needles)
     try:
         script, tree = _parse(path, text, gate)
     except _SyntaxProblem as e:
