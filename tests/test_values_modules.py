@@ -201,3 +201,23 @@ def test_a_helper_module_named_alone_is_checked_in_the_launch_of_its_importer(cl
         assert _codes(cli, repo, *args) == [("DDP002", "gpt_oss/dist.py", 9), ("DDP002", "gpt_oss/dist.py", 10)]
     (repo / "gpt_oss" / "dist.py").write_text(DIST.format(var="LOCAL_RANK"))
     assert _codes(cli, repo, *args) == []
+
+
+def test_the_import_statements_the_reader_notes_are_those_the_module_graph_parses(tmp_path):
+    """The Python reader's parse hands its import statements on (no second parse of a file it
+    read); they are what a parse of the file on its own gives, in the same order."""
+    from parallint.link import imports
+    from parallint.model import pyshared
+    from parallint.readers import python
+
+    text = ("import os, m1\nfrom . import a, b\nif x:\n    from pkg.sub import c as d\n"
+            "def f():\n    import m2\n    try:\n        from .. import *\n    except E:\n        import m3\n"
+            "class K:\n    from m4 import e\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "entry.py").write_text(text)
+    pyshared.reset()
+    parsed = imports.import_statements(text.encode())
+    assert parsed[:3] == [("os", 0), ("m1", 0), ("a", 1)] and len(parsed) == 10
+    python.read("entry.py", tmp_path / "entry.py", text)
+    assert pyshared.STATED == {pyshared.text_key(text): parsed}
+    assert imports._imports(tmp_path / "entry.py") == parsed

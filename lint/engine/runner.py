@@ -420,7 +420,7 @@ class Runner:
         self.memory = file_memory(config.settings)
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
                     "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
-                    "parallint.readers.pyparser_import"):  # an earlier run's
+                    "parallint.readers.pyparser_import", "parallint.model.pyshared"):  # an earlier run's
             if mod in sys.modules:
                 sys.modules[mod].reset()
 

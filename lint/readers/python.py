@@ -509,7 +509,7 @@ def _without_magics(text: str, error_line: int | None) -> str | None:
     return "\n".join(out)
 
 
-def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, ast.Module | None]:
+def _parse(path: str, text: str, gate: "CallGate | None" = None, unmasked: bool = True) -> tuple[Any, ast.Module | None]:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
     the process on pathological nesting. Only then LibCST, for the tree the rules walk."""
@@ -525,7 +525,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
             return None, None  # valid for a newer Python than parallint's (PEP 701 f-strings...)
         masked = _without_magics(text, se.lineno)
         if masked is not None:
-            return _parse(path, masked, gate)
+            return _parse(path, masked, gate, False)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
                              Span(path, line, col)) from None
@@ -547,6 +547,10 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
             Span(path, 1, 1),
         )
+    if unmasked:  # the import statements that parallint.link.imports would parse this text for
+        from parallint.model.pyshared import STATED, import_pairs, text_key
+
+        STATED.setdefault(text_key(text), import_pairs(import_nodes))
     import_map: dict[str, set[str]] = {}
     _collect_imports(import_nodes, import_map)
     if gate is not None and not gate.wanted(shapes or [], import_map):
