@@ -221,3 +221,18 @@ def test_the_import_statements_the_reader_notes_are_those_the_module_graph_parse
     python.read("entry.py", tmp_path / "entry.py", text)
     assert pyshared.STATED == {pyshared.text_key(text): parsed}
     assert imports._imports(tmp_path / "entry.py") == parsed
+
+
+def test_a_module_without_the_word_a_caller_needs_is_not_loaded(tmp_path):
+    """``load_module(..., needs=word)``: a module whose text lacks the word gives None (it is not
+    parsed); with the word, or without ``needs``, the module's Script."""
+    from parallint.readers import python
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "data.py").write_text("def build():\n    return DataLoader(ds)\n")
+    (tmp_path / "train.py").write_text("from data import build\n")
+    python.reset()
+    assert python.load_module(tmp_path / "train.py", "data", 0, "DistributedSampler") is None
+    got = python.load_module(tmp_path / "train.py", "data", 0)
+    assert got is not None and got[0] == "data.py" and "build" in got[1].functions
+    assert python.load_module(tmp_path / "train.py", "data", 0, "DataLoader") is not None

@@ -307,11 +307,12 @@ def reset() -> None:
         _forget(_MODULES.popitem()[1])
 
 
-def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] | None":
+def load_module(abspath: Path, module: str, level: int, needs: str | None = None) -> "tuple[str, Script] | None":
     """(its path relative to ``abspath``'s folder, its Script) for the repository module that
     ``from <level dots><module> import ...`` in the file ``abspath`` names; None when it is not one
     of the repository's own files (third-party packages are never read), is too large or does not
-    parse. Read with ``ast``, never imported; what it imports in turn is not followed."""
+    parse, or (with ``needs``) its text does not hold that word. Read with ``ast``, never
+    imported; what it imports in turn is not followed."""
     import os
 
     from parallint.readers.pyparser_import import resolve
@@ -322,6 +323,8 @@ def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] |
         return None
     raw = read_inside(path, abspath, MODULE_BYTES)
     if raw is None or len(raw) > MODULE_BYTES:
+        return None
+    if needs and needs.encode() not in raw:
         return None
     rel = os.path.relpath(path, os.path.dirname(abspath)).replace(os.sep, "/")
     key = (path, rel, raw)
