@@ -236,3 +236,32 @@ def test_a_module_without_the_word_a_caller_needs_is_not_loaded(tmp_path):
     got = python.load_module(tmp_path / "train.py", "data", 0)
     assert got is not None and got[0] == "data.py" and "build" in got[1].functions
     assert python.load_module(tmp_path / "train.py", "data", 0, "DataLoader") is not None
+
+
+def test_the_modules_of_a_run_are_parsed_once_within_the_byte_budget(tmp_path, monkeypatch):
+    """A job after job asking for the same twenty modules in turn parses each once (the cache
+    kept eight before, and a cyclic walk over more found none of them); past the byte budget the
+    least recently used go."""
+    from parallint.readers import python
+
+    (tmp_path / ".git").mkdir()
+    for i in range(20):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (tmp_path / "train.py").write_text("".join(f"from m{i} import f{i}\n" for i in range(20)))
+    parsed: list[str] = []
+    real = python._load
+    monkeypatch.setattr(python, "_load", lambda path, rel, raw: parsed.append(rel) or real(path, rel, raw))
+    python.reset()
+    for _job in range(3):
+        for i in range(20):
+            got = python.load_module(tmp_path / "train.py", f"m{i}", 0)
+            assert got is not None and f"f{i}" in got[1].functions
+    assert len(parsed) == 20
+    monkeypatch.setattr(python, "MODULES_BYTES", 100)  # room for four of these modules
+    python.reset()
+    parsed.clear()
+    for _job in range(2):
+        for i in range(20):
+            python.load_module(tmp_path / "train.py", f"m{i}", 0)
+    assert len(parsed) == 40 and 0 < sum(len(k[2]) for k in python._MODULES) <= 100
+    python.reset()

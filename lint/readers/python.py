@@ -285,8 +285,12 @@ MODULE_BYTES = 400_000
 #: modules loaded in this run: (path, rel, content) -> the result of :func:`load_module`; the
 #: linker and the rules ask for the same module once per job and per rule (see reset)
 _MODULES: dict = {}
-#: the most entries kept (each holds a syntax tree)
-_MODULES_MAX = 8
+#: the most entries kept (each holds a syntax tree) ...
+_MODULES_MAX = 64
+#: ... and the most bytes of source they hold together (a Script takes about 30 bytes of memory
+#: a source byte): the jobs of Megatron-LM's launches ask for the same 60 modules (1.8 MB) in
+#: turn, which the eight entries kept before could not hold (each was parsed again for each job)
+MODULES_BYTES = 2_000_000
 #: whether a run starts with the modules of earlier runs (the language server: see keep_modules)
 _KEEP = False
 
@@ -295,8 +299,8 @@ def keep_modules(most: int) -> None:
     """Keep up to ``most`` loaded modules from one run to the next (the language server, where an
     edit re-checks the same jobs). Entries are keyed by the module's path and bytes, so a kept one
     is exactly what loading the file again gives."""
-    global _MODULES_MAX, _KEEP
-    _MODULES_MAX, _KEEP = max(int(most), 1), True
+    global _MODULES_MAX, _KEEP, MODULES_BYTES
+    _MODULES_MAX, _KEEP, MODULES_BYTES = max(int(most), 1), True, 1 << 62
 
 
 def reset() -> None:
@@ -333,8 +337,11 @@ def load_module(abspath: Path, module: str, level: int, needs: str | None = None
         _MODULES[key] = got  # the most recently used last
         return got
     got = _load(path, rel, raw)
-    if len(_MODULES) >= _MODULES_MAX:
-        _forget(_MODULES.pop(next(iter(_MODULES))))
+    held = sum(len(k[2]) for k in _MODULES)
+    while _MODULES and (len(_MODULES) >= _MODULES_MAX or held + len(raw) > MODULES_BYTES):
+        old = next(iter(_MODULES))  # the least recently used
+        held -= len(old[2])
+        _forget(_MODULES.pop(old))
     _MODULES[key] = got
     return got
 
