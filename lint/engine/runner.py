@@ -965,8 +965,11 @@ class Runner:
             for rule in instances:
                 diags.extend(self._run(rule, "check_job", job, ctx, job.name))
         # findings in linked files that were not named on the command line are still reported
+        listed: dict[Any, list[FileFacts]] = {}  # (``f in files`` by abspath: equal records share it)
+        for x in files:
+            listed.setdefault(x.abspath, []).append(x)
         for f in list(self.cache.values()):
-            if f is not None and f not in files:
+            if f is not None and not any(x is f or x == f for x in listed.get(f.abspath, ())):
                 diags.extend(d for d in f.diagnostics if d.code in enabled)
         if any(job.hydra_config is not None for job in jobs):  # a NeMo YAML run with Hydra overrides
             from parallint.link.hydralaunch import superseded
