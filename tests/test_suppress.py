@@ -63,6 +63,21 @@ def test_syn003_unused_and_unknown_codes(tmp_path, cli):
     assert [ln.split(":")[1] for ln in _lines(p)] == ["15"], p.stdout
 
 
+def test_syn003_in_files_without_findings(tmp_path, cli):
+    """A file with no finding is told about its unknown or unused codes as before; flake8's own
+    codes, and a parallint code inside a string, are not (those files are not tokenized)."""
+    write_tree(tmp_path, {
+        "a.py": "import torch.distributed as dist\nx = 1  # noqa: E501, F401\ny = 2  # NOQA\n",
+        "b.py": "import torch.distributed as dist\ns = '# noqa: DDP999'\nt = 1  # noqa: E501\n",
+        "c.py": "import torch.distributed as dist\nx = 1  # noqa: E501\ny = 2  # noqa: DDP998\n",
+        "d.py": "import torch.distributed as dist\n# parallint: noqa\nx = 1\n",
+        ".git/x": ""})
+    p = cli("check", "--no-cache", ".", cwd=tmp_path)
+    got = sorted((ln.split(":")[0], ln.split(":")[1], ln.split(" ")[1]) for ln in _lines(p))
+    assert got == [("c.py", "3", "SYN003"), ("d.py", "2", "SYN003")], p.stdout
+    assert "unknown rule code `DDP998`" in p.stdout and "unused file-level" in p.stdout
+
+
 def test_noqa_on_a_cross_file_finding_is_used_in_a_one_file_run(tmp_path, cli):
     shutil.copytree(ROOT / "examples" / "deepspeed_batch", tmp_path / "ds")
     (tmp_path / ".git").mkdir()

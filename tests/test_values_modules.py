@@ -201,3 +201,67 @@ def test_a_helper_module_named_alone_is_checked_in_the_launch_of_its_importer(cl
         assert _codes(cli, repo, *args) == [("DDP002", "gpt_oss/dist.py", 9), ("DDP002", "gpt_oss/dist.py", 10)]
     (repo / "gpt_oss" / "dist.py").write_text(DIST.format(var="LOCAL_RANK"))
     assert _codes(cli, repo, *args) == []
+
+
+def test_the_import_statements_the_reader_notes_are_those_the_module_graph_parses(tmp_path):
+    """The Python reader's parse hands its import statements on (no second parse of a file it
+    read); they are what a parse of the file on its own gives, in the same order."""
+    from parallint.link import imports
+    from parallint.model import pyshared
+    from parallint.readers import python
+
+    text = ("import os, m1\nfrom . import a, b\nif x:\n    from pkg.sub import c as d\n"
+            "def f():\n    import m2\n    try:\n        from .. import *\n    except E:\n        import m3\n"
+            "class K:\n    from m4 import e\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "entry.py").write_text(text)
+    pyshared.reset()
+    parsed = imports.import_statements(text.encode())
+    assert parsed[:3] == [("os", 0), ("m1", 0), ("a", 1)] and len(parsed) == 10
+    python.read("entry.py", tmp_path / "entry.py", text)
+    assert pyshared.STATED == {pyshared.text_key(text): parsed}
+    assert imports._imports(tmp_path / "entry.py") == parsed
+
+
+def test_a_module_without_the_word_a_caller_needs_is_not_loaded(tmp_path):
+    """``load_module(..., needs=word)``: a module whose text lacks the word gives None (it is not
+    parsed); with the word, or without ``needs``, the module's Script."""
+    from parallint.readers import python
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "data.py").write_text("def build():\n    return DataLoader(ds)\n")
+    (tmp_path / "train.py").write_text("from data import build\n")
+    python.reset()
+    assert python.load_module(tmp_path / "train.py", "data", 0, "DistributedSampler") is None
+    got = python.load_module(tmp_path / "train.py", "data", 0)
+    assert got is not None and got[0] == "data.py" and "build" in got[1].functions
+    assert python.load_module(tmp_path / "train.py", "data", 0, "DataLoader") is not None
+
+
+def test_the_modules_of_a_run_are_parsed_once_within_the_byte_budget(tmp_path, monkeypatch):
+    """A job after job asking for the same twenty modules in turn parses each once (the cache
+    kept eight before, and a cyclic walk over more found none of them); past the byte budget the
+    least recently used go."""
+    from parallint.readers import python
+
+    (tmp_path / ".git").mkdir()
+    for i in range(20):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (tmp_path / "train.py").write_text("".join(f"from m{i} import f{i}\n" for i in range(20)))
+    parsed: list[str] = []
+    real = python._load
+    monkeypatch.setattr(python, "_load", lambda path, rel, raw: parsed.append(rel) or real(path, rel, raw))
+    python.reset()
+    for _job in range(3):
+        for i in range(20):
+            got = python.load_module(tmp_path / "train.py", f"m{i}", 0)
+            assert got is not None and f"f{i}" in got[1].functions
+    assert len(parsed) == 20
+    monkeypatch.setattr(python, "MODULES_BYTES", 100)  # room for four of these modules
+    python.reset()
+    parsed.clear()
+    for _job in range(2):
+        for i in range(20):
+            python.load_module(tmp_path / "train.py", f"m{i}", 0)
+    assert len(parsed) == 40 and 0 < sum(len(k[2]) for k in python._MODULES) <= 100
+    python.reset()

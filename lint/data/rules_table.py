@@ -62,7 +62,7 @@ MODULES: dict[str, dict] = {
     'dat.dat001_missing_distributed_sampler': {'source': '8416:cfb2dcc2', 'rules': [
         {'class': 'MissingDistributedSampler', 'code': 'DAT001', 'name': 'missing-distributed-sampler', 'severity': 'warning', 'summary': 'a DDP/FSDP script iterates a training DataLoader with no DistributedSampler', 'kinds': ['python'], 'calls': ['dataloader', 'ddp', 'fsdp', 'fully_shard', 'hvd_optimizer'], 'file': True, 'job': False},
     ]},
-    'dat.dat002_sampler_set_epoch_missing': {'source': '11078:2c3c2a53', 'rules': [
+    'dat.dat002_sampler_set_epoch_missing': {'source': '11134:2fda9349', 'rules': [
         {'class': 'SamplerSetEpochMissing', 'code': 'DAT002', 'name': 'sampler-set-epoch-missing', 'severity': 'warning', 'summary': 'a shuffling DistributedSampler is iterated across epochs without set_epoch(epoch)', 'kinds': ['python'], 'calls': ['accelerator', 'dataloader', 'distributed_sampler'], 'file': True, 'job': False},
     ]},
     'dat.dat003_sampler_with_shuffle': {'source': '3361:c9d7832f', 'rules': [

@@ -96,7 +96,8 @@ def classify(path: str, text: str) -> str | None:
         return None  # a project template (cookiecutter, copier): rendered before it runs, not a program
     if suffix == ".py":
         extra = any(n in text for n in PLUGIN_NEEDLES["python"])
-        if not extra and not any(n in text for n in PYTHON_NEEDLES) and "torchtitan" not in text:
+        needled = extra or any(n in text for n in PYTHON_NEEDLES)  # (each needle is a scan of the text)
+        if not needled and "torchtitan" not in text:
             return None
         try:
             from parallint.discover.sniff import sniff_python
@@ -106,7 +107,7 @@ def classify(path: str, text: str) -> str | None:
             kind = sniff_python(path, text)
             if kind:
                 return kind
-        return "python" if extra or any(n in text for n in PYTHON_NEEDLES) else None
+        return "python" if needled else None
     if suffix in SHELL_SUFFIXES or (suffix == "" and _shebang().match(text[:80].encode("utf-8", "replace"))):
         return "shell" if any(n in text for n in SHELL_NEEDLES + PLUGIN_NEEDLES["shell"]) else None
     if name in ("Makefile", "makefile", "GNUmakefile") or suffix == ".mk":

@@ -47,6 +47,7 @@ class _Lazy:
 _NOQA = _Lazy(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[ \t]*,[ \t]*[A-Za-z0-9_\-]+|[ \t]+(?=[A-Za-z0-9_\-]*[0-9]))*))?", re.I)
 _FILE_NOQA = _Lazy(
     r"^#\s*parallint:\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?\s*$", re.I)
+_PARALLINT = _Lazy(r"parallint", re.I)
 ALL = ("ALL",)
 _CODE = _Lazy(r"^([A-Z]{2,5})([0-9]{3})$")
 
@@ -346,12 +347,44 @@ def apply(diags: list, files: Iterable, checked: set, config, enabled: set[str],
     if "SYN003" not in enabled:
         return out
     families = {r.code[:-3] for r in reg.rules}
+    told: dict[str, bool] = {}
+
+    def tells(code: str) -> bool:
+        """Whether an unused ``code`` in a noqa comment can be a SYN003 finding: one that is
+        no rule's selector and not of a parallint family (flake8's E501) never is."""
+        got = told.get(code)
+        if got is None:
+            try:
+                reg.matches(code)
+                got = True
+            except UnknownSelector:
+                got = _ours(code, families)
+            told[code] = got
+        return got
+
+    def quiet(text: str) -> bool:
+        """No comment of ``text`` can give a SYN003 finding while none of it is used: no
+        ``parallint: noqa`` and no code that :func:`tells`, among every noqa match of the whole
+        text. A comment's own match is one of those (the codes stay on its line), so this needs
+        no tokenizing; a text that fails it is scanned as before."""
+        if "noqa" not in text and "NOQA" not in text:
+            return True
+        if _PARALLINT.search(text):
+            return False
+        for m in _NOQA.get().finditer(text):
+            codes = _codes(m.group("codes"))
+            if codes != ALL and any(tells(c) for c in codes):
+                return False
+        return True
+
     for f in by_display.values():
         if f.abspath not in checked or not f.text:
             continue
         pfi = config.per_file_ignores(f.path, f.abspath)
         if pfi and reg.covers(pfi, "SYN003"):
             continue
+        if f.path not in scans and quiet(f.text):
+            continue  # (no finding of the file marked a code used)
         for directive in scan(f).directives:
             if any(reg.covers([c], "SYN003") for c in directive.codes if c != "ALL"):
                 continue  # the line asks not to be told

@@ -38,23 +38,22 @@ def _imports(path: Path) -> list[tuple[str, int]]:
     raw = read_inside(path, path, MAX_BYTES)
     if raw is None:
         return []
-    from hashlib import blake2b
+    if len(raw) > MAX_BYTES:
+        return []
+    from parallint.model.pyshared import STATED, text_key
 
-    key = blake2b(raw, digest_size=16).digest()
-    got = _STATED.get(key)
+    key = text_key(raw.decode("utf-8", errors="replace"))
+    got = STATED.get(key)
     if got is None:
-        got = _STATED[key] = import_statements(raw)
+        got = STATED[key] = import_statements(raw)
     return got
-
-
-#: import statements by the digest of the file's content, for one run (each entry script's walk
-#: reads the same modules)
-_STATED: dict[bytes, list[tuple[str, int]]] = {}
 
 
 def reset() -> None:
     """Forget the import statements read by an earlier run."""
-    _STATED.clear()
+    from parallint.model.pyshared import STATED
+
+    STATED.clear()
 
 
 def import_statements(raw: bytes) -> list[tuple[str, int]]:
@@ -67,20 +66,10 @@ def import_statements(raw: bytes) -> list[tuple[str, int]]:
         tree = ast.parse(raw.decode("utf-8", errors="replace"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    from parallint.model.pyshared import walk
+    from parallint.model.pyshared import import_pairs, walk
 
-    out: list[tuple[str, int]] = []
     Import, ImportFrom = ast.Import, ast.ImportFrom
-    for node in walk(tree):
-        t = type(node)
-        if t is Import:
-            out.extend((a.name, 0) for a in node.names)
-        elif t is ImportFrom:
-            base = node.module or ""
-            if base:
-                out.append((base, node.level))
-            out.extend((f"{base}.{a.name}" if base else a.name, node.level) for a in node.names if a.name != "*")
-    return out
+    return import_pairs([node for node in walk(tree) if type(node) is Import or type(node) is ImportFrom])
 
 
 def _under(top: Path, module: str, anchor: Path) -> Path | None:

@@ -165,3 +165,37 @@ def walk(tree: Any) -> list[Any]:
             elif isinstance(v, AST):
                 out.append(v)
     return out
+
+
+#: (module, level) of every import statement of a Python text, by :func:`text_key` of the text,
+#: for one run (see :func:`reset`): the Python reader notes what its own
+#: parse found, so following an entry script's imports does not parse a file it read again
+STATED: dict[bytes, list[tuple[str, int]]] = {}
+
+
+def text_key(text: str) -> bytes:
+    """The key of a Python text in :data:`STATED`."""
+    from hashlib import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def import_pairs(nodes: Any) -> list[tuple[str, int]]:
+    """(module, level) for the Import/ImportFrom ``nodes``, in their order; ``from pkg import a,
+    b`` also gives ``pkg.a`` and ``pkg.b`` (each may be a submodule)."""
+    out: list[tuple[str, int]] = []
+    Import = ast.Import
+    for node in nodes:
+        if type(node) is Import:
+            out.extend((a.name, 0) for a in node.names)
+        else:
+            base = node.module or ""
+            if base:
+                out.append((base, node.level))
+            out.extend((f"{base}.{a.name}" if base else a.name, node.level) for a in node.names if a.name != "*")
+    return out
+
+
+def reset() -> None:
+    """Forget the import statements of an earlier run."""
+    STATED.clear()

@@ -476,7 +476,7 @@ class Script:
         self.abspath: Any = None  # the file on disk (set by the reader)
         #: the reader's loader of a repository module (``parallint.readers.python.load_module``),
         #: for :meth:`imported_class`; None for a module that was itself loaded that way
-        self.module_loader: Callable[[Any, str, int], Any] | None = None
+        self.module_loader: Callable[..., Any] | None = None
         #: (tree, called names, ``from ... import`` nodes), for ``parallint.link.hfargs`` (walked once)
         self._cli_imports: Any = None
         self.calls: list[Call] = []
@@ -1306,11 +1306,13 @@ def _own_parens(text: str, a: int, b: int, node: Any, offset: Callable[[int, int
 
 # ---------------------------------------------------------------------------------------------
 # the script's data
-def imported_class(s: Script, local: str) -> "tuple[Script, str, str] | None":
+def imported_class(s: Script, local: str, needs: str | None = None) -> "tuple[Script, str, str] | None":
     """(that module's Script, the class's name there, the module's path relative to this file) for
     the name ``local`` imported at the top of ``s`` from a module of the repository
     (``from models.mlp import MLP``, relative imports too); None otherwise. One hop: the module's
-    own imports are not followed."""
+    own imports are not followed. With ``needs``, None too for a module whose text does not hold
+    that word (it is then not parsed: a caller that looks for a call of ``DistributedSampler``
+    there need not build the Script of every module a name comes from)."""
     import ast
 
     tree = getattr(s, "_module", None)
@@ -1321,7 +1323,7 @@ def imported_class(s: Script, local: str) -> "tuple[Script, str, str] | None":
     if len(found) != 1:
         return None
     module, level, name = found[0]
-    got = s.module_loader(s.abspath, module, level)
+    got = s.module_loader(s.abspath, module, level, needs) if needs else s.module_loader(s.abspath, module, level)
     if got is None:
         return None
     rel, mod = got

@@ -350,8 +350,12 @@ MODULE_BYTES = 400_000
 #: modules loaded in this run: (path, rel, content) -> the result of :func:`load_module`; the
 #: linker and the rules ask for the same module once per job and per rule (see reset)
 _MODULES: dict = {}
-#: the most entries kept (each holds a syntax tree)
-_MODULES_MAX = 8
+#: the most entries kept (each holds a syntax tree) ...
+_MODULES_MAX = 64
+#: ... and the most bytes of source they hold together (a Script takes about 30 bytes of memory
+#: a source byte): the jobs of Megatron-LM's launches ask for the same 60 modules (1.8 MB) in
+#: turn, which the eight entries kept before could not hold (each was parsed again for each job)
+MODULES_BYTES = 2_000_000
 #: whether a run starts with the modules of earlier runs (the language server: see keep_modules)
 _KEEP = False
 
@@ -360,8 +364,8 @@ def keep_modules(most: int) -> None:
     """Keep up to ``most`` loaded modules from one run to the next (the language server, where an
     edit re-checks the same jobs). Entries are keyed by the module's path and bytes, so a kept one
     is exactly what loading the file again gives."""
-    global _MODULES_MAX, _KEEP
-    _MODULES_MAX, _KEEP = max(int(most), 1), True
+    global _MODULES_MAX, _KEEP, MODULES_BYTES
+    _MODULES_MAX, _KEEP, MODULES_BYTES = max(int(most), 1), True, 1 << 62
 
 
 def reset() -> None:
@@ -372,11 +376,12 @@ def reset() -> None:
         _forget(_MODULES.popitem()[1])
 
 
-def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] | None":
+def load_module(abspath: Path, module: str, level: int, needs: str | None = None) -> "tuple[str, Script] | None":
     """(its path relative to ``abspath``'s folder, its Script) for the repository module that
     ``from <level dots><module> import ...`` in the file ``abspath`` names; None when it is not one
     of the repository's own files (third-party packages are never read), is too large or does not
-    parse. Read with ``ast``, never imported; what it imports in turn is not followed."""
+    parse, or (with ``needs``) its text does not hold that word. Read with ``ast``, never
+    imported; what it imports in turn is not followed."""
     import os
 
     from parallint.readers.pyparser_import import resolve
@@ -388,6 +393,8 @@ def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] |
     raw = read_inside(path, abspath, MODULE_BYTES)
     if raw is None or len(raw) > MODULE_BYTES:
         return None
+    if needs and needs.encode() not in raw:
+        return None
     rel = os.path.relpath(path, os.path.dirname(abspath)).replace(os.sep, "/")
     key = (path, rel, raw)
     if key in _MODULES:
@@ -395,8 +402,11 @@ def load_module(abspath: Path, module: str, level: int) -> "tuple[str, Script] |
         _MODULES[key] = got  # the most recently used last
         return got
     got = _load(path, rel, raw)
-    if len(_MODULES) >= _MODULES_MAX:
-        _forget(_MODULES.pop(next(iter(_MODULES))))
+    held = sum(len(k[2]) for k in _MODULES)
+    while _MODULES and (len(_MODULES) >= _MODULES_MAX or held + len(raw) > MODULES_BYTES):
+        old = next(iter(_MODULES))  # the least recently used
+        held -= len(old[2])
+        _forget(_MODULES.pop(old))
     _MODULES[key] = got
     return got
 
@@ -574,7 +584,7 @@ def _without_magics(text: str, error_line: int | None) -> str | None:
     return "\n".join(out)
 
 
-def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, ast.Module | None]:
+def _parse(path: str, text: str, gate: "CallGate | None" = None, unmasked: bool = True) -> tuple[Any, ast.Module | None]:
     """Parse with CPython's own parser first: it gives the positions editors show, it rejects
     what CPython cannot run, and it is a cheap guard for LibCST's native parser, which crashes
     the process on pathological nesting. Only then LibCST, for the tree the rules walk."""
@@ -590,7 +600,7 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
             return None, None  # valid for a newer Python than parallint's (PEP 701 f-strings...)
         masked = _without_magics(text, se.lineno)
         if masked is not None:
-            return _parse(path, masked, gate)
+            return _parse(path, masked, gate, False)
         line, col = se.lineno or 1, max(se.offset or 1, 1)
         raise _SyntaxProblem(f"Python syntax error at {line}:{col}: {se.msg or 'invalid syntax'}",
                              Span(path, line, col)) from None
@@ -612,6 +622,10 @@ def _parse(path: str, text: str, gate: "CallGate | None" = None) -> tuple[Any, a
             f"code nested more than {MAX_NESTING} levels deep (limit for checking): file not checked",
             Span(path, 1, 1),
         )
+    if unmasked:  # the import statements that parallint.link.imports would parse this text for
+        from parallint.model.pyshared import STATED, import_pairs, text_key
+
+        STATED.setdefault(text_key(text), import_pairs(import_nodes))
     import_map: dict[str, set[str]] = {}
     _collect_imports(import_nodes, import_map)
     if gate is not None and not gate.wanted(shapes or [], import_map):

@@ -187,7 +187,7 @@ class SamplerSetEpochMissing(Rule):
         for c in s.calls:
             if not c.target or not isinstance(c.node.func, ast.Name) or any(l.epoch for l in c.loops):
                 continue
-            got = imported_class(s, c.node.func.id)
+            got = imported_class(s, c.node.func.id, "DistributedSampler")  # (what _returned_sampler needs)
             if got is None:
                 continue
             mod, name, rel = got

@@ -69,6 +69,21 @@ _MEGATRON_130B_FITS = Example(files={"train.sbatch": """
     """})
 
 
+#: whether a pattern of this module finds something in a file's text, by (pattern, text): MEM001
+#: and MEM002 ask it of every file of every job, and the jobs of a tree share files
+_FOUND: dict[tuple[re.Pattern[str], str], bool] = {}
+
+
+def _finds(pattern: re.Pattern[str], text: str) -> bool:
+    key = (pattern, text)
+    got = _FOUND.get(key)
+    if got is None:
+        if len(_FOUND) >= 4096:  # the texts of one run at most, not of every run of a server
+            _FOUND.clear()
+        got = _FOUND[key] = pattern.search(text) is not None
+    return got
+
+
 def _gib(x: float) -> str:
     return f"{x / GIB:.1f}"
 
@@ -97,12 +112,12 @@ def _setup(job, ctx, unsized_lora: bool = False):
     if any(not v.known or v.value is not False for v in facts.all("training.offload")):
         return None
     for f in job.files:  # the Python reader states no offload fact: an inline config's keys
-        if f.kind == "python" and _offload().search(f.text or ""):
+        if f.kind == "python" and _finds(_offload(), f.text or ""):
             return None
     # a LoRA whose rank and targets are stated: its words are sized, freezing or a vision tower is not
     partial = _PARTIAL_NOT_LORA if facts.all("training.peft") else _PARTIAL
     for f in job.files:
-        if f.kind != "python" and (_OTHER_ARCH.search(f.text or "") or partial.search(f.text or "")):
+        if f.kind != "python" and (_finds(_OTHER_ARCH, f.text or "") or _finds(partial, f.text or "")):
             return None
     config = getattr(ctx, "config", None) or {}
     from parallint.estimator.spec import spec_for_job
