@@ -130,11 +130,17 @@ def apply_change(text: str, change: dict, codec: Codec) -> str:
 class Linter:
     """The checking part, free of LSP types (testable without a client)."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, keep: bool = True) -> None:
         self.cwd = cwd
+        #: keep each file's facts and the tables a run builds between analyses (False: every
+        #: analysis reads everything again, as ``parallint check FILE`` does)
+        self.keep = keep
         self.buffers: dict[Path, str] = {}
         self.job_files: dict[Path, set[Path]] = {}  # file -> files of its jobs (last run)
         self.trees: dict = {}  # repository root -> its link index, kept in memory between edits
+        from parallint.engine.kept import KeptFacts
+
+        self.kept = KeptFacts() if keep else None  # each file's facts, kept while its text (and side reads) are unchanged
         self.lock = threading.Lock()
 
     def _rules(self, config):
@@ -158,6 +164,12 @@ class Linter:
         from parallint.readers.python import keep_modules
 
         keep_modules(MODULES_KEPT)  # the modules a job's scripts import, parsed once per content
+        from parallint.link import imports, megatron_table
+        from parallint.readers import pyparser_import
+
+        # tables that a run rebuilds, kept while what they were read from is unchanged
+        for mod in (megatron_table, pyparser_import, imports):
+            mod.keep(self.keep)
 
         try:
             ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
@@ -176,7 +188,7 @@ class Linter:
         with self.lock:
             config, rules = self._setup(changed)
             first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
-                                trees=self.trees)
+                                trees=self.trees, kept=self.kept)
             affected = {changed}
             for job in first.jobs:
                 members = {f.abspath for f in job.files}
@@ -200,7 +212,7 @@ class Linter:
             if existing:
                 config, rules = self._setup(changed)
                 second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
-                                     buffers=dict(self.buffers), trees=self.trees)
+                                     buffers=dict(self.buffers), trees=self.trees, kept=self.kept)
                 for d in second.diagnostics:
                     p = self._abs(d.span.path)
                     if p != changed:

@@ -418,6 +418,8 @@ class Runner:
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
         self.memory = file_memory(config.settings)
+        #: parallint.engine.kept.KeptFacts: what earlier runs read (the language server), or None
+        self.kept: Any = None
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
                     "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
                     "parallint.readers.pyparser_import"):  # an earlier run's
@@ -442,6 +444,8 @@ class Runner:
         loaded = self._load(abspath, explicit, launched)
         if loaded is None or isinstance(loaded, FileFacts):
             return loaded
+        if self.kept is not None and abspath not in self.gated and abspath not in self.context:
+            return self.kept.parse(self, *loaded)  # type: ignore[no-any-return]
         return self._parse(*loaded)
 
     def _raw(self, abspath: Path) -> "tuple[bytes, int] | str":
@@ -554,7 +558,7 @@ class Runner:
             reason = known[2]  # loaded again in this run (a one-file check loads its target twice)
         else:
             reason = guard(kind, display, text)
-            if len(text) >= GUARD_MEMO_BYTES:
+            if len(text) >= GUARD_MEMO_BYTES or self.kept is not None:
                 self._guarded[abspath] = (kind, text, reason)
         if reason is not None:
             return self._skipped(abspath, display, reason, kind)

@@ -52,9 +52,24 @@ def _imports(path: Path) -> list[tuple[str, int]]:
 _STATED: dict[bytes, list[tuple[str, int]]] = {}
 
 
+_KEEP = [False]
+
+
+def keep(on: bool = True) -> None:
+    """Keep the import statements across runs (the language server): they are keyed by the
+    content's digest, so an entry never goes stale; at most :data:`KEPT` of them."""
+    _KEEP[0] = on
+
+
+#: import statements kept at most across runs (see :func:`keep`)
+KEPT = 50_000
+
+
 def reset() -> None:
-    """Forget the import statements read by an earlier run."""
-    _STATED.clear()
+    """Forget the import statements read by an earlier run (with :func:`keep`, only when there
+    are over :data:`KEPT` of them)."""
+    if not _KEEP[0] or len(_STATED) > KEPT:
+        _STATED.clear()
 
 
 def import_statements(raw: bytes) -> list[tuple[str, int]]:

@@ -46,11 +46,51 @@ _RESOLVED: dict[tuple, tuple[tuple[str, ...], list[str], int, "Path | None"]] = 
 _BASES: dict[tuple, tuple[str, ...]] = {}
 
 
+#: while :func:`keep` is on (the language server): the file found for each entry of _RESOLVED as
+#: its own path (None: the last candidate looked for is not a file), checked again by :func:`reset`
+_LAST: "dict[tuple, str | None | bool]" = {}
+_KEEP = [False]
+
+
+def keep(on: bool = True) -> None:
+    """Keep what :func:`resolve` found across runs, each entry while the candidates it looked for
+    still are (or are not) files (see :func:`reset`)."""
+    if on != _KEEP[0]:
+        _ROOTS.clear()
+        _RESOLVED.clear()
+        _BASES.clear()
+        _LAST.clear()
+    _KEEP[0] = on
+
+
 def reset() -> None:
-    """Forget the roots and modules found by an earlier run."""
+    """Forget the roots and modules found by an earlier run; with :func:`keep`, only the entries
+    whose candidates changed (a file created, removed or moved), all of them when a folder's
+    repository root did."""
+    if _KEEP[0] and _ROOTS:
+        roots = dict(_ROOTS)
+        _ROOTS.clear()
+        if all(_root(start) == was for start, was in roots.items()):
+            isfile, join, realpath = os.path.isfile, os.path.join, os.path.realpath
+            for key, (bases, parts, n, _found) in list(_RESOLVED.items()):
+                last = _LAST.get(key, False)
+                ok = last is not False
+                for i in range(n if ok else 0):
+                    cand = join(bases[i // 2], *parts, "__init__.py") if i % 2 else join(bases[i // 2], *parts) + ".py"
+                    if i < n - 1 or last is None:
+                        if isfile(cand):
+                            ok = False
+                            break
+                    elif not isfile(cand) or realpath(cand) != last:
+                        ok = False
+                if not ok:
+                    del _RESOLVED[key]
+                    _LAST.pop(key, None)
+            return
     _ROOTS.clear()
     _RESOLVED.clear()
     _BASES.clear()
+    _LAST.clear()
 
 
 #: per file: (its stat signature, the folders its ``sys.path`` tweaks add)
@@ -172,6 +212,8 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
     got = _RESOLVED.get(key)
     if got is None:
         got = _RESOLVED[key] = _resolve(here, module, level, extra, tweaks)
+        if _KEEP[0]:
+            _LAST[key] = _last(got)
     bases, parts, n, found = got
     if n:
         from parallint.util import deps
@@ -183,6 +225,20 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
                 else:
                     deps.note_probe(os.path.join(bases[i // 2], *parts) + ".py")
     return found
+
+
+def _last(got: tuple) -> "str | None | bool":
+    """The real path of the last candidate :func:`_resolve` looked for when it is a file (the one
+    it took, or one it refused), else None; False when that cannot be told (kept no longer)."""
+    bases, parts, n, _found = got
+    if not n:
+        return None
+    i = n - 1
+    cand = os.path.join(bases[i // 2], *parts, "__init__.py") if i % 2 else os.path.join(bases[i // 2], *parts) + ".py"
+    try:
+        return os.path.realpath(cand) if os.path.isfile(cand) else None
+    except (OSError, ValueError):
+        return False
 
 
 def _resolve(here: Path, module: str, level: int, extra: "list[Path] | None",
