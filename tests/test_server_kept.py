@@ -174,3 +174,26 @@ def test_a_module_created_on_disk_is_what_the_import_finds(repo):
     kept = _flat(lin.lint(script))
     assert kept == _fresh(repo, lin.buffers, script)
     assert any(x[1] == "DDP002" and x[0] == str(repo / "helpers/dev.py") for x in kept)
+
+
+def test_a_changed_gitignore_changes_who_links_the_script(repo):
+    """The kept exclusions (the link index's Excluder) follow the .gitignore files: an ignored
+    launch no longer makes the script's job (it is still checked on its own, once, to clear
+    what it showed as a file of the script's job)."""
+    (repo / ".gitignore").write_text("notes/\n")
+    _age(repo)
+    lin = Linter(repo)
+    script = repo / "pretrain_gpt.py"
+    lin.buffers[script] = script.read_text()
+    lin.lint(script)
+    assert repo / "examples/run.sh" in lin.job_files[script]
+    (repo / ".gitignore").write_text("notes/\nexamples/run.sh\n")
+    _age(repo, 20)
+    lin.buffers[script] = script.read_text() + "# edit\n"
+    out, _ = lin.lint_buffer(script)
+    fresh = Linter(repo, keep=False)
+    fresh.buffers.update(lin.buffers)
+    want, _ = fresh.lint_buffer(script)
+    assert _flat({script: out[script]}) == _flat({script: want[script]})
+    assert lin.job_files[script] == fresh.job_files[script]
+    assert repo / "examples/run.sh" not in lin.job_files[script]
