@@ -190,10 +190,31 @@ def test_a_changed_gitignore_changes_who_links_the_script(repo):
     (repo / ".gitignore").write_text("notes/\nexamples/run.sh\n")
     _age(repo, 20)
     lin.buffers[script] = script.read_text() + "# edit\n"
-    out, _ = lin.lint_buffer(script)
+    out, _ = lin.lint_buffer(script) or ({}, [])
     fresh = Linter(repo, keep=False)
     fresh.buffers.update(lin.buffers)
-    want, _ = fresh.lint_buffer(script)
+    want, _ = fresh.lint_buffer(script) or ({}, [])
     assert _flat({script: out[script]}) == _flat({script: want[script]})
     assert lin.job_files[script] == fresh.job_files[script]
     assert repo / "examples/run.sh" not in lin.job_files[script]
+
+
+def test_an_analysis_stopped_by_a_newer_edit_leaves_the_next_one_right(repo):
+    """``stop()`` (a newer edit arrived) abandons an analysis part way, before a file is read or a
+    rule runs; what it kept by then does not change the next analysis."""
+    lin = Linter(repo)
+    launch = repo / "examples/run.sh"
+    lin.buffers[launch] = launch.read_text()
+    asked = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    assert lin.lint_buffer(launch, stop) is None
+    assert len(asked) == 4
+    lin.buffers[launch] = launch.read_text() + "# edit\n"
+    got = lin.lint_buffer(launch, lambda: False)
+    assert got is not None
+    assert _flat({launch: got[0][launch]}) == [x for x in _fresh(repo, lin.buffers, launch) if x[0] == str(launch)]
+    assert any(x[1] == "CFG006" for x in _flat(got[0]))

@@ -11,8 +11,10 @@ and the reverse. Code actions add ``# noqa: CODE`` to a finding's line.
 Edits are debounced: a change (or save) schedules the document's analysis
 ``PARALLINT_LSP_DEBOUNCE_MS`` (default 250) milliseconds later, and a newer change of the same
 document within that time replaces it, so a burst of keystrokes gives one analysis of the last
-text. An analysis that finishes after a newer change was made publishes nothing (the newer one
-will). Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
+text. An analysis still running when a newer change is scheduled stops before its next file
+read or rule (``Runner.stop``), and one that finishes after a newer change publishes nothing (the
+newer one will). Between analyses the linter keeps each file's facts and the tables a run builds
+(:mod:`parallint.engine.kept`): an edit reads only the edited buffer again. Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
 """
 
 from __future__ import annotations
@@ -156,7 +158,9 @@ class Linter:
     def lint(self, changed: Path) -> dict[Path, list]:
         """Findings per file for ``changed`` and every file of the jobs that include it (an empty
         list clears a file)."""
-        out, others = self.lint_buffer(changed)
+        got = self.lint_buffer(changed)
+        assert got is not None  # (nothing stops it)
+        out, others = got
         return self.lint_others(changed, out, others)
 
     def _setup(self, changed: Path):
@@ -179,16 +183,23 @@ class Linter:
             config = Config(None, self.cwd, {})
         return config, self._rules(config)
 
-    def lint_buffer(self, changed: Path) -> tuple[dict[Path, list], list[Path]]:
+    def lint_buffer(self, changed: Path, stop=None) -> "tuple[dict[Path, list], list[Path]] | None":
         """The first half of :meth:`lint`: ``changed`` checked in every job that includes it, as
         ``parallint check FILE`` does (its findings are final); and the other files of those jobs
-        (and of its jobs before), which :meth:`lint_others` checks in their own jobs."""
+        (and of its jobs before), which :meth:`lint_others` checks in their own jobs. None when
+        ``stop()`` said, while it ran, that the analysis is no longer wanted (a newer edit)."""
         from parallint.engine.index import check_files
+        from parallint.engine.runner import Stopped
 
         with self.lock:
+            if stop is not None and stop():
+                return None
             config, rules = self._setup(changed)
-            first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
-                                trees=self.trees, kept=self.kept)
+            try:
+                first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
+                                    trees=self.trees, kept=self.kept, stop=stop)
+            except Stopped:
+                return None
             affected = {changed}
             for job in first.jobs:
                 members = {f.abspath for f in job.files}
@@ -503,11 +514,15 @@ class Server:
         linter = self.linter
         t0 = time.perf_counter()
         try:
-            out, others = await loop.run_in_executor(None, linter.lint_buffer, path)
+            got = await loop.run_in_executor(None, linter.lint_buffer, path, lambda: stale() or self.shut)
         except Exception as exc:  # never take the editor session down
             self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
             return
         t1 = time.perf_counter()
+        if got is None:  # abandoned: a newer edit arrived while it ran (that one publishes)
+            self.log(LOG, f"parallint: stopped the analysis of {path} (a newer edit)")
+            return
+        out, others = got
         self.log(LOG, f"parallint: analysed {path} ({(t1 - t0) * 1000:.0f} ms)")
         if stale() or self.shut:
             return  # a newer edit is scheduled; it publishes

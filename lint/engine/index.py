@@ -822,7 +822,7 @@ def _git_files(root: Path) -> list[str] | None:
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
                 related_findings: bool = False, run_cache: bool | None = None, progress=None,
-                trees: dict | None = None, kept=None):
+                trees: dict | None = None, kept=None, stop=None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
@@ -836,10 +836,12 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
 
     ``trees`` (root -> :class:`TreeIndex`) keeps the link index in memory between calls (the
     language server): a call refreshes it from the tree's stat signatures instead of loading it;
-    ``kept`` (:class:`parallint.engine.kept.KeptFacts`) keeps the files' facts the same way."""
+    ``kept`` (:class:`parallint.engine.kept.KeptFacts`) keeps the files' facts the same way;
+    ``stop()`` True abandons the run (``parallint.engine.runner.Stopped`` is raised)."""
     from parallint.engine.runner import Runner
 
     runner = Runner(config, cwd)
+    runner.stop = stop
     if kept is not None:
         runner.kept = kept
         runner._guarded = kept.guarded  # the pre-parse guard's verdicts, kept with the facts

@@ -339,6 +339,12 @@ class _QuietGc:
             gc.enable()
 
 
+class Stopped(BaseException):
+    """Raised out of a run whose ``Runner.stop()`` says it is no longer wanted (the language
+    server: a newer edit of the document arrived); a BaseException, so that no reader's or rule's
+    ``except Exception`` takes it for a failure of its own."""
+
+
 class _Timeout(BaseException):
     """Raised by the alarm; a BaseException, so a reader's ``except Exception`` cannot swallow it."""
 
@@ -420,6 +426,8 @@ class Runner:
         self.memory = file_memory(config.settings)
         #: parallint.engine.kept.KeptFacts: what earlier runs read (the language server), or None
         self.kept: Any = None
+        #: asked before each file is read and each rule runs: True abandons the run (Stopped)
+        self.stop: Callable[[], bool] | None = None
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
                     "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
                     "parallint.readers.pyparser_import"):  # an earlier run's
@@ -433,6 +441,8 @@ class Runner:
         if abspath in self.cache and (self.cache[abspath] is not None or not launched
                                       or abspath in self._launched):
             return self.cache[abspath]
+        if self.stop is not None and self.stop():
+            raise Stopped
         if launched:
             self._launched.add(abspath)
         self.cache[abspath] = None  # cycle guard while reading
@@ -985,6 +995,8 @@ class Runner:
         """One rule on one file or job. At most :data:`MAX_FINDINGS_PER_RULE` findings are taken
         (the rule's generator is not run further), then one that says the rest is not listed: a
         hostile file of 4,000 repeated keys costs what 200 cost."""
+        if self.stop is not None and self.stop():
+            raise Stopped
         out: list[Diagnostic] = []
         try:
             for d in getattr(rule, method)(target, ctx) or ():
