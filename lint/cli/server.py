@@ -11,8 +11,8 @@ and the reverse. Code actions add ``# noqa: CODE`` to a finding's line.
 Edits are debounced: a change (or save) schedules the document's analysis
 ``PARALLINT_LSP_DEBOUNCE_MS`` (default 250) milliseconds later, and a newer change of the same
 document within that time replaces it, so a burst of keystrokes gives one analysis of the last
-text. An analysis still running when a newer change is scheduled stops before its next file
-read or rule (``Runner.stop``), and one that finishes after a newer change publishes nothing (the
+text. An analysis still running when a newer change is scheduled (its other files' re-check
+too) stops before its next file read or rule (``Runner.stop``), and one that finishes after a newer change publishes nothing (the
 newer one will). Between analyses the linter keeps each file's facts and the tables a run builds
 (:mod:`parallint.engine.kept`): an edit reads only the edited buffer again. Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
 """
@@ -161,7 +161,9 @@ class Linter:
         got = self.lint_buffer(changed)
         assert got is not None  # (nothing stops it)
         out, others = got
-        return self.lint_others(changed, out, others)
+        done = self.lint_others(changed, out, others)
+        assert done is not None
+        return done
 
     def _setup(self, changed: Path):
         from parallint.discover.settings import ConfigError, configs_for
@@ -213,17 +215,24 @@ class Linter:
                 self.job_files[p] = affected
             return out, sorted((affected | previous) - {changed})
 
-    def lint_others(self, changed: Path, out: dict[Path, list], targets: list[Path]) -> dict[Path, list]:
+    def lint_others(self, changed: Path, out: dict[Path, list], targets: list[Path],
+                    stop=None) -> "dict[Path, list] | None":
         """The second half of :meth:`lint`: each other file checked in all of its own jobs, as
-        ``check FILE`` would; added to ``out``."""
+        ``check FILE`` would; added to ``out``. None when ``stop()`` said it is no longer wanted."""
         from parallint.engine.index import check_files
+        from parallint.engine.runner import Stopped
 
         with self.lock:
             existing = [p for p in targets if p.is_file() or p in self.buffers]
             if existing:
+                if stop is not None and stop():
+                    return None
                 config, rules = self._setup(changed)
-                second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
-                                     buffers=dict(self.buffers), trees=self.trees, kept=self.kept)
+                try:
+                    second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
+                                         buffers=dict(self.buffers), trees=self.trees, kept=self.kept, stop=stop)
+                except Stopped:
+                    return None
                 for d in second.diagnostics:
                     p = self._abs(d.span.path)
                     if p != changed:
@@ -530,10 +539,14 @@ class Server:
         if not others and set(out) <= {path}:
             return
         try:
-            out = await loop.run_in_executor(None, linter.lint_others, path, out, others)
+            done = await loop.run_in_executor(None, linter.lint_others, path, out, others,
+                                              lambda: stale() or self.shut)
         except Exception as exc:
             self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
             return
+        if done is None:
+            return  # stopped: a newer edit (it publishes)
+        out = done
         self.log(LOG, f"parallint: re-checked the other files of its jobs ({len(others)}; "
                       f"{(time.perf_counter() - t1) * 1000:.0f} ms)")
         if stale() or self.shut:
