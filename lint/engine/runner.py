@@ -687,8 +687,19 @@ class Runner:
         python = [p for p in pending if p[3] in PARALLEL_KINDS and "torchx" not in p[2]]
         others = [p for p in pending if p[3] not in PARALLEL_KINDS or "torchx" in p[2]]
         risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
+        if self.kept is not None:  # the language server: the large Python files are probed too
+            risky += [p for p in python if len(p[2]) > RISKY_BYTES]
         if risky:
             self._probe_in_workers(risky)
+        if self.kept is not None:
+            # every file read here and kept with its syntax tree (the rules run on it in check(),
+            # as on a linked script): the next analysis takes it from the kept facts
+            for item in others + python:
+                if item[0] not in self.cache:
+                    if self.stop is not None and self.stop():
+                        raise Stopped
+                    self.cache[item[0]] = self.kept.parse(self, *item)
+            return
         for item in others:
             if item[0] not in self.cache:
                 self.cache[item[0]] = self._parse(*item)
