@@ -457,7 +457,8 @@ class Server:
         path = _path_of(uri)
         if path is not None:
             self.linter.buffers[path] = text
-        return self.publish(uri)
+        seen = self.edits.get(uri, 0)  # a change made while the first analysis runs stops it
+        return self.publish(uri, lambda: self.edits.get(uri, 0) != seen)
 
     def did_change(self, params: dict) -> None:
         uri = self._uri(params)

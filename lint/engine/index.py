@@ -372,7 +372,12 @@ class ReverseIndex:
             wanted = set().union(*(needles(t) for t in frontier))
             names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
             new: set[Path] = set()
+            stop = getattr(self.runner, "stop", None)
             for rel in sorted(tree.containing(wanted, self)):
+                if stop is not None and stop():
+                    from parallint.engine.runner import Stopped
+
+                    raise Stopped
                 abspath = self.root / rel
                 if abspath in found or abspath in targets:
                     continue

@@ -92,12 +92,17 @@ class KeptFacts:
                 return False
         return True
 
+    def holds(self, runner, abspath: Path, display: str, text: str, kind: str) -> bool:
+        """Whether :meth:`parse` of this input would give the kept facts (no reader run)."""
+        hit = self.files.get(abspath)
+        return hit is not None and hit[0] == display and hit[1] == kind and (hit[2] is text or hit[2] == text) \
+            and self._valid(runner, hit[3])
+
     def parse(self, runner, abspath: Path, display: str, text: str, kind: str):
         """``runner._parse(abspath, display, text, kind)``, or what it gave last time for the same
         input."""
         hit = self.files.get(abspath)
-        if hit is not None and hit[0] == display and hit[1] == kind and (hit[2] is text or hit[2] == text) \
-                and self._valid(runner, hit[3]):
+        if hit is not None and self.holds(runner, abspath, display, text, kind):
             self.hits += 1
             del self.files[abspath]  # the most recently used last
             self.files[abspath] = hit

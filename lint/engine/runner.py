@@ -687,8 +687,10 @@ class Runner:
         python = [p for p in pending if p[3] in PARALLEL_KINDS and "torchx" not in p[2]]
         others = [p for p in pending if p[3] not in PARALLEL_KINDS or "torchx" in p[2]]
         risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
-        if self.kept is not None:  # the language server: the large Python files are probed too
-            risky += [p for p in python if len(p[2]) > RISKY_BYTES]
+        if self.kept is not None:  # the language server: the large Python files are probed too,
+            # unless their facts are kept (a killable worker read them before)
+            risky = [p for p in risky + [p for p in python if len(p[2]) > RISKY_BYTES]
+                     if not self.kept.holds(self, *p)]
         if risky:
             self._probe_in_workers(risky)
         if self.kept is not None:
