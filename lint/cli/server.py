@@ -11,8 +11,10 @@ and the reverse. Code actions add ``# noqa: CODE`` to a finding's line.
 Edits are debounced: a change (or save) schedules the document's analysis
 ``PARALLINT_LSP_DEBOUNCE_MS`` (default 250) milliseconds later, and a newer change of the same
 document within that time replaces it, so a burst of keystrokes gives one analysis of the last
-text. An analysis that finishes after a newer change was made publishes nothing (the newer one
-will). Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
+text. An analysis still running when a newer change is scheduled (its other files' re-check
+too) stops before its next file read or rule (``Runner.stop``), and one that finishes after a newer change publishes nothing (the
+newer one will). Between analyses the linter keeps each file's facts and the tables a run builds
+(:mod:`parallint.engine.kept`): an edit reads only the edited buffer again. Each analysis is logged (``window/logMessage``, type Log: ``parallint: analysed PATH``).
 """
 
 from __future__ import annotations
@@ -130,11 +132,17 @@ def apply_change(text: str, change: dict, codec: Codec) -> str:
 class Linter:
     """The checking part, free of LSP types (testable without a client)."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, keep: bool = True) -> None:
         self.cwd = cwd
+        #: keep each file's facts and the tables a run builds between analyses (False: every
+        #: analysis reads everything again, as ``parallint check FILE`` does)
+        self.keep = keep
         self.buffers: dict[Path, str] = {}
         self.job_files: dict[Path, set[Path]] = {}  # file -> files of its jobs (last run)
         self.trees: dict = {}  # repository root -> its link index, kept in memory between edits
+        from parallint.engine.kept import KeptFacts
+
+        self.kept = KeptFacts() if keep else None  # each file's facts, kept while its text (and side reads) are unchanged
         self.lock = threading.Lock()
 
     def _rules(self, config):
@@ -150,14 +158,24 @@ class Linter:
     def lint(self, changed: Path) -> dict[Path, list]:
         """Findings per file for ``changed`` and every file of the jobs that include it (an empty
         list clears a file)."""
-        out, others = self.lint_buffer(changed)
-        return self.lint_others(changed, out, others)
+        got = self.lint_buffer(changed)
+        assert got is not None  # (nothing stops it)
+        out, others = got
+        done = self.lint_others(changed, out, others)
+        assert done is not None
+        return done
 
     def _setup(self, changed: Path):
         from parallint.discover.settings import ConfigError, configs_for
         from parallint.readers.python import keep_modules
 
         keep_modules(MODULES_KEPT)  # the modules a job's scripts import, parsed once per content
+        from parallint.link import imports, megatron_table
+        from parallint.readers import pyparser_import
+
+        # tables that a run rebuilds, kept while what they were read from is unchanged
+        for mod in (megatron_table, pyparser_import, imports):
+            mod.keep(self.keep)
 
         try:
             ((config, _, _),) = configs_for([str(changed)], cwd=self.cwd)
@@ -167,16 +185,23 @@ class Linter:
             config = Config(None, self.cwd, {})
         return config, self._rules(config)
 
-    def lint_buffer(self, changed: Path) -> tuple[dict[Path, list], list[Path]]:
+    def lint_buffer(self, changed: Path, stop=None) -> "tuple[dict[Path, list], list[Path]] | None":
         """The first half of :meth:`lint`: ``changed`` checked in every job that includes it, as
         ``parallint check FILE`` does (its findings are final); and the other files of those jobs
-        (and of its jobs before), which :meth:`lint_others` checks in their own jobs."""
+        (and of its jobs before), which :meth:`lint_others` checks in their own jobs. None when
+        ``stop()`` said, while it ran, that the analysis is no longer wanted (a newer edit)."""
         from parallint.engine.index import check_files
+        from parallint.engine.runner import Stopped
 
         with self.lock:
+            if stop is not None and stop():
+                return None
             config, rules = self._setup(changed)
-            first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
-                                trees=self.trees)
+            try:
+                first = check_files([str(changed)], config, rules, cwd=self.cwd, buffers=dict(self.buffers),
+                                    trees=self.trees, kept=self.kept, stop=stop)
+            except Stopped:
+                return None
             affected = {changed}
             for job in first.jobs:
                 members = {f.abspath for f in job.files}
@@ -190,17 +215,24 @@ class Linter:
                 self.job_files[p] = affected
             return out, sorted((affected | previous) - {changed})
 
-    def lint_others(self, changed: Path, out: dict[Path, list], targets: list[Path]) -> dict[Path, list]:
+    def lint_others(self, changed: Path, out: dict[Path, list], targets: list[Path],
+                    stop=None) -> "dict[Path, list] | None":
         """The second half of :meth:`lint`: each other file checked in all of its own jobs, as
-        ``check FILE`` would; added to ``out``."""
+        ``check FILE`` would; added to ``out``. None when ``stop()`` said it is no longer wanted."""
         from parallint.engine.index import check_files
+        from parallint.engine.runner import Stopped
 
         with self.lock:
             existing = [p for p in targets if p.is_file() or p in self.buffers]
             if existing:
+                if stop is not None and stop():
+                    return None
                 config, rules = self._setup(changed)
-                second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
-                                     buffers=dict(self.buffers), trees=self.trees)
+                try:
+                    second = check_files([str(p) for p in existing], config, rules, cwd=self.cwd,
+                                         buffers=dict(self.buffers), trees=self.trees, kept=self.kept, stop=stop)
+                except Stopped:
+                    return None
                 for d in second.diagnostics:
                     p = self._abs(d.span.path)
                     if p != changed:
@@ -425,7 +457,8 @@ class Server:
         path = _path_of(uri)
         if path is not None:
             self.linter.buffers[path] = text
-        return self.publish(uri)
+        seen = self.edits.get(uri, 0)  # a change made while the first analysis runs stops it
+        return self.publish(uri, lambda: self.edits.get(uri, 0) != seen)
 
     def did_change(self, params: dict) -> None:
         uri = self._uri(params)
@@ -491,11 +524,15 @@ class Server:
         linter = self.linter
         t0 = time.perf_counter()
         try:
-            out, others = await loop.run_in_executor(None, linter.lint_buffer, path)
+            got = await loop.run_in_executor(None, linter.lint_buffer, path, lambda: stale() or self.shut)
         except Exception as exc:  # never take the editor session down
             self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
             return
         t1 = time.perf_counter()
+        if got is None:  # abandoned: a newer edit arrived while it ran (that one publishes)
+            self.log(LOG, f"parallint: stopped the analysis of {path} (a newer edit)")
+            return
+        out, others = got
         self.log(LOG, f"parallint: analysed {path} ({(t1 - t0) * 1000:.0f} ms)")
         if stale() or self.shut:
             return  # a newer edit is scheduled; it publishes
@@ -503,10 +540,14 @@ class Server:
         if not others and set(out) <= {path}:
             return
         try:
-            out = await loop.run_in_executor(None, linter.lint_others, path, out, others)
+            done = await loop.run_in_executor(None, linter.lint_others, path, out, others,
+                                              lambda: stale() or self.shut)
         except Exception as exc:
             self.log(LOG_ERROR, f"parallint: {type(exc).__name__}: {exc}")
             return
+        if done is None:
+            return  # stopped: a newer edit (it publishes)
+        out = done
         self.log(LOG, f"parallint: re-checked the other files of its jobs ({len(others)}; "
                       f"{(time.perf_counter() - t1) * 1000:.0f} ms)")
         if stale() or self.shut:

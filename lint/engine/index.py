@@ -35,7 +35,7 @@ from parallint.util.boundary import find_root  # noqa: F401 - the repository a p
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
 if TYPE_CHECKING:
-    from typing import Iterable
+    from typing import Any, Iterable
 
 CACHE_DIR_NAME = ".parallint_cache"
 CACHE_FORMAT = 1
@@ -246,11 +246,35 @@ class ReverseIndex:
 
     def _excluder(self):
         if self._exc is None:
+            kept = self.tree.excluder if getattr(self.runner, "kept", None) is not None else None
+            if kept is not None and _excluder_holds(kept[1]):
+                self._exc = kept[0]  # its .gitignore files and repository roots are unchanged
+                return self._exc
             from parallint.discover.walk import Excluder
 
             cfg = self.runner.config
             self._exc = Excluder(cfg.exclude, cfg.base, cfg.get("respect-gitignore", True))
         return self._exc
+
+    def _keep_excluder(self) -> None:
+        """The language server: keep this run's Excluder with the tree (see :func:`_excluder_holds`)."""
+        exc = self._exc
+        self.tree.excluder = None
+        if exc is None or getattr(self.runner, "kept", None) is None:
+            return
+        import time
+
+        from parallint.util.deps import RACY_NS, stat_signature
+
+        soon = time.time_ns() - RACY_NS
+        seen: list = []
+        for folder in list(exc._ignores):
+            sig = stat_signature(os.path.join(folder, ".gitignore"))
+            if sig is not None and sig[0] >= soon:
+                return  # changed a moment ago: not trusted
+            seen.append((os.path.join(folder, ".gitignore"), sig))
+        seen.extend((start, ("root", root)) for start, root in list(exc._roots.items()))
+        self.tree.excluder = (exc, seen)
 
     def _kept(self, ap: Path) -> bool:
         """Whether a walk of the root keeps this file (configured excludes, .gitignore); asked
@@ -348,7 +372,12 @@ class ReverseIndex:
             wanted = set().union(*(needles(t) for t in frontier))
             names = {t.name.encode("utf-8", "surrogateescape") for t in frontier}
             new: set[Path] = set()
+            stop = getattr(self.runner, "stop", None)
             for rel in sorted(tree.containing(wanted, self)):
+                if stop is not None and stop():
+                    from parallint.engine.runner import Stopped
+
+                    raise Stopped
                 abspath = self.root / rel
                 if abspath in found or abspath in targets:
                     continue
@@ -367,6 +396,7 @@ class ReverseIndex:
             frontier = new
         self.cache.save()
         tree.save()
+        self._keep_excluder()
         return found
 
     def _declared(self) -> list[tuple[Path, set[Path]]]:
@@ -377,6 +407,21 @@ class ReverseIndex:
                 out.append(((cfg.base / entry["launch"]).resolve(),
                             {(cfg.base / p).resolve() for p in entry.get("files", [])}))
         return out
+
+
+def _excluder_holds(seen: list) -> bool:
+    """Whether the .gitignore files a kept Excluder read are unchanged (stat signature, or still
+    missing) and each folder it asked about still has the same repository root."""
+    from parallint.discover.walk import _git_root
+    from parallint.util.deps import stat_signature
+
+    for path, was in seen:
+        if isinstance(was, tuple) and was[:1] == ("root",):
+            if _git_root(path) != was[1]:
+                return False
+        elif stat_signature(path) != was:
+            return False
+    return True
 
 
 #: bytes that make up a word of a file's text for the index: a needle is found in a file when it
@@ -447,6 +492,8 @@ class TreeIndex:
         self.overlay: dict[str, tuple[str, set[bytes]]] = {}  # editor buffers: (digest, words), this run
         self.dirty = False
         self.read = 0  # files of the tree read by the last refresh (tests, benchmarks)
+        #: kept in memory between runs (the language server): (the Excluder, what it read)
+        self.excluder: "tuple[Any, list] | None" = None
         self.key: bytes | None = None
         if enabled:
             from parallint.engine.cache import folder_ok, user_key
@@ -748,7 +795,7 @@ class TreeIndex:
 def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = None,
                 all_job_findings: bool = False, use_cache: bool = True, buffers: dict | None = None,
                 related_findings: bool = False, run_cache: bool | None = None, progress=None,
-                trees: dict | None = None):
+                trees: dict | None = None, kept=None, stop=None):
     """``parallint check`` with whole jobs: the given files are checked in every job that
     includes them; findings are those located in the given paths (all findings of the affected
     jobs with ``all_job_findings``; with ``related_findings`` also those elsewhere whose notes cite
@@ -761,10 +808,16 @@ def check_files(paths: list[str], config, rules, stdin=None, cwd: Path | None = 
     (:class:`parallint.engine.cache.RunCache`; the result then has no ``jobs``).
 
     ``trees`` (root -> :class:`TreeIndex`) keeps the link index in memory between calls (the
-    language server): a call refreshes it from the tree's stat signatures instead of loading it."""
+    language server): a call refreshes it from the tree's stat signatures instead of loading it;
+    ``kept`` (:class:`parallint.engine.kept.KeptFacts`) keeps the files' facts the same way;
+    ``stop()`` True abandons the run (``parallint.engine.runner.Stopped`` is raised)."""
     from parallint.engine.runner import Runner
 
     runner = Runner(config, cwd)
+    runner.stop = stop
+    if kept is not None:
+        runner.kept = kept
+        runner._guarded = kept.guarded  # the pre-parse guard's verdicts, kept with the facts
     runner.progress = progress  # (files read, files to read), as reading goes on
     cwd = runner.cwd
     whole = None

@@ -341,6 +341,12 @@ class _QuietGc:
             gc.enable()
 
 
+class Stopped(BaseException):
+    """Raised out of a run whose ``Runner.stop()`` says it is no longer wanted (the language
+    server: a newer edit of the document arrived); a BaseException, so that no reader's or rule's
+    ``except Exception`` takes it for a failure of its own."""
+
+
 class _Timeout(BaseException):
     """Raised by the alarm; a BaseException, so a reader's ``except Exception`` cannot swallow it."""
 
@@ -420,6 +426,10 @@ class Runner:
         self.max_bytes = max_file_size(config.settings)
         self.timeout = file_timeout(config.settings)
         self.memory = file_memory(config.settings)
+        #: parallint.engine.kept.KeptFacts: what earlier runs read (the language server), or None
+        self.kept: Any = None
+        #: asked before each file is read and each rule runs: True abandons the run (Stopped)
+        self.stop: Callable[[], bool] | None = None
         for mod in ("parallint.link.megatron_table", "parallint.link.jobs", "parallint.link.hydrascripts",
                     "parallint.link.versions", "parallint.link.imports", "parallint.readers.python",
                     "parallint.readers.pyparser_import", "parallint.model.pyshared"):  # an earlier run's
@@ -433,6 +443,8 @@ class Runner:
         if abspath in self.cache and (self.cache[abspath] is not None or not launched
                                       or abspath in self._launched):
             return self.cache[abspath]
+        if self.stop is not None and self.stop():
+            raise Stopped
         if launched:
             self._launched.add(abspath)
         self.cache[abspath] = None  # cycle guard while reading
@@ -444,6 +456,8 @@ class Runner:
         loaded = self._load(abspath, explicit, launched)
         if loaded is None or isinstance(loaded, FileFacts):
             return loaded
+        if self.kept is not None and abspath not in self.gated and abspath not in self.context:
+            return self.kept.parse(self, *loaded)  # type: ignore[no-any-return]
         return self._parse(*loaded)
 
     def _raw(self, abspath: Path) -> "tuple[bytes, int] | str":
@@ -556,7 +570,7 @@ class Runner:
             reason = known[2]  # loaded again in this run (a one-file check loads its target twice)
         else:
             reason = guard(kind, display, text)
-            if len(text) >= GUARD_MEMO_BYTES:
+            if len(text) >= GUARD_MEMO_BYTES or self.kept is not None:
                 self._guarded[abspath] = (kind, text, reason)
         if reason is not None:
             return self._skipped(abspath, display, reason, kind)
@@ -675,8 +689,21 @@ class Runner:
         python = [p for p in pending if p[3] in PARALLEL_KINDS and "torchx" not in p[2]]
         others = [p for p in pending if p[3] not in PARALLEL_KINDS or "torchx" in p[2]]
         risky = [p for p in others if p[3] in PROBE_KINDS and len(p[2]) > RISKY_SHELL_BYTES]
+        if self.kept is not None:  # the language server: the large Python files are probed too,
+            # unless their facts are kept (a killable worker read them before)
+            risky = [p for p in risky + [p for p in python if len(p[2]) > RISKY_BYTES]
+                     if not self.kept.holds(self, *p)]
         if risky:
             self._probe_in_workers(risky)
+        if self.kept is not None:
+            # every file read here and kept with its syntax tree (the rules run on it in check(),
+            # as on a linked script): the next analysis takes it from the kept facts
+            for item in others + python:
+                if item[0] not in self.cache:
+                    if self.stop is not None and self.stop():
+                        raise Stopped
+                    self.cache[item[0]] = self.kept.parse(self, *item)
+            return
         for item in others:
             if item[0] not in self.cache:
                 self.cache[item[0]] = self._parse(*item)
@@ -995,6 +1022,8 @@ class Runner:
         """One rule on one file or job. At most :data:`MAX_FINDINGS_PER_RULE` findings are taken
         (the rule's generator is not run further), then one that says the rest is not listed: a
         hostile file of 4,000 repeated keys costs what 200 cost."""
+        if self.stop is not None and self.stop():
+            raise Stopped
         out: list[Diagnostic] = []
         try:
             for d in getattr(rule, method)(target, ctx) or ():

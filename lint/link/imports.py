@@ -49,11 +49,21 @@ def _imports(path: Path) -> list[tuple[str, int]]:
     return got
 
 
-def reset() -> None:
-    """Forget the import statements read by an earlier run."""
-    from parallint.model.pyshared import STATED
+def keep(on: bool = True) -> None:
+    """Keep the import statements across runs (the language server): they are keyed by the
+    text's digest (``model.pyshared.STATED``), so an entry never goes stale; at most
+    ``pyshared.KEPT`` of them."""
+    from parallint.model import pyshared
 
-    STATED.clear()
+    pyshared.KEEP[0] = on
+
+
+def reset() -> None:
+    """Forget the import statements read by an earlier run (with :func:`keep`, only when there are
+    too many of them)."""
+    from parallint.model.pyshared import reset as forget
+
+    forget()
 
 
 def import_statements(raw: bytes) -> list[tuple[str, int]]:

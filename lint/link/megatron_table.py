@@ -43,9 +43,52 @@ FRAMEWORKS = ("megatron-lm", "megatron-deepspeed")
 _MEMO: dict[tuple, object] = {}
 
 
+#: while :func:`keep` is on (the language server): every path the memo's entries looked at, with
+#: its stat signature then (None: missing); the memo outlives a run while all of them are unchanged
+_SEEN: dict[str, object] = {}
+_KEEP = [False]
+
+
+def keep(on: bool = True) -> None:
+    """Keep what was read across runs while the files it came from are unchanged (see :func:`reset`)."""
+    if on != _KEEP[0]:  # entries made before were not noted: forget them
+        _MEMO.clear()
+        _SEEN.clear()
+    _KEEP[0] = on
+
+
 def reset() -> None:
-    """Forget what earlier runs read (the files may have changed since)."""
+    """Forget what earlier runs read (the files may have changed since); with :func:`keep`, only
+    when one of the files (or folders) it looked at changed."""
+    if _KEEP[0] and _MEMO and _unchanged():
+        return
     _MEMO.clear()
+    _SEEN.clear()
+
+
+def _unchanged() -> bool:
+    import time
+
+    from parallint.util.deps import RACY_NS, stat_signature
+
+    soon = time.time_ns() - RACY_NS
+    for p, was in _SEEN.items():
+        if stat_signature(p) != was or was is not None and was[0] >= soon:  # type: ignore[index]
+            return False
+    return True
+
+
+def _note(path: Path) -> None:
+    """A path a memo entry depends on (its existence, or its content)."""
+    from parallint.util.deps import note_probe
+
+    note_probe(path)
+    if _KEEP[0]:
+        key = str(path)
+        if key not in _SEEN:
+            from parallint.util.deps import stat_signature
+
+            _SEEN[key] = stat_signature(key)
 
 
 def _memo(key: tuple, make):
@@ -60,9 +103,7 @@ def _parse(path: Path) -> ast.Module | None:
 
 
 def _parse_now(path: Path) -> ast.Module | None:
-    from parallint.util.deps import note_probe
-
-    note_probe(path)
+    _note(path)
     try:
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             return None
@@ -148,8 +189,7 @@ def _module_file(root: Path, here: Path, module: str, level: int) -> Path | None
         bases = [base]
     else:
         bases = [root, here.parent]
-    from parallint.util.deps import note_probe
-
+    note_probe = _note
     for b in bases:
         cand = b.joinpath(*parts) if parts else b
         for c in (cand.with_suffix(".py") if parts else None, cand / "__init__.py"):
@@ -251,8 +291,7 @@ ARGUMENT_MODULES = ("megatron/training/arguments.py", "megatron/arguments.py")
 
 
 def arguments_module(root: Path) -> Path | None:
-    from parallint.util.deps import note_probe
-
+    note_probe = _note
     for rel in ARGUMENT_MODULES:
         p = root / rel
         note_probe(p)
@@ -281,6 +320,7 @@ def extract(root: Path) -> dict | None:
     if "add_config_arguments" in src:
         flags.update(DEEPSPEED_FLAGS)
     scripts = {}
+    _note(root)  # its listing (a script added there)
     for entry in sorted(root.glob("*.py")):
         if entry.name == "setup.py":
             continue
@@ -500,6 +540,8 @@ def submodules(start: Path) -> tuple[Path, tuple[str, ...]]:
     def read(d: Path) -> tuple[str, ...]:
         from parallint.util.safeio import read_text_regular
 
+        _note(d / ".gitmodules")
+        _note(d / ".git")
         try:
             text = read_text_regular(d / ".gitmodules", 1_000_000)
         except (OSError, ValueError):

@@ -196,6 +196,12 @@ def import_pairs(nodes: Any) -> list[tuple[str, int]]:
     return out
 
 
+#: keep :data:`STATED` across runs (the language server, ``link.imports.keep``), at most KEPT entries
+KEEP = [False]
+KEPT = 50_000
+
+
 def reset() -> None:
-    """Forget the import statements of an earlier run."""
-    STATED.clear()
+    """Forget the import statements of an earlier run (unless they are kept and not too many)."""
+    if not KEEP[0] or len(STATED) > KEPT:
+        STATED.clear()

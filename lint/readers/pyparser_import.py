@@ -46,11 +46,41 @@ _RESOLVED: dict[tuple, tuple[tuple[str, ...], list[str], int, "Path | None"]] = 
 _BASES: dict[tuple, tuple[str, ...]] = {}
 
 
+#: while :func:`keep` is on (the language server): the file found for each entry of _RESOLVED as
+#: its own path (None: the last candidate looked for is not a file), checked again by :func:`reset`
+_LAST: "dict[tuple, str | None | bool]" = {}
+#: the kept entries checked in this run (see :func:`_still`)
+_CHECKED: set[tuple] = set()
+_KEEP = [False]
+
+
+def keep(on: bool = True) -> None:
+    """Keep what :func:`resolve` found across runs, each entry while the candidates it looked for
+    still are (or are not) files (see :func:`reset`)."""
+    if on != _KEEP[0]:
+        _ROOTS.clear()
+        _RESOLVED.clear()
+        _BASES.clear()
+        _LAST.clear()
+        _CHECKED.clear()
+    _KEEP[0] = on
+
+
 def reset() -> None:
-    """Forget the roots and modules found by an earlier run."""
+    """Forget the roots and modules found by an earlier run; with :func:`keep`, an entry is
+    checked again when a run first asks for it (:func:`_still`: a file created, removed or moved
+    among its candidates forgets it), and all are forgotten when a folder's repository root changed."""
+    if _KEEP[0] and _ROOTS:
+        roots = dict(_ROOTS)
+        _ROOTS.clear()
+        if all(_root(start) == was for start, was in roots.items()):
+            _CHECKED.clear()  # each entry is checked again when a run first asks for it
+            return
     _ROOTS.clear()
     _RESOLVED.clear()
     _BASES.clear()
+    _LAST.clear()
+    _CHECKED.clear()
 
 
 #: per file: (its stat signature, the folders its ``sys.path`` tweaks add)
@@ -170,8 +200,15 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
     tweaks = tuple(extra) if extra is not None and not level else None
     key = (here, module, level, tweaks)
     got = _RESOLVED.get(key)
+    if got is not None and _KEEP[0] and key not in _CHECKED:
+        _CHECKED.add(key)
+        if not _still(got, _LAST.get(key, False)):
+            got = None
     if got is None:
         got = _RESOLVED[key] = _resolve(here, module, level, extra, tweaks)
+        if _KEEP[0]:
+            _LAST[key] = _last(got)
+            _CHECKED.add(key)
     bases, parts, n, found = got
     if n:
         from parallint.util import deps
@@ -183,6 +220,37 @@ def resolve(script_path: Path, module: str, level: int, extra: "list[Path] | Non
                 else:
                     deps.note_probe(os.path.join(bases[i // 2], *parts) + ".py")
     return found
+
+
+def _still(got: tuple, last: "str | None | bool") -> bool:
+    """Whether a kept entry of _RESOLVED holds: the candidates before the last one it looked for
+    are still no files, and the last one is still the file it was (or still none)."""
+    if last is False:
+        return False
+    bases, parts, n, _found = got
+    isfile, join = os.path.isfile, os.path.join
+    for i in range(n):
+        cand = join(bases[i // 2], *parts, "__init__.py") if i % 2 else join(bases[i // 2], *parts) + ".py"
+        if i < n - 1 or last is None:
+            if isfile(cand):
+                return False
+        elif not isfile(cand) or os.path.realpath(cand) != last:
+            return False
+    return True
+
+
+def _last(got: tuple) -> "str | None | bool":
+    """The real path of the last candidate :func:`_resolve` looked for when it is a file (the one
+    it took, or one it refused), else None; False when that cannot be told (kept no longer)."""
+    bases, parts, n, _found = got
+    if not n:
+        return None
+    i = n - 1
+    cand = os.path.join(bases[i // 2], *parts, "__init__.py") if i % 2 else os.path.join(bases[i // 2], *parts) + ".py"
+    try:
+        return os.path.realpath(cand) if os.path.isfile(cand) else None
+    except (OSError, ValueError):
+        return False
 
 
 def _resolve(here: Path, module: str, level: int, extra: "list[Path] | None",

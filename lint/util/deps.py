@@ -145,6 +145,40 @@ def side_take() -> tuple[str, ...]:
     return out
 
 
+def side_push() -> "list | None":
+    """Collect the side reads of a nested read apart (see :func:`side_pop`); returns the outer
+    collection, which :func:`side_pop` extends with them."""
+    global _SIDE
+    outer = _SIDE
+    _SIDE = []
+    return outer
+
+
+def side_pop(outer: "list | None") -> tuple[str, ...]:
+    """The side reads since :func:`side_push`; the outer collection (if any) goes on, with them."""
+    global _SIDE
+    mine = tuple(dict.fromkeys(_SIDE or ()))
+    if outer is not None:
+        outer.extend(mine)
+    _SIDE = outer
+    return mine
+
+
 def note_side_read(path: "str | Path") -> None:
     if _SIDE is not None:
         _SIDE.append(os.path.abspath(path))
+
+
+#: a file changed less than this long before it was looked at may change again within its
+#: mtime's granularity: its stat signature is not trusted (as the content cache's ``RACY_NS``)
+RACY_NS = 2_000_000_000
+
+
+def stat_signature(path: "str | Path") -> "tuple | None":
+    """(mtime ns, size, inode, mode) of the file (or folder), or None when it is missing or
+    cannot be looked at: what the memos kept across runs (the language server) compare."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
