@@ -80,12 +80,13 @@ def _fresh(root: Path, buffers: dict[Path, str], changed: Path) -> list[tuple]:
     """A fresh analysis of the same buffers, nothing kept; the session's kept tables (module
     state) are put back after it."""
     from parallint.link import imports, megatron_table
+    from parallint.model import pyshared
     from parallint.readers import pyparser_import
 
     saved = [(megatron_table, dict(megatron_table._MEMO), dict(megatron_table._SEEN)),
              (pyparser_import, dict(pyparser_import._ROOTS), dict(pyparser_import._RESOLVED),
               dict(pyparser_import._BASES), dict(pyparser_import._LAST)),
-             (imports, dict(imports._STATED))]
+             (imports, dict(pyshared.STATED))]
     lin = Linter(root, keep=False)
     lin.buffers.update(buffers)
     try:
@@ -99,7 +100,7 @@ def _fresh(root: Path, buffers: dict[Path, str], changed: Path) -> list[tuple]:
         for d, was in zip((pyparser_import._ROOTS, pyparser_import._RESOLVED, pyparser_import._BASES,
                            pyparser_import._LAST), saved[1][1:]):
             d.update(was)
-        imports._STATED.update(saved[2][1])
+        pyshared.STATED.update(saved[2][1])
 
 
 def _edit(lin: Linter, root: Path, path: Path, text: str) -> tuple[list[tuple], list[tuple]]:
