@@ -194,6 +194,18 @@ def write_tree(base: Path, files: dict[str, str]) -> None:
         p.write_text(text, encoding="utf-8")
 
 
+def age_tree(root: Path, seconds: float = 30) -> None:
+    """Every time stamp below ``root`` ``seconds`` into the past: a checkout, not files written a
+    moment ago (a stat signature younger than the cache's racy window is never trusted)."""
+    import time
+
+    past = time.time() - seconds
+    for d, dirs, files in os.walk(root):
+        for n in files + dirs:
+            os.utime(os.path.join(d, n), (past, past), follow_symlinks=False)
+    os.utime(root, (past, past))
+
+
 def rule_family(name: str):
     """A rule family as one namespace for tests: its rule classes (one module each, see
     ``rules/<family>/``) and its shared helpers (``_common``), by name."""

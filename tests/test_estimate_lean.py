@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, write_tree
+from test_values_model_shapes import TRAIN_MODULE  # the FastChat-style module that parses the HF arguments
 
 TRAIN = """\
 import torch.distributed as dist
@@ -183,24 +184,6 @@ from fastchat.train.train import train
 
 if __name__ == "__main__":
     train()
-"""
-TRAIN_MODULE = """\
-from dataclasses import dataclass, field
-
-import transformers
-from transformers import Trainer
-
-
-@dataclass
-class ModelArguments:
-    model_name_or_path: str = field(default="facebook/opt-125m")
-
-
-def train():
-    parser = transformers.HfArgumentParser((ModelArguments, transformers.TrainingArguments))
-    model_args, training_args = parser.parse_args_into_dataclasses()
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
-    Trainer(model=model, args=training_args).train()
 """
 
 PLANTED = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from parallint.engine.index import ReverseIndex, check_files
 from parallint.engine.registry import get_registry
 from parallint.engine.runner import Runner
 
-from conftest import write_tree
+from conftest import age_tree as _age, write_tree
 
 DS_BAD = '{"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}\n'
 TREE = {
@@ -34,16 +33,6 @@ TREE = {
     "data/values.json": json.dumps({"loss": [1.0, 0.5]}) + "\n",
 }
 UNRELATED = {"other_train.py", "run_other.sh", "conf/model.yaml", "notes/README.md", "data/values.json"}
-
-
-def _age(root: Path, seconds: float = 30) -> None:
-    """Every time stamp below ``root`` ``seconds`` into the past (a checkout, not files written a
-    moment ago, whose stat signature is not trusted)."""
-    past = time.time() - seconds
-    for d, dirs, files in os.walk(root):
-        for n in files + dirs:
-            os.utime(os.path.join(d, n), (past, past), follow_symlinks=False)
-    os.utime(root, (past, past))
 
 
 @pytest.fixture

@@ -6,15 +6,13 @@ and for a file changed on disk."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
 
 from parallint.cli.server import Linter
 
-from conftest import write_tree
+from conftest import age_tree as _age, write_tree
 
 ARGS = ("import argparse\n\ndef parse_args(extra_args_provider=None):\n"
         "    parser = argparse.ArgumentParser(allow_abbrev=False)\n"
@@ -46,16 +44,6 @@ TREE = {
     "tests/cases/gpt/model_config.yaml": ("MODEL_ARGS:\n  --tensor-model-parallel-size: 3\n"
                                           "  --micro-batch-size: 1\n"),
 }
-
-
-def _age(root: Path, seconds: float = 30) -> None:
-    """Every time stamp below ``root`` into the past: a stat signature younger than two seconds is
-    never trusted, so the kept tables would be read again anyway."""
-    past = time.time() - seconds
-    for d, dirs, files in os.walk(root):
-        for n in files + dirs:
-            os.utime(os.path.join(d, n), (past, past), follow_symlinks=False)
-    os.utime(root, (past, past))
 
 
 @pytest.fixture
