@@ -182,6 +182,20 @@ def run_cli_in_process(*args: str, cwd: Path | None = None, stdin: str | None = 
                                        _decoded(err_bytes.getvalue()))
 
 
+@pytest.fixture(autouse=True)
+def _nothing_kept_after_a_test():
+    """A language-server test turns on the tables kept across runs (module state); the tests after
+    it in the same process must see a run's own state, as a ``parallint check`` process does."""
+    yield
+    for name in ("parallint.link.megatron_table", "parallint.readers.pyparser_import", "parallint.link.imports"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            mod.keep(False)
+    py = sys.modules.get("parallint.readers.python")
+    if py is not None and py._KEEP:
+        py.keep_modules(0)
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -360,11 +360,19 @@ MODULES_BYTES = 2_000_000
 _KEEP = False
 
 
+_RUN_LIMITS = (_MODULES_MAX, MODULES_BYTES)  # a run's own bounds, when nothing is kept
+
+
 def keep_modules(most: int) -> None:
     """Keep up to ``most`` loaded modules from one run to the next (the language server, where an
     edit re-checks the same jobs). Entries are keyed by the module's path and bytes, so a kept one
-    is exactly what loading the file again gives."""
+    is exactly what loading the file again gives. ``most`` 0: keep nothing again (a run's own
+    bounds), and forget what was kept."""
     global _MODULES_MAX, _KEEP, MODULES_BYTES
+    if most <= 0:
+        (_MODULES_MAX, MODULES_BYTES), _KEEP = _RUN_LIMITS, False
+        reset()
+        return
     _MODULES_MAX, _KEEP, MODULES_BYTES = max(int(most), 1), True, 1 << 62
 
 
