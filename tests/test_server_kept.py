@@ -207,3 +207,30 @@ def test_an_analysis_stopped_by_a_newer_edit_leaves_the_next_one_right(repo):
     assert got is not None
     assert _flat({launch: got[0][launch]}) == [x for x in _fresh(repo, lin.buffers, launch) if x[0] == str(launch)]
     assert any(x[1] == "CFG006" for x in _flat(got[0]))
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_kept_session_reads_without_a_full_collection_up_front(tmp_path, monkeypatch, kept):
+    """Reading many files pauses the cyclic collector; a ``check`` run collects the heap first, a
+    session that keeps facts does not (its heap is large and long-lived: a full collection cost
+    seconds at each edit of a Megatron workspace). The findings are the same either way."""
+    import gc
+
+    from parallint.discover.settings import Config
+    from parallint.engine.kept import KeptFacts
+    from parallint.engine.registry import get_registry
+    from parallint.engine.runner import Runner
+
+    files = {f"m{i:02d}.py": f"import torch.distributed as dist\ndist.init_process_group('nccl')\nX = {i}\n"
+             for i in range(20)}
+    write_tree(tmp_path, files)
+    events: list[str] = []
+    collect, freeze = gc.collect, gc.freeze
+    monkeypatch.setattr(gc, "collect", lambda *a: events.append("collect") or collect(*a))
+    monkeypatch.setattr(gc, "freeze", lambda: events.append("freeze") or freeze())
+    runner = Runner(Config(None, tmp_path, {}), tmp_path)
+    if kept:
+        runner.kept = KeptFacts()
+    got = runner.collect(["."], get_registry().enabled(None, [], []))
+    assert sorted(f.path for f in got) == sorted(files)
+    assert events[:1] == (["freeze"] if kept else ["collect"])  # the heap is collected before the pause only in check

@@ -322,16 +322,20 @@ class _QuietGc:
     collection up front). A class, not ``contextlib.contextmanager``: a one-file check does not
     import contextlib (start-up)."""
 
-    __slots__ = ("active",)
+    __slots__ = ("active", "collect")
 
-    def __init__(self, active: bool = True) -> None:
+    def __init__(self, active: bool = True, collect: bool = True) -> None:
         self.active = active
+        self.collect = collect  # False: the heap is large and long-lived (the language server's
+        # kept facts), so a full collection up front costs seconds at each edit; what is garbage
+        # now is frozen with the rest and collected after the run, by the collector's own schedule
 
     def __enter__(self) -> None:
         if not self.active or not gc.isenabled():
             self.active = False
             return
-        gc.collect()
+        if self.collect:
+            gc.collect()
         gc.freeze()
         gc.disable()
 
@@ -680,7 +684,7 @@ class Runner:
                 pending.append(loaded)
             slots.append(c.abspath)
         self._total += len(pending)
-        with _QuietGc(active=len(pending) >= RECLAIM_EVERY):
+        with _QuietGc(active=len(pending) >= RECLAIM_EVERY, collect=self.kept is None):
             self._read_pending(pending, rules)
         return [f for f in (self.cache.get(a) for a in slots) if f is not None]
 
