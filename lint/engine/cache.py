@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - another Python implementation
 import os
 from pathlib import Path
 
-from parallint.util.deps import Record, _names_digest
+from parallint.util.deps import RACY_NS, Record, _names_digest  # noqa: F401 - RACY_NS: read as cache.RACY_NS
 from parallint.util.safeio import replace_bytes
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up, docs/architecture.md)
@@ -268,7 +268,6 @@ def clean(folder: Path) -> bool:
 
 RUNS_DIR = "runs"
 RUN_FORMAT = 1
-RACY_NS = 2_000_000_000  # coarser than any file system's time stamps (FAT: 2 s)
 #: files above the folders a run looks at, whose existence decides a repository root, a
 #: configuration or a .gitignore chain
 MARKERS = (".git", ".gitignore", "pyproject.toml", "setup.py", "parallint.toml", ".parallint.toml")

@@ -175,7 +175,10 @@ STATED: dict[bytes, list[tuple[str, int]]] = {}
 
 def text_key(text: str) -> bytes:
     """The key of a Python text in :data:`STATED`."""
-    from hashlib import blake2b
+    try:  # _blake2 itself: importing hashlib also starts OpenSSL (milliseconds per run)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - another Python implementation
+        from hashlib import blake2b
 
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 

@@ -171,7 +171,7 @@ def note_side_read(path: "str | Path") -> None:
 
 #: a file changed less than this long before it was looked at may change again within its
 #: mtime's granularity: its stat signature is not trusted (as the content cache's ``RACY_NS``)
-RACY_NS = 2_000_000_000
+RACY_NS = 2_000_000_000  # coarser than any file system's time stamps (FAT: 2 s)
 
 
 def stat_signature(path: "str | Path") -> "tuple | None":
